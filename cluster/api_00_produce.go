@@ -1,0 +1,199 @@
+package cluster
+
+// Produce (key 0), v0–11 advertised.
+//
+// v0–2 carry the old message formats Kafka 4 no longer accepts: they are
+// advertised (librdkafka only enables compression when Produce v0 is in
+// range) and every partition is refused with UNSUPPORTED_VERSION.
+//
+// The checks follow Kafka's order: acks must be -1, 0 or 1, else every
+// partition gets INVALID_REQUIRED_ACKS and nothing is written; then per
+// partition, independently (one bad partition never fails the others): the
+// topic and partition exist here and this broker leads it, the records are
+// exactly one magic-2 batch, the ISR is large enough for acks=-1, and the
+// partition's log validates and appends the batch.
+//
+// acks=0 sends no response and closes the connection if any partition
+// failed; acks=1 answers after the local append; acks=-1 answers once the
+// high watermark passes every appended batch (at once when the ISR is this
+// broker alone), or REQUEST_TIMED_OUT after the request's timeout.
+//
+// Transactions are not supported: a transactional produce gets
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ProduceRequest)
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+
+	refuseAll := int16(0)
+	switch {
+	case req.Version < 3:
+		refuseAll = kerr.UnsupportedVersion.Code
+	case !replication.ValidRequiredAcks(req.Acks):
+		refuseAll = kerr.InvalidRequiredAcks.Code
+	case req.TransactionID != nil:
+		refuseAll = kerr.TransactionalIDAuthorizationFailed.Code
+	}
+
+	var waits []produceWait
+	failed := false
+	now := time.Now()
+	for _, t := range req.Topics {
+		rt := kmsg.NewProduceResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewProduceResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.BaseOffset = -1
+			rp.LogAppendTime = -1
+			rp.LogStartOffset = -1
+			if refuseAll != 0 {
+				rp.ErrorCode = refuseAll
+			} else {
+				tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+				part, res, err := n.produceOne(tp, p.Records, req.Acks, now)
+				if err != nil {
+					rp.ErrorCode = errorCode(err)
+					if req.Version >= 8 {
+						rp.ErrorMessage = errorMessage(err)
+					}
+					n.logger.Debug("produce refused", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+				} else {
+					rp.BaseOffset = res.FirstOffset
+					rp.LogAppendTime = res.LogAppendTimeMs
+					rp.LogStartOffset = res.LogStartOffset
+					if res.HighWatermarkMoved {
+						n.fetchWaiters.Check(tp)
+						n.produceWaiters.Check(tp)
+					}
+					if req.Acks == -1 {
+						waits = append(waits, produceWait{
+							tp: tp, part: part, lastOffset: res.LastOffset,
+							topicIdx: len(resp.Topics), partIdx: len(rt.Partitions),
+						})
+					}
+				}
+			}
+			if rp.ErrorCode != 0 {
+				failed = true
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+
+	switch {
+	case req.Acks == 0:
+		if failed {
+			// The client reads no response, so closing the connection is
+			// the only way to tell it something went wrong.
+			rc.CloseConnection(errors.New("acks=0 produce failed"))
+		} else {
+			rc.NoResponse()
+		}
+		return nil, nil
+	case req.Acks == -1 && len(waits) > 0:
+		op := &delayedProduce{node: n, rc: rc, resp: resp, waits: waits}
+		keys := make([]replication.TopicPartition, len(waits))
+		for i, w := range waits {
+			keys[i] = w.tp
+		}
+		deadline := now.Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+		n.produceWaiters.TryCompleteElseWatch(op, deadline, keys...)
+		return nil, nil
+	}
+	return resp, nil
+}
+
+// produceOne appends one partition's records.
+func (n *Node) produceOne(tp replication.TopicPartition, records []byte, acks int16, now time.Time) (*replication.Partition, replication.AppendResult, error) {
+	part, err := n.hostedPartition(tp)
+	if err != nil {
+		return nil, replication.AppendResult{}, err
+	}
+	batch, rest, err := record.Parse(records)
+	switch {
+	case errors.Is(err, record.ErrMagic), errors.Is(err, record.ErrTruncated) && len(records) == 0:
+		return nil, replication.AppendResult{}, fmt.Errorf("%w: produce needs exactly one magic 2 batch", record.ErrInvalid)
+	case err != nil:
+		return nil, replication.AppendResult{}, err
+	case len(rest) != 0:
+		return nil, replication.AppendResult{}, fmt.Errorf("%w: more than one batch for a partition", record.ErrInvalid)
+	}
+	res, err := part.AppendAsLeader(batch, acks, now)
+	return part, res, err
+}
+
+// produceWait is one partition of an acks=-1 produce waiting for the high
+// watermark to pass its batch.
+type produceWait struct {
+	tp                replication.TopicPartition
+	part              *replication.Partition
+	lastOffset        int64
+	topicIdx, partIdx int
+	done              bool
+}
+
+// delayedProduce is an acks=-1 produce waiting in the produce purgatory.
+type delayedProduce struct {
+	node  *Node
+	rc    *RequestContext
+	mu    sync.Mutex
+	resp  *kmsg.ProduceResponse
+	waits []produceWait
+}
+
+// TryComplete answers once every partition's high watermark has passed
+// its batch or the partition's leadership moved away.
+func (d *delayedProduce) TryComplete() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.waits {
+		w := &d.waits[i]
+		if w.done {
+			continue
+		}
+		rp := &d.resp.Topics[w.topicIdx].Partitions[w.partIdx]
+		switch {
+		case !w.part.IsLeader():
+			rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			w.done = true
+		case w.part.HighWatermark() > w.lastOffset:
+			st := w.part.State()
+			if len(st.ISR) < replication.EffectiveMinISR(st.Config.MinInsyncReplicas, len(st.Replicas)) {
+				rp.ErrorCode = kerr.NotEnoughReplicasAfterAppend.Code
+			}
+			w.done = true
+		default:
+			return false
+		}
+	}
+	d.rc.Respond(d.resp)
+	return true
+}
+
+// OnExpire answers REQUEST_TIMED_OUT for the partitions still waiting.
+func (d *delayedProduce) OnExpire() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for i := range d.waits {
+		if w := &d.waits[i]; !w.done {
+			d.resp.Topics[w.topicIdx].Partitions[w.partIdx].ErrorCode = kerr.RequestTimedOut.Code
+		}
+	}
+	d.rc.Respond(d.resp)
+}

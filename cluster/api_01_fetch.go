@@ -1,0 +1,135 @@
+package cluster
+
+// Fetch (key 1), v4–12.
+//
+// Consumers read each partition from its fetch offset up to the high
+// watermark (the last stable offset is the high watermark: there are no
+// transactions). The response holds at most MaxBytes, each partition at
+// most its PartitionMaxBytes, except that the first partition with data
+// always returns at least one whole batch, as Kafka does, so a batch
+// larger than the limits cannot stall a consumer.
+//
+// When fewer than MinBytes are available the request waits in the fetch
+// purgatory until appends provide them or MaxWaitMillis passes; an idle
+// consumer therefore costs one request per MaxWaitMillis, not a spin.
+//
+// Fetch sessions (KIP-227) are not kept: every response has session id 0,
+// which tells the client to send full fetch requests, as Kafka does when
+// its session cache is full.
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/replication"
+)
+
+func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	f := &delayedFetch{node: n, rc: rc, req: req}
+	resp, bytes, stop := f.read()
+	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(req.Topics) == 0 {
+		return resp, nil
+	}
+	var keys []replication.TopicPartition
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			keys = append(keys, replication.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+		}
+	}
+	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+	n.fetchWaiters.TryCompleteElseWatch(f, deadline, keys...)
+	return nil, nil
+}
+
+// delayedFetch is a fetch waiting for MinBytes.
+type delayedFetch struct {
+	node *Node
+	rc   *RequestContext
+	req  *kmsg.FetchRequest
+}
+
+func (f *delayedFetch) TryComplete() bool {
+	resp, bytes, stop := f.read()
+	if !stop && bytes < int(f.req.MinBytes) {
+		return false
+	}
+	f.rc.Respond(resp)
+	return true
+}
+
+func (f *delayedFetch) OnExpire() {
+	resp, _, _ := f.read()
+	f.rc.Respond(resp)
+}
+
+// read builds a full response from the logs as they are now. It returns
+// the number of record bytes and whether a partition error means the
+// request should be answered at once rather than wait.
+func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
+	req := f.req
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	remaining := math.MaxInt32
+	if req.Version >= 3 && req.MaxBytes > 0 {
+		remaining = int(req.MaxBytes)
+	}
+	total := 0
+	minOneBatch := true
+	stop := false
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		rt.TopicID = t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			rp.PreferredReadReplica = -1
+			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			limit := min(int(p.PartitionMaxBytes), remaining)
+			res, err := f.node.readPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch)
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+				stop = true
+				if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
+					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+				}
+			} else {
+				rp.HighWatermark = res.HighWatermark
+				rp.LastStableOffset = res.HighWatermark
+				rp.LogStartOffset = res.LogStartOffset
+				rp.RecordBatches = res.Records
+				if len(res.Records) > 0 {
+					minOneBatch = false
+					total += len(res.Records)
+					remaining = max(0, remaining-len(res.Records))
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, total, stop
+}
+
+// readPartition reads one partition for a consumer, checking leadership
+// and the client's leader epoch first.
+func (n *Node) readPartition(tp replication.TopicPartition, currentLeaderEpoch int32, offset int64, maxBytes int, minOneBatch bool) (replication.FetchResult, error) {
+	part, err := n.hostedPartition(tp)
+	if err != nil {
+		return replication.FetchResult{}, err
+	}
+	if err := part.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
+		return replication.FetchResult{}, err
+	}
+	res, err := part.Read(offset, maxBytes, minOneBatch)
+	if err != nil {
+		res.HighWatermark = part.HighWatermark()
+		res.LogStartOffset = part.LogStartOffset()
+	}
+	return res, err
+}

@@ -1,0 +1,85 @@
+package cluster
+
+// ListOffsets (key 2), v1–7.
+//
+// Timestamp -2 is the log start offset, -1 the high watermark (the last
+// stable offset equals it: no transactions), -3 (v7) the offset of the
+// record with the largest timestamp, and any other timestamp the first
+// offset whose record timestamp is at least that. Offsets are returned
+// with the partition's current leader epoch (v4+), after the client's
+// CurrentLeaderEpoch has been checked.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/replication"
+)
+
+const (
+	listLatest       = -1
+	listEarliest     = -2
+	listMaxTimestamp = -3
+)
+
+func (n *Node) handleListOffsets(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ListOffsetsRequest)
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			offset, ts, epoch, err := n.listOffset(replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p.CurrentLeaderEpoch, p.Timestamp, req.Version)
+			if err != nil {
+				rp.ErrorCode = errorCode(err)
+			} else {
+				rp.Offset, rp.Timestamp, rp.LeaderEpoch = offset, ts, epoch
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+func (n *Node) listOffset(tp replication.TopicPartition, currentEpoch int32, timestamp int64, version int16) (offset, ts int64, epoch int32, err error) {
+	part, err := n.hostedPartition(tp)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if !part.IsLeader() {
+		return 0, 0, 0, replication.ErrNotLeader
+	}
+	if err := part.CheckLeaderEpoch(currentEpoch); err != nil {
+		return 0, 0, 0, err
+	}
+	epoch = part.State().LeaderEpoch
+	switch {
+	case timestamp == listLatest:
+		return part.HighWatermark(), -1, epoch, nil
+	case timestamp == listEarliest:
+		return part.LogStartOffset(), -1, epoch, nil
+	case timestamp == listMaxTimestamp && version >= 7:
+		off, maxTS, found, err := part.Log().OffsetOfMaxTimestamp(part.HighWatermark())
+		if err != nil || !found {
+			return -1, -1, epoch, err
+		}
+		return off, maxTS, epoch, nil
+	case timestamp < 0:
+		return 0, 0, 0, kerr.InvalidRequest
+	}
+	off, foundTS, found, err := part.Log().OffsetForTimestamp(timestamp)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if !found || off >= part.HighWatermark() {
+		// No committed record that new: Kafka answers -1/-1.
+		return -1, -1, epoch, nil
+	}
+	return off, foundTS, epoch, nil
+}

@@ -1,0 +1,172 @@
+package cluster
+
+// Metadata (key 3), v0–12.
+//
+// Answers from the local metadata image: the unfenced brokers with their
+// endpoint for the listener the request came in on, the cluster id, the
+// active controller, and each requested topic with its id (v10+),
+// partitions, leaders, leader epochs, replicas and ISR. Topics may be
+// named or, from v10, given by id. An unknown topic is created through
+// the controller when auto.create.topics.enable is set and the request
+// allows it (always before v4), with the broker's num.partitions and
+// default.replication.factor.
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/metadata"
+)
+
+// authorizedOperationsOmitted is Kafka's "not requested" marker.
+const authorizedOperationsOmitted = -2147483648
+
+func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	img := n.store.Image()
+
+	allTopics := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	autoCreate := n.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
+	if !allTopics && autoCreate {
+		if created := n.autoCreateTopics(ctx, img, req.Topics); created {
+			img = n.store.Image()
+		}
+	}
+
+	resp.Brokers = metadataBrokers(img, rc.Listener)
+	resp.ClusterID = &img.ClusterID
+	resp.ControllerID = n.store.ControllerID()
+	resp.AuthorizedOperations = authorizedOperationsOmitted
+
+	if allTopics {
+		for _, name := range img.TopicNames() {
+			resp.Topics = append(resp.Topics, metadataTopic(img.Topics[name], img))
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		var t *metadata.Topic
+		if rt.Topic != nil {
+			t = img.Topics[*rt.Topic]
+		} else {
+			t = img.TopicsByID[rt.TopicID]
+		}
+		if t == nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if rt.Topic != nil && metadata.ValidateTopicName(*rt.Topic) != nil {
+				mt.ErrorCode = kerr.InvalidTopicException.Code
+			}
+			mt.AuthorizedOperations = authorizedOperationsOmitted
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(t, img))
+	}
+	return resp, nil
+}
+
+// autoCreateTopics creates the named topics that do not exist yet and
+// reports whether it created any.
+func (n *Node) autoCreateTopics(ctx context.Context, img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool {
+	var specs []metadata.TopicSpec
+	for _, rt := range topics {
+		if rt.Topic == nil || img.Topics[*rt.Topic] != nil || metadata.ValidateTopicName(*rt.Topic) != nil {
+			continue
+		}
+		if slices.ContainsFunc(specs, func(s metadata.TopicSpec) bool { return s.Name == *rt.Topic }) {
+			continue
+		}
+		specs = append(specs, metadata.TopicSpec{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1})
+	}
+	if len(specs) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	created := false
+	for i, err := range n.store.CreateTopics(ctx, specs, false) {
+		switch {
+		case err == nil:
+			created = true
+			n.logger.Info("auto-created topic", "topic", specs[i].Name)
+		case errors.Is(err, metadata.ErrTopicExists):
+			created = true
+		default:
+			n.logger.Warn("auto-creating topic failed", "topic", specs[i].Name, "err", err)
+		}
+	}
+	if created {
+		// Open the new partitions now so that the client's first produce
+		// does not race the replica manager.
+		if err := n.replicas.Apply(n.store.Image()); err != nil {
+			n.logger.Warn("opening auto-created partitions", "err", err)
+		}
+	}
+	return created
+}
+
+func metadataBrokers(img *metadata.Image, listener string) []kmsg.MetadataResponseBroker {
+	ids := make([]int32, 0, len(img.Brokers))
+	for id, b := range img.Brokers {
+		if !b.Fenced {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	out := make([]kmsg.MetadataResponseBroker, 0, len(ids))
+	for _, id := range ids {
+		ep, ok := img.BrokerEndpoint(id, listener)
+		if !ok {
+			continue
+		}
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = id, ep.Host, ep.Port
+		if rack := img.Brokers[id].Rack; rack != "" {
+			b.Rack = &rack
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponseTopic {
+	mt := kmsg.NewMetadataResponseTopic()
+	name := t.Name
+	mt.Topic = &name
+	mt.TopicID = t.ID
+	mt.IsInternal = isInternalTopic(t.Name)
+	mt.AuthorizedOperations = authorizedOperationsOmitted
+	for _, p := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition = p.ID
+		mp.Leader = p.Leader
+		mp.LeaderEpoch = p.LeaderEpoch
+		mp.Replicas = p.Replicas
+		mp.ISR = p.ISR
+		mp.OfflineReplicas = []int32{}
+		for _, r := range p.Replicas {
+			if b, ok := img.Brokers[r]; !ok || b.Fenced {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+			}
+		}
+		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}
+
+func isInternalTopic(name string) bool {
+	return name == "__consumer_offsets" || name == "__transaction_state"
+}

@@ -1,0 +1,25 @@
+package cluster
+
+// ApiVersions (key 18), v0–4.
+//
+// Lists the version range of every API in the dispatch table. A request
+// in a version we do not serve is answered in v0 with UNSUPPORTED_VERSION
+// and the ranges (see conn.dispatch), as Kafka does, so the client can
+// retry with a version we know.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (n *Node) handleApiVersions(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
+	return n.server.apiVersionsResponse(rc.Header.APIVersion), nil
+}
+
+func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = version
+	resp.ApiKeys = s.versionRanges()
+	return resp
+}

@@ -1,0 +1,91 @@
+package cluster
+
+// DeleteTopics (key 20), v1–6.
+//
+// Topics are named (all versions) or, from v6, given by id. The
+// controller commits the deletion through Raft; every broker then drops
+// its replicas of the topic and deletes their logs.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (n *Node) handleDeleteTopics(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteTopicsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+
+	type target struct {
+		name string
+		id   [16]byte
+		err  int16
+	}
+	img := n.store.Image()
+	var targets []target
+	if req.Version >= 6 {
+		for _, t := range req.Topics {
+			switch {
+			case t.Topic != nil:
+				tg := target{name: *t.Topic}
+				if topic, ok := img.Topics[*t.Topic]; ok {
+					tg.id = topic.ID
+				}
+				targets = append(targets, tg)
+			default:
+				topic, ok := img.TopicsByID[t.TopicID]
+				if !ok {
+					targets = append(targets, target{id: t.TopicID, err: kerr.UnknownTopicID.Code})
+					continue
+				}
+				targets = append(targets, target{name: topic.Name, id: t.TopicID})
+			}
+		}
+	} else {
+		for _, name := range req.TopicNames {
+			tg := target{name: name}
+			if topic, ok := img.Topics[name]; ok {
+				tg.id = topic.ID
+			}
+			targets = append(targets, tg)
+		}
+	}
+
+	var names []string
+	var idx []int
+	for i, t := range targets {
+		if t.err == 0 {
+			names = append(names, t.name)
+			idx = append(idx, i)
+		}
+	}
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	errs := n.store.DeleteTopics(ctx, names)
+	for j, err := range errs {
+		if err != nil {
+			targets[idx[j]].err = errorCode(err)
+		}
+	}
+	if err := n.replicas.Apply(n.store.Image()); err != nil {
+		n.logger.Warn("removing deleted partitions", "err", err)
+	}
+
+	for _, t := range targets {
+		rt := kmsg.NewDeleteTopicsResponseTopic()
+		if t.name != "" {
+			name := t.name
+			rt.Topic = &name
+		}
+		rt.TopicID = t.id
+		rt.ErrorCode = t.err
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

@@ -1,0 +1,71 @@
+package cluster
+
+// DescribeConfigs (key 32), v1–4.
+//
+// Topics (resource type 2): every topic-level key with its resolved
+// value, and whether it is the topic's own override or the broker's
+// default. Brokers (type 4, named by node id): this broker's static
+// configuration. ConfigNames narrows the keys; null means all. Other
+// resource types get INVALID_REQUEST.
+
+import (
+	"context"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/config"
+)
+
+func (n *Node) handleDescribeConfigs(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeConfigsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
+	img := n.store.Image()
+	for _, r := range req.Resources {
+		rr := kmsg.NewDescribeConfigsResponseResource()
+		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
+		var entries []config.ConfigEntry
+		switch r.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			t, ok := img.Topics[r.ResourceName]
+			if !ok {
+				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
+				break
+			}
+			entries = n.cfg.TopicConfigEntries(t.Configs)
+		case kmsg.ConfigResourceTypeBroker:
+			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(n.cfg.NodeID)) {
+				rr.ErrorCode = kerr.InvalidRequest.Code
+				msg := "describing another broker's configs must be sent to that broker"
+				rr.ErrorMessage = &msg
+				break
+			}
+			entries = n.cfg.BrokerConfigEntries()
+		default:
+			rr.ErrorCode = kerr.InvalidRequest.Code
+		}
+		for _, e := range entries {
+			if r.ConfigNames != nil && !slices.Contains(r.ConfigNames, e.Name) {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name = e.Name
+			if !e.Sensitive {
+				v := e.Value
+				c.Value = &v
+			}
+			c.ReadOnly, c.IsDefault, c.IsSensitive = e.ReadOnly, e.IsDefault, e.Sensitive
+			c.Source = kmsg.ConfigSource(e.Source)
+			if req.IncludeSynonyms {
+				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				s.Name, s.Value, s.Source = c.Name, c.Value, c.Source
+				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+			}
+			rr.Configs = append(rr.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, rr)
+	}
+	return resp, nil
+}

@@ -1,0 +1,35 @@
+package cluster
+
+// DescribeCluster (key 60), v0–1.
+//
+// The unfenced brokers with their endpoint on the listener the request
+// came in on, the cluster id and the active controller. EndpointType 2
+// (v1, controllers) is refused with UNSUPPORTED_ENDPOINT_TYPE: clients
+// reach the controllers only through the brokers.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeClusterRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
+	resp.EndpointType = req.EndpointType
+	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
+	if req.Version >= 1 && req.EndpointType != 1 {
+		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
+		return resp, nil
+	}
+	img := n.store.Image()
+	resp.ClusterID = img.ClusterID
+	resp.ControllerID = n.store.ControllerID()
+	for _, b := range metadataBrokers(img, rc.Listener) {
+		db := kmsg.NewDescribeClusterResponseBroker()
+		db.NodeID, db.Host, db.Port, db.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		resp.Brokers = append(resp.Brokers, db)
+	}
+	return resp, nil
+}

@@ -1,0 +1,24 @@
+package cluster
+
+// apiVersionsKey is special in the connection code: its response header
+// never carries tagged fields and an unsupported version is answered.
+const apiVersionsKey = 18
+
+// apis is the dispatch table: every API this broker serves and the
+// version range it advertises. ApiVersions is built from it. The ranges
+// are those of a Kafka 4.x broker, so current clients find what they need.
+func (n *Node) apis() []api {
+	return []api{
+		{key: 0, min: 0, max: 11, handle: n.handleProduce},
+		{key: 1, min: 4, max: 12, handle: n.handleFetch},
+		{key: 2, min: 1, max: 7, handle: n.handleListOffsets},
+		{key: 3, min: 0, max: 12, handle: n.handleMetadata},
+		{key: 10, min: 0, max: 6, handle: n.handleFindCoordinator},
+		{key: apiVersionsKey, min: 0, max: 4, handle: n.handleApiVersions},
+		{key: 19, min: 2, max: 7, handle: n.handleCreateTopics},
+		{key: 20, min: 1, max: 6, handle: n.handleDeleteTopics},
+		{key: 22, min: 0, max: 4, handle: n.handleInitProducerID},
+		{key: 32, min: 1, max: 4, handle: n.handleDescribeConfigs},
+		{key: 60, min: 0, max: 1, handle: n.handleDescribeCluster},
+	}
+}

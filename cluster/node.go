@@ -1,0 +1,283 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/metadata"
+	"github.com/kbroker/kbroker/purgatory"
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// Node is one kbroker process: broker and/or controller, put together.
+//
+// Goroutines: Run starts the request server, the replica manager's image
+// watcher and the storage flusher, all stopped by Run's context; raft's
+// own goroutines stop when the metadata store is closed at the end of Run.
+type Node struct {
+	cfg    config.Config
+	logger *slog.Logger
+
+	store    *metadata.Store
+	logs     *storage.Manager
+	replicas *replication.Manager
+	server   *Server
+	metrics  *requestMetrics
+
+	// Delayed operations, keyed by partition.
+	produceWaiters *purgatory.Purgatory[replication.TopicPartition]
+	fetchWaiters   *purgatory.Purgatory[replication.TopicPartition]
+
+	producerIDs producerIDAllocator
+
+	mu struct {
+		sync.Mutex
+		// advertised is this broker's endpoints as registered.
+		advertised []metadata.Endpoint
+	}
+	ready chan struct{} // closed when the node serves requests
+}
+
+// NewNode validates cfg and constructs a node. It starts nothing.
+func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg:            cfg,
+		logger:         logger,
+		metrics:        newRequestMetrics(),
+		produceWaiters: purgatory.New[replication.TopicPartition]("produce"),
+		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
+		ready:          make(chan struct{}),
+	}
+	n.producerIDs.node = n
+	n.server = newServer(logger, n.apis(), cfg.SocketRequestMaxBytes, n.metrics)
+	return n, nil
+}
+
+// Ready is closed once the node accepts client requests.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// Addr returns the bound address of a broker listener (useful with port 0).
+func (n *Node) Addr(listener string) (string, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, e := range n.mu.advertised {
+		if e.Listener == listener {
+			return net.JoinHostPort(e.Host, strconv.Itoa(int(e.Port))), true
+		}
+	}
+	return "", false
+}
+
+// Run starts the node and serves until ctx is cancelled, then shuts down
+// cleanly: it stops accepting, answers or fails the requests in flight,
+// flushes and closes every log (writing the clean-shutdown marker) and
+// stops raft.
+func (n *Node) Run(ctx context.Context) (err error) {
+	cfg := &n.cfg
+	n.logs, err = storage.OpenManager(cfg.LogDirs, n.logger.With("component", "storage"))
+	if err != nil {
+		return fmt.Errorf("opening log dirs: %w", err)
+	}
+	defer func() {
+		if cerr := n.logs.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing logs: %w", cerr))
+		}
+	}()
+
+	// Bind the client listeners before registering, so port 0 resolves
+	// to the port clients must be told.
+	endpoints, err := n.bindListeners()
+	if err != nil {
+		return err
+	}
+
+	n.store, err = metadata.Open(n.metadataConfig())
+	if err != nil {
+		return fmt.Errorf("opening metadata: %w", err)
+	}
+	defer func() {
+		if cerr := n.store.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("closing metadata: %w", cerr))
+		}
+	}()
+	if err := n.store.WaitReady(ctx); err != nil {
+		return fmt.Errorf("waiting for the metadata quorum: %w", err)
+	}
+	reg := metadata.BrokerRegistration{
+		ID:            cfg.NodeID,
+		IncarnationID: newIncarnationID(),
+		Endpoints:     endpoints,
+		Rack:          cfg.BrokerRack,
+	}
+	if err := n.store.RegisterBroker(ctx, reg); err != nil {
+		return fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
+	}
+	n.mu.Lock()
+	n.mu.advertised = endpoints
+	n.mu.Unlock()
+
+	n.replicas = replication.NewManager(replication.ManagerConfig{
+		NodeID:      cfg.NodeID,
+		Logs:        n.logs,
+		Logger:      n.logger.With("component", "replication"),
+		TopicConfig: cfg.ResolveTopic,
+	})
+	if err := n.replicas.Apply(n.store.Image()); err != nil {
+		return fmt.Errorf("opening partitions: %w", err)
+	}
+
+	var wg sync.WaitGroup
+	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	wg.Add(2)
+	go func() { defer wg.Done(); n.replicas.Run(bg, n.store) }()
+	go func() { defer wg.Done(); n.logs.Run(bg) }()
+
+	n.logger.Info("kbroker started", "node.id", cfg.NodeID, "listeners", endpoints, "cluster.id", n.store.Image().ClusterID)
+	close(n.ready)
+
+	// When ctx ends, expire every waiting operation so that connections
+	// can write their last responses and close.
+	stopWaiters := context.AfterFunc(ctx, func() {
+		n.produceWaiters.Close()
+		n.fetchWaiters.Close()
+	})
+	defer stopWaiters()
+	n.server.Serve(ctx)
+
+	stopBG()
+	wg.Wait()
+	n.logger.Info("kbroker stopped", "node.id", cfg.NodeID)
+	return nil
+}
+
+// bindListeners binds every non-controller listener and returns the
+// endpoints to advertise for them.
+func (n *Node) bindListeners() ([]metadata.Endpoint, error) {
+	cfg := &n.cfg
+	var out []metadata.Endpoint
+	for _, l := range cfg.Listeners {
+		if isController(cfg, l.Name) {
+			continue
+		}
+		addr, err := n.server.Listen(l.Name, l.Addr())
+		if err != nil {
+			return nil, err
+		}
+		port := addr.(*net.TCPAddr).Port
+		host := l.Host
+		adv, ok := findListener(cfg.AdvertisedListeners, l.Name)
+		if ok {
+			host = adv.Host
+			if adv.Port != 0 {
+				port = adv.Port
+			}
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "localhost"
+		}
+		out = append(out, metadata.Endpoint{
+			Listener:         l.Name,
+			Host:             host,
+			Port:             int32(port),
+			SecurityProtocol: securityProtocol(cfg, l.Name),
+		})
+	}
+	return out, nil
+}
+
+func (n *Node) metadataConfig() metadata.Config {
+	cfg := &n.cfg
+	dir := cfg.MetadataLogDir
+	if dir == "" {
+		dir = filepath.Join(cfg.LogDirs[0], "__cluster_metadata")
+	}
+	var bind string
+	if l, ok := cfg.ControllerListener(); ok {
+		bind = l.Addr()
+	}
+	voters := make([]metadata.Voter, 0, len(cfg.ControllerQuorumVoters))
+	for _, v := range cfg.ControllerQuorumVoters {
+		voters = append(voters, metadata.Voter{ID: v.ID, Addr: v.Addr()})
+	}
+	return metadata.Config{
+		NodeID:                   cfg.NodeID,
+		Dir:                      dir,
+		BindAddr:                 bind,
+		Voters:                   voters,
+		Logger:                   n.logger.With("component", "metadata"),
+		ValidateTopicConfig:      config.ValidateTopicConfigs,
+		DefaultNumPartitions:     cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+	}
+}
+
+func isController(cfg *config.Config, name string) bool {
+	for _, c := range cfg.ControllerListenerNames {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}
+
+func findListener(ls []config.Listener, name string) (config.Listener, bool) {
+	for _, l := range ls {
+		if l.Name == name {
+			return l, true
+		}
+	}
+	return config.Listener{}, false
+}
+
+func securityProtocol(cfg *config.Config, name string) string {
+	if p, ok := cfg.ListenerSecurityProtocolMap[name]; ok {
+		return p
+	}
+	return "PLAINTEXT"
+}
+
+func newIncarnationID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// producerIDAllocator hands out producer ids from blocks the controller
+// allocates through Raft, so ids are unique across brokers and restarts.
+type producerIDAllocator struct {
+	node *Node
+	mu   sync.Mutex
+	next int64
+	end  int64 // exclusive
+}
+
+func (a *producerIDAllocator) allocate(ctx context.Context) (int64, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next >= a.end {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		first, count, err := a.node.store.AllocateProducerIDs(ctx, a.node.cfg.NodeID)
+		if err != nil {
+			return -1, err
+		}
+		a.next, a.end = first, first+count
+	}
+	id := a.next
+	a.next++
+	return id, nil
+}

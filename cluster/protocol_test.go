@@ -1,0 +1,109 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func TestApiVersions(t *testing.T) {
+	node := startNode(t, "")
+	c := dialRaw(t, node.addr)
+	for v := int16(0); v <= 4; v++ {
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = v
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
+		resp := c.roundTrip(req).(*kmsg.ApiVersionsResponse)
+		if resp.ErrorCode != 0 {
+			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
+		}
+		ranges := map[int16][2]int16{}
+		for _, k := range resp.ApiKeys {
+			ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
+		}
+		// What current clients (and Debian's librdkafka) look for.
+		for key, want := range map[int16][2]int16{0: {0, 11}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}} {
+			if ranges[key] != want {
+				t.Errorf("v%d: %s range %v, want %v", v, kmsg.NameForKey(key), ranges[key], want)
+			}
+		}
+	}
+
+	// A version we do not serve is answered in v0 with the ranges.
+	c.corr++
+	body := c.header(18, 99, true)
+	c.writeFrame(body)
+	v0 := kmsg.NewPtrApiVersionsResponse()
+	v0.Version = 0
+	c.recv(c.corr, v0)
+	if v0.ErrorCode != kerr.UnsupportedVersion.Code || len(v0.ApiKeys) == 0 {
+		t.Fatalf("ApiVersions v99: error %d with %d ranges, want UNSUPPORTED_VERSION with ranges", v0.ErrorCode, len(v0.ApiKeys))
+	}
+}
+
+func TestUnsupportedRequestClosesConnection(t *testing.T) {
+	node := startNode(t, "")
+	for _, tc := range []struct {
+		name         string
+		key, version int16
+	}{
+		{"unknown key", 999, 0},
+		{"unsupported version", 1, 3}, // Fetch below v4
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, node.addr)
+			c.corr++
+			c.writeFrame(c.header(tc.key, tc.version, false))
+			c.expectClosed()
+		})
+	}
+}
+
+func TestOversizeFrameClosesConnection(t *testing.T) {
+	node := startNode(t, "", "socket.request.max.bytes=100000", "message.max.bytes=50000")
+	c := dialRaw(t, node.addr)
+	// Announce a frame far above the limit; the broker must close
+	// without reading (or allocating) the body.
+	if _, err := c.nc.Write(binary.BigEndian.AppendUint32(nil, 1<<30)); err != nil {
+		t.Fatal(err)
+	}
+	c.expectClosed()
+}
+
+// Many requests sent back to back are answered in order.
+func TestPipelinedResponsesInOrder(t *testing.T) {
+	node := startNode(t, "")
+	createTopic(t, node.addr, "pipeline", 1, nil)
+	c := dialRaw(t, node.addr)
+	var corrs []int32
+	var kinds []kmsg.Request
+	for i := range 60 {
+		var req kmsg.Request
+		switch i % 3 {
+		case 0:
+			req = produceRequest(9, -1, "pipeline", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})
+		case 1:
+			m := kmsg.NewPtrMetadataRequest()
+			m.Version = 12
+			req = m
+		default:
+			a := kmsg.NewPtrApiVersionsRequest()
+			a.Version = 3
+			req = a
+		}
+		corrs = append(corrs, c.send(req))
+		kinds = append(kinds, req)
+	}
+	for i, corr := range corrs {
+		resp := kinds[i].ResponseKind()
+		c.recv(corr, resp)
+		if p, ok := resp.(*kmsg.ProduceResponse); ok {
+			part := p.Topics[0].Partitions[0]
+			if part.ErrorCode != 0 || part.BaseOffset != int64(2*(i/3)) {
+				t.Fatalf("produce %d: error %d base offset %d, want %d", i/3, part.ErrorCode, part.BaseOffset, 2*(i/3))
+			}
+		}
+	}
+}

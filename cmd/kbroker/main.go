@@ -1,0 +1,118 @@
+// Command kbroker runs a Kafka-protocol broker.
+//
+//	kbroker [serve] [--config server.properties] [--set key=value]...
+//
+// With no arguments it starts a single-node broker and controller that
+// listens on localhost:9092 and keeps its data under ./data.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/kbroker/kbroker/cluster"
+	"github.com/kbroker/kbroker/config"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stderr))
+}
+
+func run(args, env []string, stderr io.Writer) int {
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(args, env, stderr)
+	case "help":
+		usage(stderr)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "kbroker: unknown command %q\n", cmd)
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, `usage: kbroker [serve] [flags]
+
+Commands:
+  serve     run a broker and/or controller (the default)
+
+Run "kbroker serve --help" for the serve flags and every config key.`)
+}
+
+// stringList collects a repeated flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func serve(args, env []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configFile := fs.String("config", "", "a server.properties file")
+	var sets stringList
+	fs.Var(&sets, "set", "a config key=value (repeatable; wins over the file and KBROKER_* env vars)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: kbroker serve [--config FILE] [--set key=value]... [--log-level L] [--log-json]")
+		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\nConfig keys (also settable as KBROKER_<KEY>, upper case, dots as underscores):")
+		for _, k := range config.Keys() {
+			fmt.Fprintf(stderr, "  %-40s %-7s default %q\n      %s\n", k.Name, k.Scope, k.Default, k.Doc)
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "kbroker serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "kbroker: --log-level: %v\n", err)
+		return 2
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var handler slog.Handler = slog.NewTextHandler(stderr, opts)
+	if *logJSON {
+		handler = slog.NewJSONHandler(stderr, opts)
+	}
+	logger := slog.New(handler)
+
+	cfg, err := config.Load(*configFile, env, sets)
+	if err != nil {
+		fmt.Fprintf(stderr, "kbroker: %v\n", err)
+		return 2
+	}
+	node, err := cluster.NewNode(cfg, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "kbroker: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := node.Run(ctx); err != nil {
+		logger.Error("kbroker failed", "err", err)
+		return 1
+	}
+	return 0
+}

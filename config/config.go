@@ -1,0 +1,197 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// Errors returned by Load, Validate and ValidateTopicConfigs wrap one of
+// these, so that callers can map them (for example to INVALID_CONFIG).
+var (
+	// ErrUnknownKey: a key that is not a supported config.
+	ErrUnknownKey = errors.New("unknown key")
+	// ErrInvalid: a value that does not parse or is out of range, or a
+	// combination of values that cannot work together.
+	ErrInvalid = errors.New("invalid value")
+)
+
+// Error describes one bad key or value. It wraps ErrUnknownKey or
+// ErrInvalid.
+type Error struct {
+	Key    string // the config key
+	Source string // "file:line", "env NAME", "--set", or "" (Validate)
+	Msg    string // what is wrong, e.g. `"abc" is not an integer`
+	Err    error  // ErrUnknownKey or ErrInvalid
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("config: ")
+	if errors.Is(e.Err, ErrUnknownKey) {
+		fmt.Fprintf(&b, "unknown key %q", e.Key)
+	} else {
+		b.WriteString(e.Key)
+		b.WriteString(": ")
+		b.WriteString(e.Msg)
+	}
+	if e.Source != "" {
+		b.WriteString(" (")
+		b.WriteString(e.Source)
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func invalid(key, format string, args ...any) error {
+	return &Error{Key: key, Msg: fmt.Sprintf(format, args...), Err: ErrInvalid}
+}
+
+// Listener is one entry of listeners or advertised.listeners, written
+// NAME://host:port. An empty Host means every interface.
+type Listener struct {
+	Name string // upper case: PLAINTEXT, CONTROLLER, INTERNAL, ...
+	Host string
+	Port int
+}
+
+// String returns the listener as Kafka writes it: NAME://host:port.
+func (l Listener) String() string {
+	return l.Name + "://" + l.Addr()
+}
+
+// Addr returns host:port, with IPv6 hosts bracketed.
+func (l Listener) Addr() string {
+	return net.JoinHostPort(l.Host, strconv.Itoa(l.Port))
+}
+
+// Voter is one entry of controller.quorum.voters, written id@host:port.
+type Voter struct {
+	ID   int32
+	Host string
+	Port int
+}
+
+// String returns the voter as Kafka writes it: id@host:port.
+func (v Voter) String() string {
+	return strconv.FormatInt(int64(v.ID), 10) + "@" + v.Addr()
+}
+
+// Addr returns host:port, with IPv6 hosts bracketed.
+func (v Voter) Addr() string {
+	return net.JoinHostPort(v.Host, strconv.Itoa(v.Port))
+}
+
+// Config is one node's configuration. The kafka tag of each field is the
+// key that sets it; keys.go defines each key's default, parser and checks.
+type Config struct {
+	NodeID                      int32             `kafka:"node.id"`
+	ProcessRoles                []string          `kafka:"process.roles"`
+	Listeners                   []Listener        `kafka:"listeners"`
+	AdvertisedListeners         []Listener        `kafka:"advertised.listeners"`
+	ListenerSecurityProtocolMap map[string]string `kafka:"listener.security.protocol.map"`
+	ControllerListenerNames     []string          `kafka:"controller.listener.names"`
+	InterBrokerListenerName     string            `kafka:"inter.broker.listener.name"`
+	ControllerQuorumVoters      []Voter           `kafka:"controller.quorum.voters"`
+
+	LogDirs        []string `kafka:"log.dirs"`
+	MetadataLogDir string   `kafka:"metadata.log.dir"`
+
+	NumPartitions            int32 `kafka:"num.partitions"`
+	DefaultReplicationFactor int16 `kafka:"default.replication.factor"`
+	AutoCreateTopicsEnable   bool  `kafka:"auto.create.topics.enable"`
+	MessageMaxBytes          int32 `kafka:"message.max.bytes"`
+	SocketRequestMaxBytes    int32 `kafka:"socket.request.max.bytes"`
+
+	LogCleanupPolicy               string `kafka:"log.cleanup.policy"`
+	LogSegmentBytes                int64  `kafka:"log.segment.bytes"`
+	LogRollMs                      int64  `kafka:"log.roll.ms"`
+	LogRetentionMs                 int64  `kafka:"log.retention.ms"`
+	LogRetentionBytes              int64  `kafka:"log.retention.bytes"`
+	LogIndexIntervalBytes          int32  `kafka:"log.index.interval.bytes"`
+	LogIndexSizeMaxBytes           int32  `kafka:"log.index.size.max.bytes"`
+	LogFlushIntervalMessages       int64  `kafka:"log.flush.interval.messages"`
+	LogFlushIntervalMs             int64  `kafka:"log.flush.interval.ms"`
+	MinInsyncReplicas              int32  `kafka:"min.insync.replicas"`
+	CompressionType                string `kafka:"compression.type"`
+	LogMessageTimestampType        string `kafka:"log.message.timestamp.type"`
+	LogMessageTimestampBeforeMaxMs int64  `kafka:"log.message.timestamp.before.max.ms"`
+	LogMessageTimestampAfterMaxMs  int64  `kafka:"log.message.timestamp.after.max.ms"`
+	UncleanLeaderElectionEnable    bool   `kafka:"unclean.leader.election.enable"`
+	ReplicaLagTimeMaxMs            int64  `kafka:"replica.lag.time.max.ms"`
+
+	OffsetsTopicReplicationFactor int16 `kafka:"offsets.topic.replication.factor"`
+	OffsetsTopicNumPartitions     int32 `kafka:"offsets.topic.num.partitions"`
+	GroupInitialRebalanceDelayMs  int32 `kafka:"group.initial.rebalance.delay.ms"`
+
+	BrokerRack     string   `kafka:"broker.rack"`
+	GossipListener string   `kafka:"gossip.listener"`
+	GossipSeeds    []string `kafka:"gossip.seeds"`
+	AdminListener  string   `kafka:"admin.listener"`
+}
+
+// Default returns the configuration of a single node that is both broker
+// and controller, as Load("", nil, nil) would.
+func Default() Config {
+	c, err := build(nil)
+	if err != nil {
+		panic("config: defaults do not parse: " + err.Error())
+	}
+	return c
+}
+
+const (
+	roleBroker     = "broker"
+	roleController = "controller"
+)
+
+func (c *Config) hasRole(r string) bool {
+	for _, x := range c.ProcessRoles {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// IsBroker reports whether process.roles includes broker.
+func (c *Config) IsBroker() bool { return c.hasRole(roleBroker) }
+
+// IsController reports whether process.roles includes controller.
+func (c *Config) IsController() bool { return c.hasRole(roleController) }
+
+// Listener returns the listener with this name (case-insensitive).
+func (c *Config) Listener(name string) (Listener, bool) {
+	for _, l := range c.Listeners {
+		if strings.EqualFold(l.Name, name) {
+			return l, true
+		}
+	}
+	return Listener{}, false
+}
+
+// ControllerListener returns the first listener named in
+// controller.listener.names that this node listens on. A broker-only node
+// has none: it reaches the controllers through controller.quorum.voters.
+func (c *Config) ControllerListener() (Listener, bool) {
+	for _, n := range c.ControllerListenerNames {
+		if l, ok := c.Listener(n); ok {
+			return l, true
+		}
+	}
+	return Listener{}, false
+}
+
+// isControllerListener reports whether name is in controller.listener.names.
+func (c *Config) isControllerListener(name string) bool {
+	for _, n := range c.ControllerListenerNames {
+		if strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,32 @@
+// Package config holds a node's configuration under Apache Kafka's property
+// names, and the per-topic configuration derived from it.
+//
+// # Sources
+//
+// Load merges three sources; a later source wins over an earlier one:
+//
+//  1. a Java .properties file (server.properties syntax),
+//  2. environment variables KBROKER_<KEY>: the key upper-cased with dots
+//     turned into underscores (KBROKER_NODE_ID, KBROKER_LOG_DIRS),
+//  3. "key=value" strings, one per --set flag.
+//
+// Every KBROKER_ variable must name a key: a typo is an error, as are unknown
+// keys in the file and in --set. Values are parsed and checked once all
+// sources are merged; errors name the key and where the value came from.
+//
+// Where Kafka has several keys for one setting, Kafka's precedence applies
+// whatever source each came from: log.retention.ms over
+// log.retention.minutes over log.retention.hours, log.roll.ms over
+// log.roll.hours, log.dirs over log.dir.
+//
+// # One table
+//
+// Each broker key is defined once, in keys.go: its name, default, one-line
+// description, parser, printer and range check. Default, Load, Validate,
+// Keys and BrokerConfigEntries all read that table. Topic keys have their
+// own table in topic.go, each naming the broker key that supplies its
+// default.
+//
+// The package is pure: it reads no environment variable and no file except
+// the ones Load is handed, and starts no goroutines.
+package config

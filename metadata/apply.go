@@ -1,0 +1,257 @@
+package metadata
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// errStaleProducerIDBlock: a ProducerIDBlock record whose first id is not
+// the image's NextProducerID (another block was committed first).
+var errStaleProducerIDBlock = errors.New("metadata: stale producer id block")
+
+// applyEntry applies one log entry at raft index to img and returns the
+// next image and the result for the proposer: nil, an error (the record was
+// rejected; the image only moves its Offset), or for a ProducerIDBlock the
+// first producer id.
+//
+// applyEntry is a pure function of (img, index, data): no clock, no
+// randomness, no dependence on map iteration order. Every replica computes
+// the same image from the same log.
+func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
+	next := img.next(index)
+	t, p, err := decodeRecord(data)
+	if err != nil {
+		return next, err
+	}
+	switch r := p.(type) {
+	case *registerBrokerRecord:
+		err = applyRegisterBroker(next, index, r)
+	case *fenceBrokerRecord:
+		err = applyFence(next, r, t == recFenceBroker)
+	case *createTopicRecord:
+		err = applyCreateTopic(next, r)
+	case *deleteTopicRecord:
+		err = applyDeleteTopic(next, r)
+	case *partitionChangeRecord:
+		err = applyPartitionChange(next, r)
+	case *configChangeRecord:
+		err = applyConfigChange(next, r)
+	case *producerIDBlockRecord:
+		if err = applyProducerIDBlock(next, r); err == nil {
+			return next, r.FirstProducerID
+		}
+	case *setClusterIDRecord:
+		err = applySetClusterID(next, r)
+	}
+	if err != nil {
+		// Rejected: nothing but the offset changes.
+		return img.next(index), err
+	}
+	return next, nil
+}
+
+func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) error {
+	if r.BrokerID < 0 {
+		return fmt.Errorf("%w: broker id %d", ErrUnknownBroker, r.BrokerID)
+	}
+	b := &Broker{
+		ID:            r.BrokerID,
+		IncarnationID: r.IncarnationID,
+		Epoch:         int64(index),
+		Endpoints:     slices.Clone(r.Endpoints),
+		Rack:          r.Rack,
+	}
+	if old, ok := img.Brokers[r.BrokerID]; ok && old.IncarnationID == r.IncarnationID {
+		// The same process registering again (a retry, or new endpoints):
+		// keep its epoch and fencing state.
+		b.Epoch = old.Epoch
+		b.Fenced = old.Fenced
+	}
+	img.withBroker(b)
+	return nil
+}
+
+func applyFence(img *Image, r *fenceBrokerRecord, fenced bool) error {
+	old, ok := img.Brokers[r.BrokerID]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownBroker, r.BrokerID)
+	}
+	if old.Epoch != r.BrokerEpoch {
+		return fmt.Errorf("%w: broker %d has epoch %d, record has %d", ErrStaleBrokerEpoch, r.BrokerID, old.Epoch, r.BrokerEpoch)
+	}
+	if old.Fenced == fenced {
+		return nil
+	}
+	b := *old
+	b.Fenced = fenced
+	img.withBroker(&b)
+	return nil
+}
+
+func applyCreateTopic(img *Image, r *createTopicRecord) error {
+	if err := ValidateTopicName(r.Name); err != nil {
+		return err
+	}
+	if _, ok := img.Topics[r.Name]; ok {
+		return fmt.Errorf("%w: %q", ErrTopicExists, r.Name)
+	}
+	if err := checkTopicCollision(img, r.Name); err != nil {
+		return err
+	}
+	if _, ok := img.TopicsByID[r.TopicID]; ok || r.TopicID == ([16]byte{}) {
+		return fmt.Errorf("%w: topic id of %q is zero or taken", ErrInvalidTopic, r.Name)
+	}
+	if len(r.Partitions) == 0 {
+		return fmt.Errorf("%w: %q has no partitions", ErrInvalidPartitions, r.Name)
+	}
+	t := &Topic{
+		Name:       r.Name,
+		ID:         r.TopicID,
+		Partitions: make([]*Partition, len(r.Partitions)),
+		Configs:    maps.Clone(r.Configs),
+	}
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	for i, pr := range r.Partitions {
+		if pr.Partition != int32(i) {
+			return fmt.Errorf("%w: %q partition %d at position %d", ErrInvalidReplicaAssignment, r.Name, pr.Partition, i)
+		}
+		if err := checkReplicas(pr.Replicas); err != nil {
+			return fmt.Errorf("%q partition %d: %w", r.Name, i, err)
+		}
+		if err := checkPartitionChange(pr.Replicas, pr.Leader, pr.ISR); err != nil {
+			return fmt.Errorf("%q partition %d: %w", r.Name, i, err)
+		}
+		t.Partitions[i] = &Partition{
+			ID:       pr.Partition,
+			Replicas: slices.Clone(pr.Replicas),
+			ISR:      slices.Clone(pr.ISR),
+			Leader:   pr.Leader,
+		}
+	}
+	img.withTopic(t)
+	return nil
+}
+
+func applyDeleteTopic(img *Image, r *deleteTopicRecord) error {
+	t, ok := img.TopicsByID[r.TopicID]
+	if !ok {
+		return fmt.Errorf("%w: id %x", ErrUnknownTopic, r.TopicID)
+	}
+	img.withoutTopic(t)
+	return nil
+}
+
+func applyPartitionChange(img *Image, r *partitionChangeRecord) error {
+	old, ok := img.TopicsByID[r.TopicID]
+	if !ok {
+		return fmt.Errorf("%w: id %x", ErrUnknownTopic, r.TopicID)
+	}
+	if r.Partition < 0 || int(r.Partition) >= len(old.Partitions) {
+		return fmt.Errorf("%w: %q has no partition %d", ErrUnknownTopic, old.Name, r.Partition)
+	}
+	cur := old.Partitions[r.Partition]
+	if r.PartitionEpoch != cur.PartitionEpoch {
+		return fmt.Errorf("%w: %s-%d is at partition epoch %d, change is based on %d",
+			ErrStalePartitionEpoch, old.Name, r.Partition, cur.PartitionEpoch, r.PartitionEpoch)
+	}
+	if r.LeaderEpoch != cur.LeaderEpoch {
+		return fmt.Errorf("%w: %s-%d is at leader epoch %d, change is based on %d",
+			ErrFencedLeaderEpoch, old.Name, r.Partition, cur.LeaderEpoch, r.LeaderEpoch)
+	}
+	if err := checkPartitionChange(cur.Replicas, r.Leader, r.ISR); err != nil {
+		return fmt.Errorf("%s-%d: %w", old.Name, r.Partition, err)
+	}
+	p := &Partition{
+		ID:             cur.ID,
+		Replicas:       cur.Replicas,
+		ISR:            slices.Clone(r.ISR),
+		Leader:         r.Leader,
+		LeaderEpoch:    cur.LeaderEpoch,
+		PartitionEpoch: cur.PartitionEpoch + 1,
+	}
+	if p.Leader != cur.Leader {
+		p.LeaderEpoch++
+	}
+	t := *old
+	t.Partitions = slices.Clone(old.Partitions)
+	t.Partitions[r.Partition] = p
+	img.withTopic(&t)
+	return nil
+}
+
+// checkReplicas checks that a replica list is a non-empty set.
+func checkReplicas(replicas []int32) error {
+	if len(replicas) == 0 {
+		return fmt.Errorf("%w: no replicas", ErrInvalidReplicaAssignment)
+	}
+	for i, id := range replicas {
+		if slices.Contains(replicas[:i], id) {
+			return fmt.Errorf("%w: broker %d listed twice", ErrInvalidReplicaAssignment, id)
+		}
+	}
+	return nil
+}
+
+// checkPartitionChange checks that the ISR is a non-empty set of replicas
+// and that the leader is NoLeader or in the ISR.
+func checkPartitionChange(replicas []int32, leader int32, isr []int32) error {
+	if len(isr) == 0 {
+		return fmt.Errorf("%w: empty ISR", ErrInvalidPartitionChange)
+	}
+	for i, id := range isr {
+		if !slices.Contains(replicas, id) || slices.Contains(isr[:i], id) {
+			return fmt.Errorf("%w: ISR %v is not a set of replicas %v", ErrInvalidPartitionChange, isr, replicas)
+		}
+	}
+	if leader != NoLeader && !slices.Contains(isr, leader) {
+		return fmt.Errorf("%w: leader %d not in ISR %v", ErrInvalidPartitionChange, leader, isr)
+	}
+	return nil
+}
+
+func applyConfigChange(img *Image, r *configChangeRecord) error {
+	old, ok := img.TopicsByID[r.TopicID]
+	if !ok {
+		return fmt.Errorf("%w: id %x", ErrUnknownTopic, r.TopicID)
+	}
+	t := *old
+	t.Configs = maps.Clone(old.Configs)
+	if t.Configs == nil {
+		t.Configs = map[string]string{}
+	}
+	for _, k := range r.Remove {
+		delete(t.Configs, k)
+	}
+	maps.Copy(t.Configs, r.Set)
+	img.withTopic(&t)
+	return nil
+}
+
+func applyProducerIDBlock(img *Image, r *producerIDBlockRecord) error {
+	if r.FirstProducerID != img.NextProducerID {
+		return fmt.Errorf("%w: next producer id is %d, block starts at %d", errStaleProducerIDBlock, img.NextProducerID, r.FirstProducerID)
+	}
+	if r.Count <= 0 || r.FirstProducerID > maxProducerID-r.Count {
+		return fmt.Errorf("metadata: producer id block [%d, +%d) out of range", r.FirstProducerID, r.Count)
+	}
+	img.NextProducerID = r.FirstProducerID + r.Count
+	return nil
+}
+
+// maxProducerID bounds the producer id space (Kafka's ids are int64 >= 0).
+const maxProducerID = int64(1<<63 - 1)
+
+func applySetClusterID(img *Image, r *setClusterIDRecord) error {
+	if r.ClusterID == "" {
+		return fmt.Errorf("%w: empty cluster id", ErrClusterIDSet)
+	}
+	if img.ClusterID != "" && img.ClusterID != r.ClusterID {
+		return fmt.Errorf("%w: %q", ErrClusterIDSet, img.ClusterID)
+	}
+	img.ClusterID = r.ClusterID
+	return nil
+}

@@ -1,0 +1,52 @@
+package metadata
+
+import "errors"
+
+// Sentinel errors. Operations wrap them with context (%w); the request
+// handlers map them to Kafka error codes with errors.Is.
+var (
+	// ErrNotController: this node is not the active controller (raft
+	// leader). Kafka: NOT_CONTROLLER.
+	ErrNotController = errors.New("metadata: not the active controller")
+	// ErrTopicExists: Kafka TOPIC_ALREADY_EXISTS.
+	ErrTopicExists = errors.New("metadata: topic already exists")
+	// ErrUnknownTopic: Kafka UNKNOWN_TOPIC_OR_PARTITION (or UNKNOWN_TOPIC_ID).
+	ErrUnknownTopic = errors.New("metadata: unknown topic")
+	// ErrInvalidTopic: a name Kafka would refuse, or one that collides with
+	// an existing topic once '.' and '_' are treated alike. Kafka:
+	// INVALID_TOPIC_EXCEPTION.
+	ErrInvalidTopic = errors.New("metadata: invalid topic")
+	// ErrDuplicateTopic: the same topic named twice in one request. Kafka:
+	// INVALID_REQUEST.
+	ErrDuplicateTopic = errors.New("metadata: topic named more than once in the request")
+	// ErrInvalidPartitions: Kafka INVALID_PARTITIONS.
+	ErrInvalidPartitions = errors.New("metadata: invalid number of partitions")
+	// ErrInvalidReplicationFactor: below 1 or above the number of unfenced
+	// registered brokers. Kafka: INVALID_REPLICATION_FACTOR.
+	ErrInvalidReplicationFactor = errors.New("metadata: invalid replication factor")
+	// ErrInvalidReplicaAssignment: Kafka INVALID_REPLICA_ASSIGNMENT.
+	ErrInvalidReplicaAssignment = errors.New("metadata: invalid replica assignment")
+	// ErrInvalidConfig: Kafka INVALID_CONFIG. The wrapped text names the key.
+	ErrInvalidConfig = errors.New("metadata: invalid config")
+	// ErrUnknownBroker: the record names a broker that is not registered.
+	ErrUnknownBroker = errors.New("metadata: unknown broker")
+	// ErrStaleBrokerEpoch: a fence/unfence record for an older registration
+	// of the broker. Kafka: STALE_BROKER_EPOCH.
+	ErrStaleBrokerEpoch = errors.New("metadata: stale broker epoch")
+	// ErrStalePartitionEpoch: a partition change based on an older partition
+	// epoch than the current one. Kafka: INVALID_UPDATE_VERSION.
+	ErrStalePartitionEpoch = errors.New("metadata: stale partition epoch")
+	// ErrFencedLeaderEpoch: a partition change based on an older leader
+	// epoch than the current one. Kafka: FENCED_LEADER_EPOCH.
+	ErrFencedLeaderEpoch = errors.New("metadata: fenced leader epoch")
+	// ErrInvalidPartitionChange: a partition change whose leader or ISR is
+	// not made of the partition's replicas. Kafka: INVALID_REQUEST.
+	ErrInvalidPartitionChange = errors.New("metadata: invalid partition change")
+	// ErrClusterIDSet: an attempt to change an already set cluster ID.
+	ErrClusterIDSet = errors.New("metadata: cluster id already set")
+	// ErrUnsupportedRecord: a record type or version this code does not know
+	// (written by a newer kbroker).
+	ErrUnsupportedRecord = errors.New("metadata: unsupported record")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("metadata: store closed")
+)

@@ -1,0 +1,151 @@
+package metadata
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// fsm is the raft.FSM of the metadata log. Raft calls Apply, Snapshot and
+// Restore from its one FSM goroutine (Restore also from NewRaft, before
+// that goroutine starts); FSMSnapshot.Persist runs on another goroutine and
+// only reads an immutable Image.
+type fsm struct {
+	log *slog.Logger
+
+	mu  sync.Mutex // serializes publish
+	cur atomic.Pointer[published]
+}
+
+// published is the current image and the channel closed when it is
+// replaced. They are swapped together so that a reader of Changed() never
+// misses an update.
+type published struct {
+	image   *Image
+	changed chan struct{}
+}
+
+func newFSM(log *slog.Logger) *fsm {
+	f := &fsm{log: log}
+	f.cur.Store(&published{image: emptyImage(), changed: make(chan struct{})})
+	return f
+}
+
+func (f *fsm) image() *Image { return f.cur.Load().image }
+
+func (f *fsm) changed() <-chan struct{} { return f.cur.Load().changed }
+
+// publish makes img the current image and wakes the watchers.
+func (f *fsm) publish(img *Image) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.cur.Swap(&published{image: img, changed: make(chan struct{})})
+	close(old.changed)
+}
+
+// Apply implements raft.FSM. It returns nil, an error (record rejected) or
+// a value for the proposer (see applyEntry).
+func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	next, res := applyEntry(f.image(), l.Index, l.Data)
+	if err, ok := res.(error); ok {
+		f.log.Debug("metadata record rejected", "index", l.Index, "err", err)
+	}
+	f.publish(next)
+	return res
+}
+
+// Snapshot implements raft.FSM: the current image is immutable, so the
+// snapshot is just a reference to it.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	return &fsmSnapshot{image: f.image()}, nil
+}
+
+// Restore implements raft.FSM: it replaces the image with the snapshot's.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	img, err := readSnapshot(rc)
+	if err != nil {
+		return err
+	}
+	f.publish(img)
+	return nil
+}
+
+type fsmSnapshot struct{ image *Image }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if err := writeSnapshot(sink, s.image); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}
+
+// snapshotVersion is the version of the snapshot format written.
+const snapshotVersion = 1
+
+// snapshotFile is a snapshot: the whole image as one JSON document, with
+// brokers sorted by id and topics by name (so equal images give equal
+// bytes). TopicsByID is rebuilt on restore.
+type snapshotFile struct {
+	Version        int       `json:"version"`
+	Offset         uint64    `json:"offset"`
+	ClusterID      string    `json:"clusterId"`
+	NextProducerID int64     `json:"nextProducerId"`
+	Brokers        []*Broker `json:"brokers"`
+	Topics         []*Topic  `json:"topics"`
+}
+
+func writeSnapshot(w io.Writer, img *Image) error {
+	sf := snapshotFile{
+		Version:        snapshotVersion,
+		Offset:         img.Offset,
+		ClusterID:      img.ClusterID,
+		NextProducerID: img.NextProducerID,
+		Brokers: slices.SortedFunc(maps.Values(img.Brokers), func(a, b *Broker) int {
+			return cmp.Compare(a.ID, b.ID)
+		}),
+		Topics: slices.SortedFunc(maps.Values(img.Topics), func(a, b *Topic) int {
+			return cmp.Compare(a.Name, b.Name)
+		}),
+	}
+	if err := json.NewEncoder(w).Encode(&sf); err != nil {
+		return fmt.Errorf("metadata: write snapshot: %w", err)
+	}
+	return nil
+}
+
+func readSnapshot(r io.Reader) (*Image, error) {
+	var sf snapshotFile
+	if err := json.NewDecoder(r).Decode(&sf); err != nil {
+		return nil, fmt.Errorf("metadata: read snapshot: %w", err)
+	}
+	if sf.Version != snapshotVersion {
+		return nil, fmt.Errorf("metadata: snapshot version %d: %w", sf.Version, ErrUnsupportedRecord)
+	}
+	img := emptyImage()
+	img.Offset = sf.Offset
+	img.ClusterID = sf.ClusterID
+	img.NextProducerID = sf.NextProducerID
+	for _, b := range sf.Brokers {
+		img.Brokers[b.ID] = b
+	}
+	for _, t := range sf.Topics {
+		img.Topics[t.Name] = t
+		img.TopicsByID[t.ID] = t
+	}
+	return img, nil
+}

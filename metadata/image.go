@@ -1,0 +1,141 @@
+package metadata
+
+import (
+	"maps"
+	"slices"
+)
+
+// Image is one immutable version of the cluster metadata: the result of
+// applying every record of the raft log up to Offset. Nothing in an Image
+// (maps, slices, pointed-to structs) may be modified by anybody once it has
+// been published; Apply builds the next Image copy-on-write and shares what
+// did not change.
+type Image struct {
+	Offset         uint64 // raft index of the last applied entry
+	ClusterID      string
+	Brokers        map[int32]*Broker
+	Topics         map[string]*Topic
+	TopicsByID     map[[16]byte]*Topic
+	NextProducerID int64
+}
+
+// Endpoint is one listener of a broker.
+type Endpoint struct {
+	Listener         string
+	Host             string
+	Port             int32
+	SecurityProtocol string
+}
+
+// Broker is a registered broker.
+type Broker struct {
+	ID            int32
+	IncarnationID string
+	Epoch         int64 // raft index of its registration (Kafka's broker epoch)
+	Endpoints     []Endpoint
+	Rack          string
+	Fenced        bool
+}
+
+// Topic is a topic and its partitions; Partitions[i].ID == i.
+type Topic struct {
+	Name       string
+	ID         [16]byte
+	Partitions []*Partition
+	Configs    map[string]string // overrides of the broker defaults only
+}
+
+// Partition is the replica set, leader and ISR of one partition.
+//
+// LeaderEpoch is bumped on every leader change; PartitionEpoch on every
+// change of the partition (leader or ISR), and a change proposed against an
+// older PartitionEpoch is rejected.
+type Partition struct {
+	ID             int32
+	Replicas, ISR  []int32
+	Leader         int32 // NoLeader if none
+	LeaderEpoch    int32
+	PartitionEpoch int32
+}
+
+// NoLeader is the Leader of a partition without one.
+const NoLeader int32 = -1
+
+func emptyImage() *Image {
+	return &Image{
+		Brokers:    map[int32]*Broker{},
+		Topics:     map[string]*Topic{},
+		TopicsByID: map[[16]byte]*Topic{},
+	}
+}
+
+// Partition returns a partition of a topic.
+func (i *Image) Partition(topic string, p int32) (*Partition, bool) {
+	t, ok := i.Topics[topic]
+	if !ok || p < 0 || int(p) >= len(t.Partitions) {
+		return nil, false
+	}
+	return t.Partitions[p], true
+}
+
+// BrokerEndpoint returns the endpoint of broker id on the named listener.
+func (i *Image) BrokerEndpoint(id int32, listener string) (Endpoint, bool) {
+	b, ok := i.Brokers[id]
+	if !ok {
+		return Endpoint{}, false
+	}
+	for _, e := range b.Endpoints {
+		if e.Listener == listener {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+// UnfencedBrokerIDs returns the ids of the registered, unfenced brokers in
+// increasing order.
+func (i *Image) UnfencedBrokerIDs() []int32 {
+	ids := make([]int32, 0, len(i.Brokers))
+	for id, b := range i.Brokers {
+		if !b.Fenced {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TopicNames returns the topic names in increasing order.
+func (i *Image) TopicNames() []string {
+	return slices.Sorted(maps.Keys(i.Topics))
+}
+
+// next returns a shallow copy of i at offset: every map and pointer is
+// shared until the caller replaces it (see withTopic and friends).
+func (i *Image) next(offset uint64) *Image {
+	n := *i
+	n.Offset = offset
+	return &n
+}
+
+// withTopic replaces (or adds) t in a copy of the topic maps.
+func (i *Image) withTopic(t *Topic) {
+	i.Topics = maps.Clone(i.Topics)
+	i.TopicsByID = maps.Clone(i.TopicsByID)
+	i.Topics[t.Name] = t
+	i.TopicsByID[t.ID] = t
+}
+
+// withoutTopic removes t from a copy of the topic maps.
+func (i *Image) withoutTopic(t *Topic) {
+	i.Topics = maps.Clone(i.Topics)
+	i.TopicsByID = maps.Clone(i.TopicsByID)
+	delete(i.Topics, t.Name)
+	delete(i.TopicsByID, t.ID)
+}
+
+// withBroker replaces (or adds) b in a copy of the broker map.
+func (i *Image) withBroker(b *Broker) {
+	i.Brokers = maps.Clone(i.Brokers)
+	i.Brokers[b.ID] = b
+}

@@ -1,0 +1,198 @@
+package replication
+
+import (
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// Partition is one partition hosted by this broker: its log and its role.
+type Partition struct {
+	TP      TopicPartition
+	TopicID [16]byte
+	log     *storage.Log
+	nodeID  int32
+	logger  *slog.Logger
+
+	mu struct {
+		sync.RWMutex
+		leader         int32
+		leaderEpoch    int32
+		partitionEpoch int32
+		replicas       []int32
+		isr            []int32
+		cfg            config.TopicConfig
+		// followerLEO is each follower's log end offset as its fetches
+		// report it.
+		followerLEO map[int32]int64
+	}
+
+	// highWatermark is the offset below which records are committed: the
+	// minimum log end offset over the ISR. It only moves forward.
+	highWatermark atomic.Int64
+}
+
+// State is a consistent copy of the partition's role fields.
+type State struct {
+	Leader         int32
+	LeaderEpoch    int32
+	PartitionEpoch int32
+	Replicas, ISR  []int32
+	Config         config.TopicConfig
+}
+
+// State returns the partition's current role.
+func (p *Partition) State() State {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return State{
+		Leader:         p.mu.leader,
+		LeaderEpoch:    p.mu.leaderEpoch,
+		PartitionEpoch: p.mu.partitionEpoch,
+		Replicas:       p.mu.replicas,
+		ISR:            p.mu.isr,
+		Config:         p.mu.cfg,
+	}
+}
+
+// IsLeader reports whether this broker leads the partition.
+func (p *Partition) IsLeader() bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.mu.leader == p.nodeID
+}
+
+// HighWatermark returns the high watermark.
+func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
+
+// LogEndOffset returns the local log end offset.
+func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
+
+// LogStartOffset returns the local log start offset.
+func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
+
+// Log exposes the partition's log for reads that need it directly.
+func (p *Partition) Log() *storage.Log { return p.log }
+
+// maybeAdvanceHighWatermark raises the high watermark to what the ISR's
+// log end offsets allow (see HighWatermark) and reports whether it moved.
+func (p *Partition) maybeAdvanceHighWatermark() bool {
+	p.mu.RLock()
+	target := HighWatermark(p.log.LogEndOffset(), p.nodeID, p.mu.isr, p.mu.followerLEO,
+		EffectiveMinISR(p.mu.cfg.MinInsyncReplicas, len(p.mu.replicas)))
+	p.mu.RUnlock()
+	for {
+		cur := p.highWatermark.Load()
+		if target <= cur {
+			return false
+		}
+		if p.highWatermark.CompareAndSwap(cur, target) {
+			return true
+		}
+	}
+}
+
+// CheckLeaderEpoch compares a client's idea of the leader epoch (-1 = no
+// opinion) with ours, as Kafka's fetch and list-offsets paths do.
+func (p *Partition) CheckLeaderEpoch(current int32) error {
+	if current < 0 {
+		return nil
+	}
+	p.mu.RLock()
+	ours := p.mu.leaderEpoch
+	p.mu.RUnlock()
+	switch {
+	case current < ours:
+		return ErrFencedLeaderEpoch
+	case current > ours:
+		return ErrUnknownLeaderEpoch
+	}
+	return nil
+}
+
+// AppendResult is the outcome of a leader append.
+type AppendResult struct {
+	storage.AppendResult
+	// HighWatermarkMoved is set when the append raised the high watermark,
+	// so the caller wakes waiting fetches and produces.
+	HighWatermarkMoved bool
+}
+
+// AppendAsLeader validates and appends one client batch. The checks run
+// in Kafka's order: leadership, then for acks=all the ISR size against the
+// effective min.insync.replicas (before anything is written), then the
+// record-level validation, then the storage append (which assigns offsets
+// under the log's lock).
+func (p *Partition) AppendAsLeader(b record.Batch, requiredAcks int16, now time.Time) (AppendResult, error) {
+	p.mu.RLock()
+	leader, epoch, isr, replicas, cfg := p.mu.leader, p.mu.leaderEpoch, len(p.mu.isr), len(p.mu.replicas), p.mu.cfg
+	p.mu.RUnlock()
+	if leader != p.nodeID {
+		return AppendResult{}, ErrNotLeader
+	}
+	if requiredAcks == -1 && isr < EffectiveMinISR(cfg.MinInsyncReplicas, replicas) {
+		return AppendResult{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, cfg.MinInsyncReplicas)
+	}
+	if int64(len(b)) > int64(cfg.MaxMessageBytes) {
+		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", storage.ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
+	}
+	b, logAppendTime, err := validateForAppend(b, cfg, now)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	res, err := p.log.AppendAsLeader(b, storage.AppendOptions{LeaderEpoch: epoch, LogAppendTimeMs: logAppendTime})
+	if err != nil {
+		return AppendResult{}, err
+	}
+	return AppendResult{AppendResult: res, HighWatermarkMoved: p.maybeAdvanceHighWatermark()}, nil
+}
+
+// FetchResult is what a read of the partition returns.
+type FetchResult struct {
+	Records        []byte
+	HighWatermark  int64
+	LogStartOffset int64
+}
+
+// Read returns batches from offset up to the high watermark.
+func (p *Partition) Read(offset int64, maxBytes int, minOneBatch bool) (FetchResult, error) {
+	if !p.IsLeader() {
+		return FetchResult{}, ErrNotLeader
+	}
+	hw := p.HighWatermark()
+	recs, err := p.log.Read(offset, maxBytes, hw, minOneBatch)
+	if err != nil {
+		return FetchResult{}, err
+	}
+	return FetchResult{Records: recs, HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}, nil
+}
+
+// update applies a new role from the metadata image.
+func (p *Partition) update(leader, leaderEpoch, partitionEpoch int32, replicas, isr []int32, cfg config.TopicConfig) {
+	p.mu.Lock()
+	p.mu.leader = leader
+	p.mu.leaderEpoch = leaderEpoch
+	p.mu.partitionEpoch = partitionEpoch
+	p.mu.replicas = slices.Clone(replicas)
+	p.mu.isr = slices.Clone(isr)
+	p.mu.cfg = cfg
+	p.mu.Unlock()
+	if leader == p.nodeID {
+		p.maybeAdvanceHighWatermark()
+	}
+}

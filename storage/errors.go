@@ -1,0 +1,25 @@
+package storage
+
+import "errors"
+
+// Sentinel errors. They are wrapped with %w and context; callers test them
+// with errors.Is and turn them into Kafka error codes at the handler
+// boundary.
+var (
+	// ErrOffsetOutOfRange: OFFSET_OUT_OF_RANGE.
+	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
+	// ErrCorrupt: CORRUPT_MESSAGE (bad CRC, impossible sizes).
+	ErrCorrupt = errors.New("storage: corrupt message")
+	// ErrInvalidRecord: INVALID_RECORD (wrong magic, baseOffset, counts).
+	ErrInvalidRecord = errors.New("storage: invalid record")
+	// ErrMessageTooLarge: MESSAGE_TOO_LARGE (batch above max.message.bytes).
+	ErrMessageTooLarge = errors.New("storage: message too large")
+	// ErrOutOfOrderSequence: OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ErrOutOfOrderSequence = errors.New("storage: out of order sequence number")
+	// ErrInvalidProducerEpoch: INVALID_PRODUCER_EPOCH.
+	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
+	// ErrStorage: KAFKA_STORAGE_ERROR, an I/O operation failed.
+	ErrStorage = errors.New("storage: I/O error")
+	// ErrClosed: the log or manager is closed.
+	ErrClosed = errors.New("storage: closed")
+)

@@ -1,0 +1,333 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// load opens the segments in l.dir, recovers them if the shutdown was not
+// clean, and rebuilds the producer state. It runs before l is shared, so
+// it touches l.mu's fields without locking.
+func (l *Log) load(clean bool, recoveryPoint int64) error {
+	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+		return fmt.Errorf("%w: create %s: %v", ErrStorage, l.dir, err)
+	}
+	ents, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("%w: list %s: %v", ErrStorage, l.dir, err)
+	}
+	var bases, snaps []int64
+	logs := map[int64]bool{}
+	for _, e := range ents {
+		name := e.Name()
+		if off, ok := parseFileName(name, logSuffix); ok {
+			bases = append(bases, off)
+			logs[off] = true
+		} else if off, ok := parseFileName(name, snapshotSuffix); ok {
+			snaps = append(snaps, off)
+		} else if strings.HasSuffix(name, ".tmp") {
+			l.fs.Remove(filepath.Join(l.dir, name))
+		}
+	}
+	for _, e := range ents {
+		if off, ok := parseFileName(e.Name(), indexSuffix); ok && !logs[off] {
+			l.fs.Remove(fileName(l.dir, off, indexSuffix)) // orphan index
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	now := l.now()
+	if len(bases) == 0 {
+		s, err := openSegment(l.fs, l.dir, 0, true, now)
+		if err != nil {
+			return fmt.Errorf("%w: create segment in %s: %v", ErrStorage, l.dir, err)
+		}
+		l.mu.segments = []*segment{s}
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	for _, base := range bases {
+		s, err := openSegment(l.fs, l.dir, base, false, now)
+		if err != nil {
+			return fmt.Errorf("%w: open segment %d in %s: %v", ErrStorage, base, l.dir, err)
+		}
+		l.mu.segments = append(l.mu.segments, s)
+	}
+
+	start := len(l.mu.segments) // first segment to recover batch by batch
+	if !clean {
+		start = l.segmentForLocked(recoveryPoint)
+	}
+	for i := 0; i < start; i++ {
+		s := l.mu.segments[i]
+		last := i == len(l.mu.segments)-1
+		ok, err := l.checkSegment(s, last)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			l.logger.Warn("segment index or tail inconsistent; recovering it", "dir", l.dir, "base", s.base)
+			start = i
+			break
+		}
+	}
+	if err := l.recoverFrom(start); err != nil {
+		return err
+	}
+
+	last := l.activeLocked()
+	l.mu.logEndOffset = last.nextOffset
+	l.mu.logStartOffset = l.mu.segments[0].base
+	l.mu.recoveryPoint = l.mu.logEndOffset
+	if last.size > 0 {
+		hdr, _, err := last.readHeader(0)
+		if err != nil {
+			return fmt.Errorf("read first batch of %s: %w", l.dir, err)
+		}
+		last.firstTimestamp = hdr.MaxTimestamp()
+	}
+	return l.loadProducerState(snaps)
+}
+
+// checkSegment trusts s's files but checks that the index agrees with the
+// .log: its size is whole entries and its last entry points at a batch
+// with that last offset. For the active segment it also finds the log end
+// offset by scanning from the last indexed batch. ok=false means recover.
+func (l *Log) checkSegment(s *segment, active bool) (bool, error) {
+	if s.entries < 0 {
+		return false, nil
+	}
+	var pos int64
+	if s.entries > 0 {
+		off, p, err := s.entry(s.entries - 1)
+		if err != nil {
+			return false, fmt.Errorf("%w: read index of %s: %v", ErrStorage, l.dir, err)
+		}
+		hdr, _, err := s.readHeader(p)
+		if err != nil || hdr.LastOffset() != off {
+			return false, nil
+		}
+		pos = p
+	}
+	if !active {
+		return true, nil
+	}
+	sc := newBatchScanner(s.log, pos, s.size)
+	for {
+		b, _, ok := sc.next()
+		if !ok {
+			break
+		}
+		s.nextOffset = b.LastOffset() + 1
+		s.bytesSinceIndex += len(b)
+	}
+	if sc.err != nil {
+		if errors.Is(sc.err, ErrStorage) {
+			return false, sc.err
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// recoverFrom checks segments[start:] batch by batch. The first invalid
+// batch ends the log: its segment is truncated there and every later
+// segment deleted.
+func (l *Log) recoverFrom(start int) error {
+	if start >= len(l.mu.segments) {
+		return nil
+	}
+	minOffset := l.mu.segments[start].base
+	for i := start; i < len(l.mu.segments); i++ {
+		s := l.mu.segments[i]
+		if s.base < minOffset {
+			l.logger.Warn("segment overlaps the previous one; deleting it and later ones", "dir", l.dir, "base", s.base)
+			return l.dropFrom(i)
+		}
+		truncated, err := l.recoverSegment(s, minOffset)
+		if err != nil {
+			return err
+		}
+		minOffset = s.nextOffset
+		if truncated {
+			return l.dropFrom(i + 1)
+		}
+	}
+	return nil
+}
+
+// dropFrom deletes segments[i:], keeping at least one segment.
+func (l *Log) dropFrom(i int) error {
+	if i == 0 {
+		// Keep the first segment as an empty log at its base offset.
+		s := l.mu.segments[0]
+		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.sync()); err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		s.size, s.entries, s.nextOffset, s.bytesSinceIndex = 0, 0, s.base, 0
+		i = 1
+	}
+	var errs []error
+	for _, s := range l.mu.segments[i:] {
+		l.logger.Warn("deleting segment after the end of the recovered log", "dir", l.dir, "base", s.base)
+		if err := s.remove(l.fs, l.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	l.mu.segments = l.mu.segments[:i]
+	errs = append(errs, l.fs.SyncDir(l.dir))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return nil
+}
+
+// recoverSegment validates every batch of s (size, magic, CRC, offsets
+// increasing from minOffset), truncates the .log after the last valid one,
+// rewrites the index and fsyncs both.
+func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err error) {
+	minOffset = max(minOffset, s.base)
+	maxEntries := l.cfg.SegmentIndexBytes / indexEntrySize
+	var (
+		idx        []byte
+		validEnd   int64
+		bytesSince int
+		reason     error
+	)
+	s.nextOffset = s.base
+	sc := newBatchScanner(s.log, 0, s.size)
+	for {
+		b, pos, ok := sc.next()
+		if !ok {
+			reason = sc.err
+			break
+		}
+		if !b.ValidCRC() {
+			reason = fmt.Errorf("%w: CRC mismatch in batch at %d", ErrCorrupt, pos)
+			break
+		}
+		// Offsets must increase, and a segment holds only offsets within
+		// int32 of its base (the index's relative offsets), as in Kafka.
+		if b.BaseOffset() < minOffset || b.LastOffsetDelta() < 0 ||
+			b.BaseOffset() > s.base+math.MaxInt32-int64(b.LastOffsetDelta()) {
+			reason = fmt.Errorf("%w: batch at %d has offsets [%d, %d], want >= %d", ErrCorrupt, pos,
+				b.BaseOffset(), b.LastOffset(), minOffset)
+			break
+		}
+		if bytesSince > l.cfg.IndexIntervalBytes && len(idx)/indexEntrySize < maxEntries && s.fitsIndex(b.LastOffset(), pos) {
+			idx = encodeIndexEntry(idx, s.base, b.LastOffset(), pos)
+			bytesSince = 0
+		}
+		bytesSince += len(b)
+		minOffset = b.LastOffset() + 1
+		s.nextOffset = minOffset
+		validEnd = pos + int64(len(b))
+	}
+	if reason != nil && errors.Is(reason, ErrStorage) {
+		return false, fmt.Errorf("recover %s segment %d: %w", l.dir, s.base, reason)
+	}
+	if validEnd < s.size {
+		l.logger.Warn("truncating segment at the first invalid batch", "dir", l.dir, "base", s.base,
+			"position", validEnd, "size", s.size, "reason", reason)
+		if err := s.log.Truncate(validEnd); err != nil {
+			return false, fmt.Errorf("%w: truncate %s segment %d: %v", ErrStorage, l.dir, s.base, err)
+		}
+		s.size = validEnd
+		truncated = true
+	}
+	if err := s.idx.Truncate(0); err != nil {
+		return false, fmt.Errorf("%w: rebuild index: %v", ErrStorage, err)
+	}
+	if len(idx) > 0 {
+		if _, err := s.idx.WriteAt(idx, 0); err != nil {
+			return false, fmt.Errorf("%w: rebuild index: %v", ErrStorage, err)
+		}
+	}
+	s.entries = len(idx) / indexEntrySize
+	s.bytesSinceIndex = bytesSince
+	if err := s.sync(); err != nil {
+		return false, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	return truncated, nil
+}
+
+// loadProducerState loads the newest usable snapshot at or below the log
+// end offset and replays the batch headers after it; with none it scans
+// the whole log. Other snapshots are deleted.
+func (l *Log) loadProducerState(snaps []int64) error {
+	sort.Slice(snaps, func(i, j int) bool { return snaps[i] > snaps[j] })
+	from := l.mu.logStartOffset
+	used := int64(-1)
+	for _, off := range snaps {
+		if off > l.mu.logEndOffset || off < l.mu.logStartOffset || used >= 0 {
+			continue
+		}
+		buf, err := readFile(l.fs, fileName(l.dir, off, snapshotSuffix))
+		if err == nil {
+			var m producerStateMap
+			if m, err = decodeProducerSnapshot(buf); err == nil {
+				l.mu.producers, from, used = m, off, off
+				continue
+			}
+		}
+		l.logger.Warn("ignoring producer snapshot", "dir", l.dir, "offset", off, "err", err)
+	}
+	for _, off := range snaps {
+		if off != used {
+			l.fs.Remove(fileName(l.dir, off, snapshotSuffix))
+		}
+	}
+	for i := l.segmentForLocked(from); i < len(l.mu.segments); i++ {
+		s := l.mu.segments[i]
+		var pos int64
+		if i == l.segmentForLocked(from) {
+			p, err := s.lookup(from)
+			if err != nil {
+				return fmt.Errorf("%w: index of %s: %v", ErrStorage, l.dir, err)
+			}
+			pos = p
+		}
+		sc := newBatchScanner(s.log, pos, s.size)
+		for {
+			b, _, ok := sc.next()
+			if !ok {
+				break
+			}
+			if b.BaseOffset() >= from {
+				l.mu.producers.update(b)
+			}
+		}
+		if sc.err != nil {
+			if errors.Is(sc.err, ErrStorage) {
+				return fmt.Errorf("replay producer state of %s: %w", l.dir, sc.err)
+			}
+			l.logger.Warn("producer state replay stopped at a bad batch", "dir", l.dir, "err", sc.err)
+			break
+		}
+	}
+	return nil
+}
+
+// writeSnapshotLocked writes the producer state at the log end offset.
+func (l *Log) writeSnapshotLocked() error {
+	off := l.mu.logEndOffset
+	name := fileName(l.dir, off, snapshotSuffix)
+	if err := writeFileAtomic(l.fs, l.dir, name, l.mu.producers.encode()); err != nil {
+		return err
+	}
+	// Keep only the newest snapshot.
+	ents, err := l.fs.ReadDir(l.dir)
+	if err != nil {
+		return nil
+	}
+	for _, e := range ents {
+		if o, ok := parseFileName(e.Name(), snapshotSuffix); ok && o != off {
+			l.fs.Remove(fileName(l.dir, o, snapshotSuffix))
+		}
+	}
+	return nil
+}

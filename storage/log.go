@@ -1,0 +1,544 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+// Log is one partition's log: an ordered list of segments, the last of
+// which (the active segment) takes appends. It is safe for concurrent use:
+// appends, flushes and Close take mu exclusively, reads share it.
+type Log struct {
+	dir    string
+	fs     FS
+	cfg    LogConfig
+	logger *slog.Logger
+	now    func() time.Time
+
+	mu struct {
+		sync.RWMutex
+		segments       []*segment // ordered by base offset; never empty while open
+		logEndOffset   int64
+		logStartOffset int64
+		recoveryPoint  int64 // offsets below are fsynced
+		unflushed      int64 // messages appended since the last fsync
+		lastFlush      time.Time
+		producers      producerStateMap
+		closed         bool
+		failed         error // set when a failed write could not be undone
+	}
+}
+
+// LogOptions are what the Manager knows when it opens a log.
+type LogOptions struct {
+	FS     FS           // nil: OSFS
+	Logger *slog.Logger // nil: discard
+	// Clean reports that the previous shutdown was clean, so the files are
+	// trusted; otherwise everything from RecoveryPoint on is checked batch
+	// by batch.
+	Clean         bool
+	RecoveryPoint int64
+	Now           func() time.Time // nil: time.Now
+}
+
+// OpenLog opens or creates the log in dir, recovering it if opts say the
+// previous shutdown was not clean.
+func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", dir, err)
+	}
+	if opts.FS == nil {
+		opts.FS = OSFS{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	l := &Log{dir: dir, fs: opts.FS, cfg: cfg, logger: opts.Logger, now: opts.Now}
+	l.mu.producers = make(producerStateMap)
+	if err := l.load(opts.Clean, opts.RecoveryPoint); err != nil {
+		for _, s := range l.mu.segments {
+			s.close()
+		}
+		return nil, err
+	}
+	l.mu.lastFlush = l.now()
+	return l, nil
+}
+
+// Dir returns the partition directory.
+func (l *Log) Dir() string { return l.dir }
+
+// LogEndOffset returns the offset the next appended record will get.
+func (l *Log) LogEndOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logEndOffset
+}
+
+// LogStartOffset returns the first offset still in the log.
+func (l *Log) LogStartOffset() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.logStartOffset
+}
+
+// RecoveryPoint returns the offset below which the log is known to be
+// fsynced.
+func (l *Log) RecoveryPoint() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.recoveryPoint
+}
+
+// ProducerState returns the epoch and last sequence of an idempotent
+// producer.
+func (l *Log) ProducerState(producerID int64) (epoch int16, lastSeq int32, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e, ok := l.mu.producers[producerID]
+	if !ok {
+		return 0, 0, false
+	}
+	lastSeq = record.NoSequence
+	if len(e.batches) > 0 {
+		lastSeq = e.last().lastSeq
+	}
+	return e.epoch, lastSeq, true
+}
+
+// AppendOptions tune AppendAsLeader.
+type AppendOptions struct {
+	LeaderEpoch     int32 // written into partitionLeaderEpoch
+	LogAppendTimeMs int64 // if >= 0: set maxTimestamp to it with the LogAppendTime attribute; -1 = CreateTime, keep bytes
+}
+
+// AppendResult describes an appended batch.
+type AppendResult struct {
+	FirstOffset, LastOffset int64
+	LogAppendTimeMs         int64 // -1 unless LogAppendTime
+	LogStartOffset          int64
+	Duplicate               bool // an idempotent retry: nothing written, offsets are the original ones
+}
+
+// validateClientBatch checks what can be checked without the lock.
+func (l *Log) validateClientBatch(b record.Batch) error {
+	if len(b) < record.HeaderSize {
+		return fmt.Errorf("%w: %d bytes is shorter than a batch header", ErrCorrupt, len(b))
+	}
+	if m := b.Magic(); m != record.MagicV2 {
+		return fmt.Errorf("%w: magic %d, only 2 is supported", ErrInvalidRecord, m)
+	}
+	size, err := record.PeekSize(b)
+	if err != nil || size != len(b) {
+		return fmt.Errorf("%w: batchLength says %d bytes, got %d", ErrCorrupt, size, len(b))
+	}
+	if len(b) > l.cfg.MaxMessageBytes {
+		return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), l.cfg.MaxMessageBytes)
+	}
+	if off := b.BaseOffset(); off != 0 {
+		return fmt.Errorf("%w: baseOffset %d from a client, want 0", ErrInvalidRecord, off)
+	}
+	if !b.ValidCRC() {
+		return fmt.Errorf("%w: CRC mismatch (stored %08x, computed %08x)", ErrCorrupt, b.CRC(), b.ComputeCRC())
+	}
+	if n, d := b.RecordCount(), b.LastOffsetDelta(); n < 1 || d != n-1 {
+		return fmt.Errorf("%w: recordCount %d, lastOffsetDelta %d", ErrInvalidRecord, n, d)
+	}
+	return nil
+}
+
+// AppendAsLeader validates one client batch, assigns it offsets from the
+// log end offset in place and appends it. A refused batch writes nothing.
+// b is modified (baseOffset, partitionLeaderEpoch, and with LogAppendTime
+// the attributes, maxTimestamp and CRC).
+func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, error) {
+	if err := l.validateClientBatch(b); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, ErrClosed)
+	}
+	if l.mu.failed != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, l.mu.failed)
+	}
+	res := AppendResult{LogAppendTimeMs: -1, LogStartOffset: l.mu.logStartOffset}
+	dup, err := l.mu.producers.check(b)
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	if dup != nil {
+		res.FirstOffset, res.LastOffset, res.Duplicate = dup.firstOffset, dup.lastOffset, true
+		if opts.LogAppendTimeMs >= 0 {
+			res.LogAppendTimeMs = dup.maxTimestamp
+		}
+		return res, nil
+	}
+
+	if l.mu.logEndOffset > math.MaxInt64-1-int64(b.LastOffsetDelta()) {
+		return AppendResult{}, fmt.Errorf("append to %s: %w: offsets would overflow", l.dir, ErrInvalidRecord)
+	}
+	b.SetBaseOffset(l.mu.logEndOffset)
+	b.SetPartitionLeaderEpoch(opts.LeaderEpoch)
+	if opts.LogAppendTimeMs >= 0 {
+		b.SetMaxTimestamp(true, opts.LogAppendTimeMs)
+		res.LogAppendTimeMs = opts.LogAppendTimeMs
+	}
+	if err := l.appendLocked(b); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	l.mu.producers.update(b)
+	res.FirstOffset, res.LastOffset = b.BaseOffset(), b.LastOffset()
+	if err := l.maybeFlushLocked(int64(b.RecordCount())); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	return res, nil
+}
+
+// appendLocked writes a batch that already carries its offsets to the
+// active segment, rolling first if needed, and advances the log end
+// offset. On failure the segment is truncated back, or the log is marked
+// failed if even that fails.
+func (l *Log) appendLocked(b record.Batch) error {
+	if err := l.maybeRollLocked(b); err != nil {
+		return err
+	}
+	s := l.activeLocked()
+	pos := s.size
+	if _, err := s.log.WriteAt(b, pos); err != nil {
+		return l.undoWriteLocked(s, pos, s.entries, err)
+	}
+	entries := s.entries
+	if s.bytesSinceIndex > l.cfg.IndexIntervalBytes && s.fitsIndex(b.LastOffset(), pos) {
+		entry := encodeIndexEntry(nil, s.base, b.LastOffset(), pos)
+		if _, err := s.idx.WriteAt(entry, int64(entries)*indexEntrySize); err != nil {
+			return l.undoWriteLocked(s, pos, entries, err)
+		}
+		s.entries++
+		s.bytesSinceIndex = 0
+	}
+	s.bytesSinceIndex += len(b)
+	s.size += int64(len(b))
+	if s.firstTimestamp < 0 && pos == 0 {
+		s.firstTimestamp = b.MaxTimestamp()
+	}
+	s.nextOffset = b.LastOffset() + 1
+	l.mu.logEndOffset = s.nextOffset
+	return nil
+}
+
+// undoWriteLocked truncates the active segment's files back to their
+// sizes before a failed append.
+func (l *Log) undoWriteLocked(s *segment, pos int64, entries int, cause error) error {
+	err := fmt.Errorf("%w: %w", ErrStorage, cause)
+	if terr := errors.Join(s.log.Truncate(pos), s.idx.Truncate(int64(entries)*indexEntrySize)); terr != nil {
+		l.mu.failed = fmt.Errorf("%w: undoing a failed write: %v (after %v)", ErrStorage, terr, cause)
+		l.logger.Error("log failed: cannot truncate after a failed write", "dir", l.dir, "err", terr, "cause", cause)
+		return l.mu.failed
+	}
+	s.entries = entries
+	return err
+}
+
+func (l *Log) activeLocked() *segment { return l.mu.segments[len(l.mu.segments)-1] }
+
+// maybeRollLocked starts a new segment at b's base offset when the active
+// one is full by size, age or index, or b's offsets cannot be indexed in
+// it. An empty segment is never rolled.
+func (l *Log) maybeRollLocked(b record.Batch) error {
+	s := l.activeLocked()
+	if s.size == 0 {
+		return nil
+	}
+	reason := ""
+	switch {
+	case s.size+int64(len(b)) > l.cfg.SegmentBytes:
+		reason = "segment.bytes"
+	case l.cfg.SegmentMs > 0 && s.firstTimestamp >= 0 &&
+		l.now().UnixMilli()-s.firstTimestamp > l.cfg.SegmentMs.Milliseconds():
+		reason = "segment.ms"
+	case l.cfg.SegmentMs > 0 && s.firstTimestamp < 0 && l.now().Sub(s.created) > l.cfg.SegmentMs:
+		reason = "segment.ms"
+	case s.indexFull(l.cfg.SegmentIndexBytes):
+		reason = "segment.index.bytes"
+	case !s.fitsIndex(b.LastOffset(), s.size):
+		reason = "offset or position overflow"
+	default:
+		return nil
+	}
+	return l.rollLocked(b.BaseOffset(), reason)
+}
+
+// rollLocked fsyncs the active segment and starts a new one at base.
+func (l *Log) rollLocked(base int64, reason string) error {
+	old := l.activeLocked()
+	if err := old.sync(); err != nil {
+		return fmt.Errorf("%w: fsync before roll: %v", ErrStorage, err)
+	}
+	l.mu.recoveryPoint = l.mu.logEndOffset
+	l.mu.unflushed = 0
+	s, err := openSegment(l.fs, l.dir, base, true, l.now())
+	if err != nil {
+		return fmt.Errorf("%w: roll: %v", ErrStorage, err)
+	}
+	if s.size != 0 || s.entries != 0 {
+		// Leftovers of a crash, past the log end: start them afresh.
+		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0)); err != nil {
+			s.close()
+			return fmt.Errorf("%w: roll: %v", ErrStorage, err)
+		}
+		s.size, s.entries = 0, 0
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		s.close()
+		return fmt.Errorf("%w: roll: %v", ErrStorage, err)
+	}
+	l.mu.segments = append(l.mu.segments, s)
+	// A snapshot at each roll bounds the replay after a crash; failing to
+	// write it only costs time at the next open.
+	if err := l.writeSnapshotLocked(); err != nil {
+		l.logger.Warn("producer snapshot at roll failed", "dir", l.dir, "err", err)
+	}
+	l.logger.Debug("rolled segment", "dir", l.dir, "base", base, "reason", reason)
+	return nil
+}
+
+// maybeFlushLocked fsyncs when flush.messages says so.
+func (l *Log) maybeFlushLocked(messages int64) error {
+	l.mu.unflushed += messages
+	if l.cfg.FlushMessages > 0 && l.mu.unflushed >= l.cfg.FlushMessages {
+		return l.flushLocked()
+	}
+	return nil
+}
+
+// Flush fsyncs the active segment and its index and moves the recovery
+// point to the log end offset. (Older segments were fsynced at roll.)
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return fmt.Errorf("flush %s: %w", l.dir, ErrClosed)
+	}
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	if err := l.activeLocked().sync(); err != nil {
+		l.mu.failed = fmt.Errorf("%w: fsync: %v", ErrStorage, err)
+		return l.mu.failed
+	}
+	l.mu.recoveryPoint = l.mu.logEndOffset
+	l.mu.unflushed = 0
+	l.mu.lastFlush = l.now()
+	return nil
+}
+
+// flushIfDue flushes when flush.ms has passed since the last flush and
+// there is something to flush.
+func (l *Log) flushIfDue(now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed || l.cfg.FlushInterval <= 0 || now.Sub(l.mu.lastFlush) < l.cfg.FlushInterval {
+		return nil
+	}
+	if l.mu.recoveryPoint == l.mu.logEndOffset {
+		l.mu.lastFlush = now
+		return nil
+	}
+	return l.flushLocked()
+}
+
+// Close flushes the log, writes a producer snapshot at the log end offset
+// and closes the files. Further calls return ErrClosed.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return fmt.Errorf("close %s: %w", l.dir, ErrClosed)
+	}
+	l.mu.closed = true
+	var errs []error
+	if l.mu.failed == nil {
+		if err := l.flushLocked(); err != nil {
+			errs = append(errs, err)
+		} else if err := l.writeSnapshotLocked(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: producer snapshot: %v", ErrStorage, err))
+		}
+	}
+	for _, s := range l.mu.segments {
+		if err := s.close(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %v", ErrStorage, err))
+		}
+	}
+	if l.mu.failed != nil {
+		errs = append(errs, l.mu.failed)
+	}
+	return errors.Join(errs...)
+}
+
+// segmentForLocked returns the index of the segment that may hold offset:
+// the last one whose base offset is <= offset.
+func (l *Log) segmentForLocked(offset int64) int {
+	segs := l.mu.segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].base > offset })
+	return max(i-1, 0)
+}
+
+// Read returns whole batches starting with the one containing offset,
+// stopping before any batch whose base offset is >= upperBound, at most
+// maxBytes in total except that with minOneBatch the first batch is
+// returned whole even if larger. offset == the log end offset or >=
+// upperBound gives an empty result; offset below the log start offset or
+// above the log end offset gives ErrOffsetOutOfRange.
+func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch bool) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return nil, fmt.Errorf("read %s: %w", l.dir, ErrClosed)
+	}
+	if offset < l.mu.logStartOffset || offset > l.mu.logEndOffset {
+		return nil, fmt.Errorf("read %s at %d: %w: log is [%d, %d)", l.dir, offset, ErrOffsetOutOfRange,
+			l.mu.logStartOffset, l.mu.logEndOffset)
+	}
+	if offset >= l.mu.logEndOffset || offset >= upperBound {
+		return nil, nil
+	}
+	var out []byte
+	locate := true
+	for i := l.segmentForLocked(offset); i < len(l.mu.segments); i++ {
+		s := l.mu.segments[i]
+		var pos int64
+		if locate {
+			p, found, err := l.locateLocked(s, offset)
+			if err != nil {
+				return nil, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
+			}
+			if !found {
+				continue // offset lies past this segment's batches
+			}
+			pos, locate = p, false
+		}
+		chunk, done, err := readChunk(s, pos, maxBytes-len(out), upperBound, minOneBatch && len(out) == 0)
+		if err != nil {
+			return nil, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
+		}
+		if out == nil {
+			out = chunk
+		} else {
+			out = append(out, chunk...)
+		}
+		if done {
+			break
+		}
+	}
+	return out, nil
+}
+
+// locateLocked finds the position of the batch of s holding offset, or the
+// first batch after it; found is false if s has no such batch.
+func (l *Log) locateLocked(s *segment, offset int64) (int64, bool, error) {
+	pos, err := s.lookup(offset)
+	if err != nil {
+		return 0, false, fmt.Errorf("%w: index: %v", ErrStorage, err)
+	}
+	for pos < s.size {
+		hdr, size, err := s.readHeader(pos)
+		if err != nil {
+			return 0, false, err
+		}
+		if hdr.LastOffset() >= offset {
+			return pos, true, nil
+		}
+		pos += size
+	}
+	return 0, false, nil
+}
+
+// readChunk reads whole batches of s from pos within budget bytes (the
+// first one whole regardless when first is set), stopping before a batch
+// whose base offset is >= upperBound. done reports that the read must not
+// continue into the next segment.
+func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool) ([]byte, bool, error) {
+	n := min(int64(max(budget, 0)), s.size-pos)
+	buf := make([]byte, n)
+	if n > 0 {
+		if _, err := s.log.ReadAt(buf, pos); err != nil {
+			return nil, true, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	k := 0
+	for k < len(buf) {
+		rest := buf[k:]
+		size, err := record.PeekSize(rest)
+		if err != nil && !errors.Is(err, record.ErrTruncated) {
+			return nil, true, fmt.Errorf("%w: at %d: %v", ErrCorrupt, pos+int64(k), err)
+		}
+		if err != nil || size > len(rest) || len(rest) < record.HeaderSize {
+			break // the next batch does not fit in the budget
+		}
+		if record.Batch(rest).BaseOffset() >= upperBound {
+			return buf[:k], true, nil
+		}
+		k += size
+	}
+	if k == 0 && first && pos < s.size {
+		hdr, size, err := s.readHeader(pos)
+		if err != nil {
+			return nil, true, err
+		}
+		if hdr.BaseOffset() >= upperBound {
+			return nil, true, nil
+		}
+		whole := make([]byte, size)
+		if _, err := s.log.ReadAt(whole, pos); err != nil {
+			return nil, true, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+		return whole, true, nil // the budget is spent
+	}
+	return buf[:k], pos+int64(k) < s.size, nil
+}
+
+// OffsetForTimestamp returns the first offset whose timestamp is >= ts and
+// that timestamp; found is false if no record is that recent.
+func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, ErrClosed)
+	}
+	for _, s := range l.mu.segments {
+		sc := newBatchScanner(s.log, 0, s.size)
+		for {
+			b, _, ok := sc.next()
+			if !ok {
+				break
+			}
+			if b.MaxTimestamp() < ts {
+				continue
+			}
+			off, t, ok, err := firstRecordAtOrAfter(b, ts)
+			if err != nil {
+				return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, err)
+			}
+			if ok {
+				return off, t, true, nil
+			}
+		}
+		if sc.err != nil {
+			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, sc.err)
+		}
+	}
+	return 0, 0, false, nil
+}

@@ -1,0 +1,299 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// cleanShutdownFile marks a directory whose logs were all closed cleanly.
+const cleanShutdownFile = ".kafka_cleanshutdown"
+
+// flushCheckInterval is how often Run looks for logs due a flush.ms flush.
+const flushCheckInterval = 100 * time.Millisecond
+
+// Manager owns every partition log under a set of log directories.
+// Lock order: Manager.mu before Log.mu.
+type Manager struct {
+	fs     FS
+	logger *slog.Logger
+	dirs   []*logDir
+
+	mu struct {
+		sync.Mutex
+		logs   map[topicPartition]*Log
+		closed bool
+	}
+}
+
+// logDir is one log.dirs entry.
+type logDir struct {
+	path           string
+	clean          bool                     // the clean-shutdown marker was present at open
+	recoveryPoints map[topicPartition]int64 // as checkpointed at the last flush or close
+	partitions     map[topicPartition]bool  // partition directories present
+}
+
+// OpenManager opens the log directories, creating them if missing, and
+// notes whether the previous shutdown was clean. The clean-shutdown marker
+// is removed so that a crash leaves it absent.
+func OpenManager(dirs []string, logger *slog.Logger) (*Manager, error) {
+	return OpenManagerFS(OSFS{}, dirs, logger)
+}
+
+// OpenManagerFS is OpenManager over fsys (tests inject faults this way).
+func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("storage: no log directories")
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{fs: fsys, logger: logger}
+	m.mu.logs = make(map[topicPartition]*Log)
+	for _, path := range dirs {
+		d, err := openLogDir(fsys, path, logger)
+		if err != nil {
+			return nil, err
+		}
+		m.dirs = append(m.dirs, d)
+	}
+	return m, nil
+}
+
+func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
+	if err := fsys.MkdirAll(path, 0o755); err != nil {
+		return nil, fmt.Errorf("%w: create log dir %s: %v", ErrStorage, path, err)
+	}
+	d := &logDir{path: path, partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{}}
+	marker := filepath.Join(path, cleanShutdownFile)
+	switch err := fsys.Remove(marker); {
+	case err == nil:
+		d.clean = true
+		if err := fsys.SyncDir(path); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	case !errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w: remove %s: %v", ErrStorage, marker, err)
+	}
+	if data, err := readFile(fsys, filepath.Join(path, recoveryPointFile)); err == nil {
+		if rp, err := decodeCheckpoint(data); err == nil {
+			d.recoveryPoints = rp
+		} else {
+			logger.Warn("ignoring bad recovery point checkpoint", "dir", path, "err", err)
+		}
+	}
+	ents, err := fsys.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: list %s: %v", ErrStorage, path, err)
+	}
+	for _, e := range ents {
+		if tp, ok := parseDirName(e.Name()); ok && e.IsDir() {
+			d.partitions[tp] = true
+		}
+	}
+	logger.Info("opened log dir", "dir", path, "clean_shutdown", d.clean, "partitions", len(d.partitions))
+	return d, nil
+}
+
+// GetOrCreate opens (recovering if needed) or creates the log of a
+// partition. A new partition goes to the directory holding the fewest.
+func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Log, error) {
+	tp := topicPartition{topic, partition}
+	if topic == "" || partition < 0 || filepath.Base(topic) != topic || topic == "." || topic == ".." {
+		return nil, fmt.Errorf("storage: bad topic partition %q %d", topic, partition)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return nil, ErrClosed
+	}
+	if l, ok := m.mu.logs[tp]; ok {
+		return l, nil
+	}
+	var d *logDir
+	for _, c := range m.dirs {
+		if c.partitions[tp] {
+			d = c
+			break
+		}
+	}
+	if d == nil {
+		for _, c := range m.dirs {
+			if d == nil || len(c.partitions) < len(d.partitions) {
+				d = c
+			}
+		}
+	}
+	rp, haveRP := d.recoveryPoints[tp]
+	if !haveRP {
+		rp = 0
+	}
+	l, err := OpenLog(filepath.Join(d.path, tp.dirName()), cfg, LogOptions{
+		FS:            m.fs,
+		Logger:        m.logger.With("topic", topic, "partition", partition),
+		Clean:         d.clean,
+		RecoveryPoint: rp,
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.partitions[tp] = true
+	m.mu.logs[tp] = l
+	return l, nil
+}
+
+// Get returns an open log.
+func (m *Manager) Get(topic string, partition int32) (*Log, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.mu.logs[topicPartition{topic, partition}]
+	return l, ok
+}
+
+// Delete closes a partition's log and removes its directory.
+func (m *Manager) Delete(topic string, partition int32) error {
+	tp := topicPartition{topic, partition}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var path string
+	if l, ok := m.mu.logs[tp]; ok {
+		delete(m.mu.logs, tp)
+		if err := l.Close(); err != nil {
+			m.logger.Warn("closing deleted log", "dir", l.Dir(), "err", err)
+		}
+		path = l.Dir()
+	}
+	for _, d := range m.dirs {
+		if d.partitions[tp] {
+			path = filepath.Join(d.path, tp.dirName())
+			delete(d.partitions, tp)
+			delete(d.recoveryPoints, tp)
+		}
+	}
+	if path == "" {
+		return nil
+	}
+	if err := m.fs.RemoveAll(path); err != nil {
+		return fmt.Errorf("%w: delete %s: %v", ErrStorage, path, err)
+	}
+	return nil
+}
+
+// Run flushes logs whose flush.ms has passed and checkpoints recovery
+// points, until ctx is done. It is the only goroutine of the package; the
+// caller starts it and stops it by cancelling ctx.
+func (m *Manager) Run(ctx context.Context) {
+	t := time.NewTicker(flushCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			m.flushDue(now)
+		}
+	}
+}
+
+func (m *Manager) flushDue(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return
+	}
+	flushed := false
+	for _, l := range m.mu.logs {
+		before := l.RecoveryPoint()
+		if err := l.flushIfDue(now); err != nil {
+			m.logger.Error("periodic flush failed", "dir", l.Dir(), "err", err)
+		}
+		flushed = flushed || l.RecoveryPoint() != before
+	}
+	if flushed {
+		if err := m.checkpointLocked(); err != nil {
+			m.logger.Error("recovery point checkpoint failed", "err", err)
+		}
+	}
+}
+
+// checkpointLocked writes every directory's recovery points.
+func (m *Manager) checkpointLocked() error {
+	for tp, l := range m.mu.logs {
+		for _, d := range m.dirs {
+			if d.partitions[tp] {
+				d.recoveryPoints[tp] = l.RecoveryPoint()
+			}
+		}
+	}
+	var errs []error
+	for _, d := range m.dirs {
+		err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: checkpoint %s: %v", ErrStorage, d.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Close flushes and closes every log (each writes its producer snapshot),
+// checkpoints recovery points, and then writes the clean-shutdown marker
+// in each directory whose logs all closed without error.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return ErrClosed
+	}
+	m.mu.closed = true
+	var errs []error
+	failedDirs := map[string]bool{}
+	for tp, l := range m.mu.logs {
+		err := l.Close()
+		for _, d := range m.dirs {
+			if d.partitions[tp] {
+				d.recoveryPoints[tp] = l.RecoveryPoint()
+				if err != nil {
+					failedDirs[d.path] = true
+				}
+			}
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, d := range m.dirs {
+		err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: checkpoint %s: %v", ErrStorage, d.path, err))
+			continue
+		}
+		if failedDirs[d.path] {
+			continue
+		}
+		if !d.clean && !m.allOpenLocked(d) {
+			// A partition never opened since a crash is still unrecovered.
+			continue
+		}
+		if err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, cleanShutdownFile), nil); err != nil {
+			errs = append(errs, fmt.Errorf("%w: clean-shutdown marker in %s: %v", ErrStorage, d.path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// allOpenLocked reports whether every partition in d was opened (and so
+// recovered) by this manager.
+func (m *Manager) allOpenLocked(d *logDir) bool {
+	for tp := range d.partitions {
+		if _, ok := m.mu.logs[tp]; !ok {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,270 @@
+package storage
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+const (
+	logSuffix      = ".log"
+	indexSuffix    = ".index"
+	snapshotSuffix = ".snapshot"
+	indexEntrySize = 8
+)
+
+// fileName returns the 20-digit zero-padded name Kafka gives segment,
+// index and snapshot files.
+func fileName(dir string, offset int64, suffix string) string {
+	return filepath.Join(dir, fmt.Sprintf("%020d%s", offset, suffix))
+}
+
+// parseFileName returns the offset of a name like 00000000000000000042.log.
+func parseFileName(name, suffix string) (int64, bool) {
+	if !strings.HasSuffix(name, suffix) {
+		return 0, false
+	}
+	digits := strings.TrimSuffix(name, suffix)
+	if len(digits) != 20 {
+		return 0, false
+	}
+	off, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || off < 0 {
+		return 0, false
+	}
+	return off, true
+}
+
+// segment is one .log file and its sparse .index. All fields are guarded
+// by the owning Log's mu.
+type segment struct {
+	base int64
+	log  File
+	idx  File
+
+	size       int64 // bytes in the .log
+	entries    int   // entries in the .index
+	nextOffset int64 // last offset of the last batch + 1, or base when empty
+
+	bytesSinceIndex int
+	firstTimestamp  int64     // maxTimestamp of the first batch, -1 when empty
+	created         time.Time // when this process created or opened it
+}
+
+// openSegment opens (creating if asked) the files of the segment at base.
+// It reads sizes but does not validate contents.
+func openSegment(fsys FS, dir string, base int64, create bool, now time.Time) (*segment, error) {
+	flag := os.O_RDWR
+	if create {
+		flag |= os.O_CREATE
+	}
+	lf, err := fsys.OpenFile(fileName(dir, base, logSuffix), flag, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	indexMissing := false
+	xf, err := fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		indexMissing = true
+		xf, err = fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+	}
+	if err != nil {
+		lf.Close()
+		return nil, err
+	}
+	s := &segment{base: base, log: lf, idx: xf, nextOffset: base, firstTimestamp: -1, created: now}
+	if s.size, err = fileSize(lf); err != nil {
+		s.close()
+		return nil, err
+	}
+	xsize, err := fileSize(xf)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.entries = int(xsize / indexEntrySize)
+	if xsize%indexEntrySize != 0 || (indexMissing && s.size > 0) {
+		s.entries = -1 // marks the index as inconsistent: rebuild it
+	}
+	return s, nil
+}
+
+func fileSize(f File) (int64, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+func (s *segment) close() error {
+	err1 := s.log.Close()
+	err2 := s.idx.Close()
+	return errors.Join(err1, err2)
+}
+
+func (s *segment) sync() error {
+	return errors.Join(s.log.Sync(), s.idx.Sync())
+}
+
+// remove closes and deletes the segment's files.
+func (s *segment) remove(fsys FS, dir string) error {
+	s.close()
+	err1 := fsys.Remove(fileName(dir, s.base, logSuffix))
+	err2 := fsys.Remove(fileName(dir, s.base, indexSuffix))
+	if errors.Is(err2, os.ErrNotExist) {
+		err2 = nil
+	}
+	return errors.Join(err1, err2)
+}
+
+// indexFull reports whether the index has room for no more entries.
+func (s *segment) indexFull(maxIndexBytes int) bool {
+	return (s.entries+1)*indexEntrySize > maxIndexBytes
+}
+
+// entry reads index entry i: the absolute last offset of an indexed batch
+// and the file position where that batch starts.
+func (s *segment) entry(i int) (int64, int64, error) {
+	var buf [indexEntrySize]byte
+	if _, err := s.idx.ReadAt(buf[:], int64(i)*indexEntrySize); err != nil {
+		return 0, 0, err
+	}
+	rel := int32(binary.BigEndian.Uint32(buf[0:]))
+	pos := int32(binary.BigEndian.Uint32(buf[4:]))
+	return s.base + int64(rel), int64(pos), nil
+}
+
+// lookup returns the position of the last indexed batch whose last offset
+// is <= offset, or 0. Scanning forward from it finds the batch holding
+// offset.
+func (s *segment) lookup(offset int64) (int64, error) {
+	var ioErr error
+	i := sort.Search(s.entries, func(i int) bool {
+		if ioErr != nil {
+			return true
+		}
+		off, _, err := s.entry(i)
+		if err != nil {
+			ioErr = err
+			return true
+		}
+		return off > offset
+	})
+	if ioErr != nil {
+		return 0, ioErr
+	}
+	if i == 0 {
+		return 0, nil
+	}
+	_, pos, err := s.entry(i - 1)
+	return pos, err
+}
+
+func encodeIndexEntry(dst []byte, base, lastOffset, pos int64) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(int32(lastOffset-base)))
+	return binary.BigEndian.AppendUint32(dst, uint32(int32(pos)))
+}
+
+// fitsIndex reports whether a batch ending at lastOffset and starting at
+// pos can be described by an index entry of this segment (int32 relative
+// offset and position).
+func (s *segment) fitsIndex(lastOffset, pos int64) bool {
+	return lastOffset-s.base <= math.MaxInt32 && pos <= math.MaxInt32
+}
+
+// readHeader reads the batch header at pos. It returns the header and the
+// batch's total size, checking that the whole batch lies within the
+// segment.
+func (s *segment) readHeader(pos int64) (record.Batch, int64, error) {
+	if s.size-pos < record.HeaderSize {
+		return nil, 0, fmt.Errorf("%w: header at %d past segment end %d", ErrCorrupt, pos, s.size)
+	}
+	hdr := make([]byte, record.HeaderSize)
+	if _, err := s.log.ReadAt(hdr, pos); err != nil {
+		return nil, 0, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	size, err := record.PeekSize(hdr)
+	if err != nil || int64(size) > s.size-pos || size < record.HeaderSize {
+		return nil, 0, fmt.Errorf("%w: bad batch size at %d", ErrCorrupt, pos)
+	}
+	return record.Batch(hdr), int64(size), nil
+}
+
+// batchScanner reads whole batches sequentially from [start, end) of a
+// file. The batch it returns is valid until the next call.
+type batchScanner struct {
+	r   *bufio.Reader
+	pos int64 // position of the next batch
+	end int64
+	buf []byte
+	err error // why the scan stopped before end; nil at a clean end
+}
+
+func newBatchScanner(f File, start, end int64) *batchScanner {
+	return &batchScanner{
+		r:   bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 64<<10),
+		pos: start,
+		end: end,
+	}
+}
+
+// next returns the batch at s.pos and its position. It stops (false) at
+// the end or at the first batch that is truncated, sized past the end or
+// of a magic other than 2, leaving the reason in s.err. It does not check
+// the CRC.
+func (s *batchScanner) next() (record.Batch, int64, bool) {
+	if s.err != nil || s.pos >= s.end {
+		return nil, s.pos, false
+	}
+	remaining := s.end - s.pos
+	if remaining < record.HeaderSize {
+		s.err = fmt.Errorf("%w: %d trailing bytes at %d", ErrCorrupt, remaining, s.pos)
+		return nil, s.pos, false
+	}
+	if cap(s.buf) < record.HeaderSize {
+		s.buf = make([]byte, record.HeaderSize, 16<<10)
+	}
+	s.buf = s.buf[:record.HeaderSize]
+	if _, err := io.ReadFull(s.r, s.buf); err != nil {
+		s.err = fmt.Errorf("%w: reading header at %d: %v", ErrStorage, s.pos, err)
+		return nil, s.pos, false
+	}
+	size, err := record.PeekSize(s.buf)
+	if err != nil {
+		s.err = fmt.Errorf("batch at %d: %w", s.pos, err)
+		return nil, s.pos, false
+	}
+	if int64(size) > remaining || size < record.HeaderSize {
+		s.err = fmt.Errorf("%w: batch at %d of size %d exceeds the %d bytes left", ErrCorrupt, s.pos, size, remaining)
+		return nil, s.pos, false
+	}
+	if m := s.buf[16]; m != record.MagicV2 {
+		s.err = fmt.Errorf("%w: batch at %d has magic %d", ErrCorrupt, s.pos, m)
+		return nil, s.pos, false
+	}
+	if cap(s.buf) < size {
+		nb := make([]byte, size)
+		copy(nb, s.buf)
+		s.buf = nb
+	}
+	s.buf = s.buf[:size]
+	if _, err := io.ReadFull(s.r, s.buf[record.HeaderSize:]); err != nil {
+		s.err = fmt.Errorf("%w: reading batch at %d: %v", ErrStorage, s.pos, err)
+		return nil, s.pos, false
+	}
+	pos := s.pos
+	s.pos += int64(size)
+	return record.Batch(s.buf), pos, true
+}
