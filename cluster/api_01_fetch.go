@@ -89,6 +89,10 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 			rp.PreferredReadReplica = -1
+			// Never null: librdkafka rejects a response whose records
+			// length is -1, and Kafka always sends at least an empty
+			// field.
+			rp.RecordBatches = []byte{}
 			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			limit := min(int(p.PartitionMaxBytes), remaining)
 			res, err := f.node.readPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch)
@@ -102,8 +106,8 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 				rp.HighWatermark = res.HighWatermark
 				rp.LastStableOffset = res.HighWatermark
 				rp.LogStartOffset = res.LogStartOffset
-				rp.RecordBatches = res.Records
 				if len(res.Records) > 0 {
+					rp.RecordBatches = res.Records
 					minOneBatch = false
 					total += len(res.Records)
 					remaining = max(0, remaining-len(res.Records))

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,13 +55,17 @@ func runPython(t *testing.T, script string, args ...string) pyResult {
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr := runCmd(t, 120*time.Second, "", debianPython, append([]string{path}, args...)...)
+	out, stderr := runCmd(t, 90*time.Second, "", debianPython, append([]string{path}, args...)...)
 	var res pyResult
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("script output is not JSON: %v\nstdout:\n%.2000s\nstderr:\n%s", err, out, stderr)
 	}
 	if len(res.Errors) > 0 {
 		t.Errorf("script errors: %v\nstderr tail:\n%s", res.Errors, tail(stderr, 4000))
+	}
+	if n := strings.Count(stderr, "PROTOERR"); n > 0 {
+		i := strings.Index(stderr, "PROTOERR")
+		t.Logf("client logged %d protocol errors (PROTOERR), first: %.300s", n, stderr[max(0, i-40):])
 	}
 	if res.Info != "" {
 		t.Logf("script: %s", res.Info)
@@ -121,7 +126,7 @@ parts = sorted(consumer.partitions_for_topic(topic) or [])
 tps = [TopicPartition(topic, p) for p in parts]
 consumer.assign(tps)
 consumer.seek_to_beginning(*tps)
-deadline = time.time() + 60
+deadline = time.time() + 30
 while len(res["consumed"]) < n and time.time() < deadline:
     for tp, msgs in consumer.poll(timeout_ms=500).items():
         for m in msgs:
@@ -173,7 +178,7 @@ consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "itest-" + topi
 md = consumer.list_topics(topic, timeout=10)
 parts = sorted(md.topics[topic].partitions.keys())
 consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-deadline = time.time() + 60
+deadline = time.time() + 30
 while len(res["consumed"]) < n and time.time() < deadline:
     m = consumer.poll(0.5)
     if m is None:
