@@ -34,8 +34,10 @@ func (l *Log) load(clean bool, recoveryPoint int64) error {
 		}
 	}
 	for _, e := range ents {
-		if off, ok := parseFileName(e.Name(), indexSuffix); ok && !logs[off] {
-			l.fs.Remove(fileName(l.dir, off, indexSuffix)) // orphan index
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+			if off, ok := parseFileName(e.Name(), suffix); ok && !logs[off] {
+				l.fs.Remove(fileName(l.dir, off, suffix)) // orphan index
+			}
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
@@ -98,7 +100,7 @@ func (l *Log) load(clean bool, recoveryPoint int64) error {
 // with that last offset. For the active segment it also finds the log end
 // offset by scanning from the last indexed batch. ok=false means recover.
 func (l *Log) checkSegment(s *segment, active bool) (bool, error) {
-	if s.entries < 0 {
+	if s.entries < 0 || s.tentries < 0 {
 		return false, nil
 	}
 	var pos int64
@@ -113,17 +115,51 @@ func (l *Log) checkSegment(s *segment, active bool) (bool, error) {
 		}
 		pos = p
 	}
+	// The last time index entry must name a batch ending at its offset
+	// and having its timestamp; it is the segment's max timestamp so far.
+	scanFrom := pos
+	if s.tentries > 0 {
+		ts, off, err := s.timeEntry(s.tentries - 1)
+		if err != nil {
+			return false, fmt.Errorf("%w: read time index of %s: %v", ErrStorage, l.dir, err)
+		}
+		if off < s.base {
+			return false, nil
+		}
+		p, err := s.lookup(off)
+		if err != nil {
+			return false, fmt.Errorf("%w: read index of %s: %v", ErrStorage, l.dir, err)
+		}
+		for {
+			hdr, size, err := s.readHeader(p)
+			if err != nil || hdr.BaseOffset() > off {
+				return false, nil
+			}
+			if hdr.LastOffset() >= off {
+				if hdr.LastOffset() != off || hdr.MaxTimestamp() != ts {
+					return false, nil
+				}
+				break
+			}
+			p += size
+		}
+		s.maxTimestamp, s.offsetOfMaxTimestamp, s.lastTimeIndexed = ts, off, ts
+		scanFrom = min(scanFrom, p)
+	}
 	if !active {
 		return true, nil
 	}
-	sc := newBatchScanner(s.log, pos, s.size)
+	sc := newBatchScanner(s.log, scanFrom, s.size)
 	for {
-		b, _, ok := sc.next()
+		b, bpos, ok := sc.next()
 		if !ok {
 			break
 		}
-		s.nextOffset = b.LastOffset() + 1
-		s.bytesSinceIndex += len(b)
+		s.observe(b)
+		if bpos >= pos {
+			s.nextOffset = b.LastOffset() + 1
+			s.bytesSinceIndex += len(b)
+		}
 	}
 	if sc.err != nil {
 		if errors.Is(sc.err, ErrStorage) {
@@ -165,10 +201,12 @@ func (l *Log) dropFrom(i int) error {
 	if i == 0 {
 		// Keep the first segment as an empty log at its base offset.
 		s := l.mu.segments[0]
-		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.sync()); err != nil {
+		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.sync()); err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
-		s.size, s.entries, s.nextOffset, s.bytesSinceIndex = 0, 0, s.base, 0
+		s.size, s.entries, s.tentries, s.nextOffset, s.bytesSinceIndex = 0, 0, 0, s.base, 0
+		s.restoreTimeState(timeState{0, -1, s.base, -1})
+		s.firstTimestamp = -1
 		i = 1
 	}
 	var errs []error
@@ -199,6 +237,10 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 		reason     error
 	)
 	s.nextOffset = s.base
+	if err := s.tidx.Truncate(0); err != nil {
+		return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
+	}
+	s.restoreTimeState(timeState{0, -1, s.base, -1})
 	sc := newBatchScanner(s.log, 0, s.size)
 	for {
 		b, pos, ok := sc.next()
@@ -218,8 +260,12 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 				b.BaseOffset(), b.LastOffset(), minOffset)
 			break
 		}
+		s.observe(b)
 		if bytesSince > l.cfg.IndexIntervalBytes && len(idx)/indexEntrySize < maxEntries && s.fitsIndex(b.LastOffset(), pos) {
 			idx = encodeIndexEntry(idx, s.base, b.LastOffset(), pos)
+			if err := s.appendTimeIndex(l.cfg.SegmentIndexBytes, false); err != nil {
+				return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
+			}
 			bytesSince = 0
 		}
 		bytesSince += len(b)
@@ -249,6 +295,9 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 	}
 	s.entries = len(idx) / indexEntrySize
 	s.bytesSinceIndex = bytesSince
+	if err := s.appendTimeIndex(l.cfg.SegmentIndexBytes, true); err != nil {
+		return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
+	}
 	if err := s.sync(); err != nil {
 		return false, fmt.Errorf("%w: %v", ErrStorage, err)
 	}

@@ -216,16 +216,23 @@ func (l *Log) appendLocked(b record.Batch) error {
 	}
 	s := l.activeLocked()
 	pos := s.size
+	saved := s.timeState()
 	if _, err := s.log.WriteAt(b, pos); err != nil {
-		return l.undoWriteLocked(s, pos, s.entries, err)
+		return l.undoWriteLocked(s, pos, s.entries, saved, err)
 	}
 	entries := s.entries
+	s.observe(b)
 	if s.bytesSinceIndex > l.cfg.IndexIntervalBytes && s.fitsIndex(b.LastOffset(), pos) {
 		entry := encodeIndexEntry(nil, s.base, b.LastOffset(), pos)
 		if _, err := s.idx.WriteAt(entry, int64(entries)*indexEntrySize); err != nil {
-			return l.undoWriteLocked(s, pos, entries, err)
+			return l.undoWriteLocked(s, pos, entries, saved, err)
 		}
 		s.entries++
+		// Kafka adds a time index entry along with the offset index
+		// entry when the max timestamp grew.
+		if err := s.appendTimeIndex(l.cfg.SegmentIndexBytes, false); err != nil {
+			return l.undoWriteLocked(s, pos, entries, saved, err)
+		}
 		s.bytesSinceIndex = 0
 	}
 	s.bytesSinceIndex += len(b)
@@ -240,9 +247,11 @@ func (l *Log) appendLocked(b record.Batch) error {
 
 // undoWriteLocked truncates the active segment's files back to their
 // sizes before a failed append.
-func (l *Log) undoWriteLocked(s *segment, pos int64, entries int, cause error) error {
+func (l *Log) undoWriteLocked(s *segment, pos int64, entries int, saved timeState, cause error) error {
 	err := fmt.Errorf("%w: %w", ErrStorage, cause)
-	if terr := errors.Join(s.log.Truncate(pos), s.idx.Truncate(int64(entries)*indexEntrySize)); terr != nil {
+	s.restoreTimeState(saved)
+	if terr := errors.Join(s.log.Truncate(pos), s.idx.Truncate(int64(entries)*indexEntrySize),
+		s.tidx.Truncate(int64(saved.tentries)*timeIndexEntrySize)); terr != nil {
 		l.mu.failed = fmt.Errorf("%w: undoing a failed write: %v (after %v)", ErrStorage, terr, cause)
 		l.logger.Error("log failed: cannot truncate after a failed write", "dir", l.dir, "err", terr, "cause", cause)
 		return l.mu.failed
@@ -270,7 +279,7 @@ func (l *Log) maybeRollLocked(b record.Batch) error {
 		reason = "segment.ms"
 	case l.cfg.SegmentMs > 0 && s.firstTimestamp < 0 && l.now().Sub(s.created) > l.cfg.SegmentMs:
 		reason = "segment.ms"
-	case s.indexFull(l.cfg.SegmentIndexBytes):
+	case s.indexFull(l.cfg.SegmentIndexBytes), s.timeIndexFull(l.cfg.SegmentIndexBytes):
 		reason = "segment.index.bytes"
 	case !s.fitsIndex(b.LastOffset(), s.size):
 		reason = "offset or position overflow"
@@ -283,6 +292,11 @@ func (l *Log) maybeRollLocked(b record.Batch) error {
 // rollLocked fsyncs the active segment and starts a new one at base.
 func (l *Log) rollLocked(base int64, reason string) error {
 	old := l.activeLocked()
+	// The final time index entry (Kafka's onBecomeInactiveSegment): the
+	// last entry of an inactive segment holds its max timestamp.
+	if err := old.appendTimeIndex(l.cfg.SegmentIndexBytes, true); err != nil {
+		return fmt.Errorf("%w: time index at roll: %v", ErrStorage, err)
+	}
 	if err := old.sync(); err != nil {
 		return fmt.Errorf("%w: fsync before roll: %v", ErrStorage, err)
 	}
@@ -292,13 +306,13 @@ func (l *Log) rollLocked(base int64, reason string) error {
 	if err != nil {
 		return fmt.Errorf("%w: roll: %v", ErrStorage, err)
 	}
-	if s.size != 0 || s.entries != 0 {
+	if s.size != 0 || s.entries != 0 || s.tentries != 0 {
 		// Leftovers of a crash, past the log end: start them afresh.
-		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0)); err != nil {
+		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0)); err != nil {
 			s.close()
 			return fmt.Errorf("%w: roll: %v", ErrStorage, err)
 		}
-		s.size, s.entries = 0, 0
+		s.size, s.entries, s.tentries = 0, 0, 0
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		s.close()
@@ -510,25 +524,39 @@ func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool) 
 	return buf[:k], pos+int64(k) < s.size, nil
 }
 
-// OffsetForTimestamp returns the first offset whose timestamp is >= ts and
-// that timestamp; found is false if no record is that recent.
+// OffsetForTimestamp returns the first offset at or above the log start
+// offset whose timestamp is >= ts and that timestamp; found is false if no
+// record is that recent. Segments whose max timestamp is below ts are
+// skipped; in the others the time index gives the batch to start from.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
 		return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, ErrClosed)
 	}
+	start := l.mu.logStartOffset
 	for _, s := range l.mu.segments {
-		sc := newBatchScanner(s.log, 0, s.size)
+		if s.size == 0 || s.maxTimestamp < ts {
+			continue
+		}
+		from, err := s.timeLookup(ts)
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w: time index: %v", l.dir, ErrStorage, err)
+		}
+		pos, err := s.lookup(max(from, start))
+		if err != nil {
+			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w: index: %v", l.dir, ErrStorage, err)
+		}
+		sc := newBatchScanner(s.log, pos, s.size)
 		for {
 			b, _, ok := sc.next()
 			if !ok {
 				break
 			}
-			if b.MaxTimestamp() < ts {
+			if b.MaxTimestamp() < ts || b.LastOffset() < start {
 				continue
 			}
-			off, t, ok, err := firstRecordAtOrAfter(b, ts)
+			off, t, ok, err := firstRecordAtOrAfter(b, ts, start)
 			if err != nil {
 				return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, err)
 			}

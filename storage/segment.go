@@ -18,10 +18,14 @@ import (
 )
 
 const (
-	logSuffix      = ".log"
-	indexSuffix    = ".index"
-	snapshotSuffix = ".snapshot"
-	indexEntrySize = 8
+	logSuffix       = ".log"
+	indexSuffix     = ".index"
+	snapshotSuffix  = ".snapshot"
+	timeIndexSuffix = ".timeindex"
+	indexEntrySize  = 8
+	// timeIndexEntrySize is a .timeindex entry: timestamp i64, relative
+	// offset i32.
+	timeIndexEntrySize = 12
 )
 
 // fileName returns the 20-digit zero-padded name Kafka gives segment,
@@ -52,14 +56,22 @@ type segment struct {
 	base int64
 	log  File
 	idx  File
+	tidx File // .timeindex
 
 	size       int64 // bytes in the .log
 	entries    int   // entries in the .index
+	tentries   int   // entries in the .timeindex
 	nextOffset int64 // last offset of the last batch + 1, or base when empty
 
 	bytesSinceIndex int
-	firstTimestamp  int64     // maxTimestamp of the first batch, -1 when empty
-	created         time.Time // when this process created or opened it
+	firstTimestamp  int64 // maxTimestamp of the first batch, -1 when empty
+	// maxTimestamp is the largest batch maxTimestamp in the segment (-1
+	// when empty) and offsetOfMaxTimestamp the last offset of the first
+	// batch that has it (Kafka's "shallow" offset of the max timestamp).
+	maxTimestamp         int64
+	offsetOfMaxTimestamp int64
+	lastTimeIndexed      int64     // timestamp of the last .timeindex entry, -1 if none
+	created              time.Time // when this process created or opened it
 }
 
 // openSegment opens (creating if asked) the files of the segment at base.
@@ -83,7 +95,19 @@ func openSegment(fsys FS, dir string, base int64, create bool, now time.Time) (*
 		lf.Close()
 		return nil, err
 	}
-	s := &segment{base: base, log: lf, idx: xf, nextOffset: base, firstTimestamp: -1, created: now}
+	timeMissing := false
+	tf, err := fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR, 0o644)
+	if errors.Is(err, os.ErrNotExist) {
+		timeMissing = true
+		tf, err = fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+	}
+	if err != nil {
+		lf.Close()
+		xf.Close()
+		return nil, err
+	}
+	s := &segment{base: base, log: lf, idx: xf, tidx: tf, nextOffset: base, firstTimestamp: -1, created: now,
+		maxTimestamp: -1, offsetOfMaxTimestamp: base, lastTimeIndexed: -1}
 	if s.size, err = fileSize(lf); err != nil {
 		s.close()
 		return nil, err
@@ -96,6 +120,15 @@ func openSegment(fsys FS, dir string, base int64, create bool, now time.Time) (*
 	s.entries = int(xsize / indexEntrySize)
 	if xsize%indexEntrySize != 0 || (indexMissing && s.size > 0) {
 		s.entries = -1 // marks the index as inconsistent: rebuild it
+	}
+	tsize, err := fileSize(tf)
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.tentries = int(tsize / timeIndexEntrySize)
+	if tsize%timeIndexEntrySize != 0 || (timeMissing && s.size > 0) {
+		s.tentries = -1
 	}
 	return s, nil
 }
@@ -111,27 +144,127 @@ func fileSize(f File) (int64, error) {
 func (s *segment) close() error {
 	err1 := s.log.Close()
 	err2 := s.idx.Close()
-	return errors.Join(err1, err2)
+	err3 := s.tidx.Close()
+	return errors.Join(err1, err2, err3)
 }
 
 func (s *segment) sync() error {
-	return errors.Join(s.log.Sync(), s.idx.Sync())
+	return errors.Join(s.log.Sync(), s.idx.Sync(), s.tidx.Sync())
 }
 
 // remove closes and deletes the segment's files.
 func (s *segment) remove(fsys FS, dir string) error {
 	s.close()
 	err1 := fsys.Remove(fileName(dir, s.base, logSuffix))
-	err2 := fsys.Remove(fileName(dir, s.base, indexSuffix))
-	if errors.Is(err2, os.ErrNotExist) {
-		err2 = nil
+	var errs []error
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		if err := fsys.Remove(fileName(dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
-	return errors.Join(err1, err2)
+	return errors.Join(append(errs, err1)...)
 }
 
 // indexFull reports whether the index has room for no more entries.
 func (s *segment) indexFull(maxIndexBytes int) bool {
 	return (s.entries+1)*indexEntrySize > maxIndexBytes
+}
+
+// timeIndexCapacity is how many .timeindex entries a segment may hold:
+// segment.index.bytes of them, at least 2. One is kept for the entry
+// written when the segment is rolled, so that the last entry of an
+// inactive segment always holds its max timestamp.
+func timeIndexCapacity(maxIndexBytes int) int {
+	return max(maxIndexBytes/timeIndexEntrySize, 2)
+}
+
+// timeIndexFull reports whether only the slot kept for the roll is left.
+func (s *segment) timeIndexFull(maxIndexBytes int) bool {
+	return s.tentries+1 >= timeIndexCapacity(maxIndexBytes)
+}
+
+func encodeTimeIndexEntry(dst []byte, base, ts, offset int64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ts))
+	return binary.BigEndian.AppendUint32(dst, uint32(int32(offset-base)))
+}
+
+// timeEntry reads .timeindex entry i: a timestamp and an absolute offset.
+func (s *segment) timeEntry(i int) (int64, int64, error) {
+	var buf [timeIndexEntrySize]byte
+	if _, err := s.tidx.ReadAt(buf[:], int64(i)*timeIndexEntrySize); err != nil {
+		return 0, 0, err
+	}
+	ts := int64(binary.BigEndian.Uint64(buf[0:]))
+	rel := int32(binary.BigEndian.Uint32(buf[8:]))
+	return ts, s.base + int64(rel), nil
+}
+
+// timeLookup returns the offset of the last .timeindex entry whose
+// timestamp is <= ts, or the base offset: scanning from the batch holding
+// it finds the first record with a timestamp >= ts.
+func (s *segment) timeLookup(ts int64) (int64, error) {
+	var ioErr error
+	i := sort.Search(s.tentries, func(i int) bool {
+		if ioErr != nil {
+			return true
+		}
+		t, _, err := s.timeEntry(i)
+		if err != nil {
+			ioErr = err
+			return true
+		}
+		return t > ts
+	})
+	if ioErr != nil {
+		return 0, ioErr
+	}
+	if i == 0 {
+		return s.base, nil
+	}
+	_, off, err := s.timeEntry(i - 1)
+	return off, err
+}
+
+// appendTimeIndexLocked appends (maxTimestamp, offsetOfMaxTimestamp) when
+// the max timestamp grew past the last entry and there is room (force:
+// use the slot kept for the roll).
+func (s *segment) appendTimeIndex(maxIndexBytes int, force bool) error {
+	if s.maxTimestamp <= s.lastTimeIndexed || s.tentries < 0 {
+		return nil
+	}
+	if s.tentries >= timeIndexCapacity(maxIndexBytes) || (!force && s.timeIndexFull(maxIndexBytes)) {
+		return nil
+	}
+	entry := encodeTimeIndexEntry(nil, s.base, s.maxTimestamp, s.offsetOfMaxTimestamp)
+	if _, err := s.tidx.WriteAt(entry, int64(s.tentries)*timeIndexEntrySize); err != nil {
+		return err
+	}
+	s.tentries++
+	s.lastTimeIndexed = s.maxTimestamp
+	return nil
+}
+
+// timeState is what an append changes in a segment's time tracking, to
+// undo a failed append.
+type timeState struct {
+	tentries                                            int
+	maxTimestamp, offsetOfMaxTimestamp, lastTimeIndexed int64
+}
+
+func (s *segment) timeState() timeState {
+	return timeState{s.tentries, s.maxTimestamp, s.offsetOfMaxTimestamp, s.lastTimeIndexed}
+}
+
+func (s *segment) restoreTimeState(t timeState) {
+	s.tentries, s.maxTimestamp, s.offsetOfMaxTimestamp, s.lastTimeIndexed =
+		t.tentries, t.maxTimestamp, t.offsetOfMaxTimestamp, t.lastTimeIndexed
+}
+
+// observe records b's max timestamp in the segment's running maximum.
+func (s *segment) observe(b record.Batch) {
+	if b.MaxTimestamp() > s.maxTimestamp {
+		s.maxTimestamp, s.offsetOfMaxTimestamp = b.MaxTimestamp(), b.LastOffset()
+	}
 }
 
 // entry reads index entry i: the absolute last offset of an indexed batch

@@ -34,6 +34,8 @@ func run(args, env []string, stderr io.Writer) int {
 	switch cmd {
 	case "serve":
 		return serve(args, env, stderr)
+	case "dump-log":
+		return dumpLogCmd(args, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0
@@ -49,6 +51,7 @@ func usage(w io.Writer) {
 
 Commands:
   serve     run a broker and/or controller (the default)
+  dump-log  decode .log/.index/.timeindex files like kafka-dump-log.sh
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }
