@@ -158,6 +158,13 @@ func Open(cfg Config) (*Store, error) {
 	rc.Logger = rlog
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	if len(cfg.Voters) == 1 && cfg.Voters[0].ID == cfg.NodeID {
+		// A sole voter has nobody to hear from: waiting a full heartbeat
+		// timeout before electing itself only delays every start.
+		rc.HeartbeatTimeout = 200 * time.Millisecond
+		rc.ElectionTimeout = 200 * time.Millisecond
+		rc.LeaderLeaseTimeout = 100 * time.Millisecond
+	}
 	if cfg.tuneRaft != nil {
 		cfg.tuneRaft(rc)
 	}

@@ -15,6 +15,8 @@ type LogConfig struct {
 	MaxMessageBytes    int           `kafka:"max.message.bytes"`    // default 1048588
 	FlushMessages      int64         `kafka:"flush.messages"`       // <=0: never fsync on append
 	FlushInterval      time.Duration `kafka:"flush.ms"`             // 0: never (Manager.Run flushes periodically)
+	RetentionMs        int64         `kafka:"retention.ms"`         // default 7 days; -1: keep forever
+	RetentionBytes     int64         `kafka:"retention.bytes"`      // default -1: no size limit
 }
 
 // DefaultLogConfig returns Kafka's defaults.
@@ -25,6 +27,8 @@ func DefaultLogConfig() LogConfig {
 		IndexIntervalBytes: 4096,
 		SegmentIndexBytes:  10 << 20,
 		MaxMessageBytes:    1048588,
+		RetentionMs:        (7 * 24 * time.Hour).Milliseconds(),
+		RetentionBytes:     -1,
 	}
 }
 
@@ -43,6 +47,10 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("max.message.bytes: %d must not be negative", c.MaxMessageBytes)
 	case c.FlushInterval < 0:
 		return fmt.Errorf("flush.ms: %v must not be negative", c.FlushInterval)
+	case c.RetentionMs < -1:
+		return fmt.Errorf("retention.ms: %d must be at least -1", c.RetentionMs)
+	case c.RetentionBytes < -1:
+		return fmt.Errorf("retention.bytes: %d must be at least -1", c.RetentionBytes)
 	}
 	return nil
 }

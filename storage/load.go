@@ -12,7 +12,7 @@ import (
 // load opens the segments in l.dir, recovers them if the shutdown was not
 // clean, and rebuilds the producer state. It runs before l is shared, so
 // it touches l.mu's fields without locking.
-func (l *Log) load(clean bool, recoveryPoint int64) error {
+func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
 		return fmt.Errorf("%w: create %s: %v", ErrStorage, l.dir, err)
 	}
@@ -29,7 +29,7 @@ func (l *Log) load(clean bool, recoveryPoint int64) error {
 			logs[off] = true
 		} else if off, ok := parseFileName(name, snapshotSuffix); ok {
 			snaps = append(snaps, off)
-		} else if strings.HasSuffix(name, ".tmp") {
+		} else if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, deletedSuffix) {
 			l.fs.Remove(filepath.Join(l.dir, name))
 		}
 	}
@@ -92,7 +92,13 @@ func (l *Log) load(clean bool, recoveryPoint int64) error {
 		}
 		last.firstTimestamp = hdr.MaxTimestamp()
 	}
-	return l.loadProducerState(snaps)
+	if err := l.loadProducerState(snaps); err != nil {
+		return err
+	}
+	// A checkpointed log start offset may lie inside the first segment
+	// (DeleteRecords); it never goes below it nor past the end.
+	l.mu.logStartOffset = min(max(l.mu.logStartOffset, logStartOffset), l.mu.logEndOffset)
+	return nil
 }
 
 // checkSegment trusts s's files but checks that the index agrees with the

@@ -45,6 +45,9 @@ type LogOptions struct {
 	// by batch.
 	Clean         bool
 	RecoveryPoint int64
+	// LogStartOffset is the checkpointed log start offset; the first
+	// segment's base offset when lower.
+	LogStartOffset int64
 	Now           func() time.Time // nil: time.Now
 }
 
@@ -65,7 +68,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	}
 	l := &Log{dir: dir, fs: opts.FS, cfg: cfg, logger: opts.Logger, now: opts.Now}
 	l.mu.producers = make(producerStateMap)
-	if err := l.load(opts.Clean, opts.RecoveryPoint); err != nil {
+	if err := l.load(opts.Clean, opts.RecoveryPoint, opts.LogStartOffset); err != nil {
 		for _, s := range l.mu.segments {
 			s.close()
 		}

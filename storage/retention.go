@@ -1,0 +1,137 @@
+package storage
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// deletedSuffix marks a segment's .log renamed away before its files are
+// removed; leftovers of a crash are removed at open.
+const deletedSuffix = ".deleted"
+
+// logStartOffsetFile is the per-directory checkpoint of log start
+// offsets, in the same text format as recoveryPointFile.
+const logStartOffsetFile = "log-start-offset-checkpoint"
+
+// DeleteRecordsBefore raises the log start offset to offset (the
+// DeleteRecords API; the caller has checked offset against the high
+// watermark) and deletes the segments wholly below it, never the active
+// one. An offset at or below the current log start offset changes
+// nothing; one above the log end offset is ErrOffsetOutOfRange.
+func (l *Log) DeleteRecordsBefore(offset int64) (newLogStartOffset int64, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return 0, fmt.Errorf("delete records %s: %w", l.dir, ErrClosed)
+	}
+	if offset > l.mu.logEndOffset || offset < 0 {
+		return 0, fmt.Errorf("delete records %s before %d: %w: log end offset %d", l.dir, offset,
+			ErrOffsetOutOfRange, l.mu.logEndOffset)
+	}
+	if offset <= l.mu.logStartOffset {
+		return l.mu.logStartOffset, nil
+	}
+	l.mu.logStartOffset = offset
+	n := 0
+	for n+1 < len(l.mu.segments) && l.mu.segments[n+1].base <= offset {
+		n++
+	}
+	if err := l.deleteOldestLocked(n, "log start offset"); err != nil {
+		return l.mu.logStartOffset, fmt.Errorf("delete records %s: %w", l.dir, err)
+	}
+	return l.mu.logStartOffset, nil
+}
+
+// ApplyRetention deletes the oldest inactive segments whose largest
+// timestamp is more than retentionMs before now (-1: keep forever), then
+// those that can go while the log stays at or above retentionBytes (-1: no
+// limit), as Kafka's deleteRetentionMsBreachedSegments and
+// deleteRetentionSizeBreachedSegments do. The log start offset moves to
+// the first remaining segment's base offset.
+func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (deletedSegments int, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.mu.closed {
+		return 0, fmt.Errorf("retention %s: %w", l.dir, ErrClosed)
+	}
+	segs := l.mu.segments
+	n := 0
+	if retentionMs >= 0 {
+		nowMs := now.UnixMilli()
+		for n < len(segs)-1 && segs[n].maxTimestamp >= 0 && nowMs-segs[n].maxTimestamp > retentionMs {
+			n++
+		}
+		if err := l.deleteOldestLocked(n, "retention.ms"); err != nil {
+			return n, fmt.Errorf("retention %s: %w", l.dir, err)
+		}
+	}
+	deleted := n
+	segs = l.mu.segments
+	n = 0
+	if retentionBytes >= 0 {
+		var total int64
+		for _, s := range segs {
+			total += s.size
+		}
+		diff := total - retentionBytes
+		for n < len(segs)-1 && diff-segs[n].size >= 0 {
+			diff -= segs[n].size
+			n++
+		}
+		if err := l.deleteOldestLocked(n, "retention.bytes"); err != nil {
+			return deleted + n, fmt.Errorf("retention %s: %w", l.dir, err)
+		}
+	}
+	return deleted + n, nil
+}
+
+// deleteOldestLocked deletes the first n segments (never the active one)
+// and raises the log start offset to the next base offset. Crash safety:
+// each .log is first renamed to .log.deleted (after which the segment is
+// gone for the next open: its other files are orphans, removed at load)
+// and the renames happen oldest first, so a crash leaves a log that is a
+// suffix of the old one.
+func (l *Log) deleteOldestLocked(n int, reason string) error {
+	n = min(n, len(l.mu.segments)-1)
+	if n <= 0 {
+		return nil
+	}
+	renamed := 0
+	var err error
+	for _, s := range l.mu.segments[:n] {
+		name := fileName(l.dir, s.base, logSuffix)
+		if err = l.fs.Rename(name, name+deletedSuffix); err != nil {
+			err = fmt.Errorf("%w: delete segment %d: %v", ErrStorage, s.base, err)
+			break
+		}
+		renamed++
+	}
+	gone := l.mu.segments[:renamed]
+	l.mu.segments = l.mu.segments[renamed:]
+	l.mu.logStartOffset = max(l.mu.logStartOffset, l.mu.segments[0].base)
+	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if renamed > 0 {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %v", ErrStorage, err))
+		}
+	}
+	for _, s := range gone {
+		l.logger.Info("deleting segment", "dir", l.dir, "base", s.base, "reason", reason)
+		s.close()
+		for _, name := range []string{
+			fileName(l.dir, s.base, indexSuffix),
+			fileName(l.dir, s.base, timeIndexSuffix),
+			fileName(l.dir, s.base, logSuffix) + deletedSuffix,
+		} {
+			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
+				l.logger.Warn("removing deleted segment file", "file", name, "err", err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
