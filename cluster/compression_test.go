@@ -16,17 +16,9 @@ import (
 func fetchBatches(t *testing.T, addr, topic string) []record.Batch {
 	t.Helper()
 	c := dialRaw(t, addr)
-	req := kmsg.NewPtrFetchRequest()
-	req.Version = 12
-	req.ReplicaID = -1
+	req := fetchRequest(topic, 0, 0, 0)
 	req.MaxBytes = 64 << 20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 64 << 20
-	fp.CurrentLeaderEpoch = -1
-	ft.Partitions = append(ft.Partitions, fp)
-	req.Topics = append(req.Topics, ft)
+	req.Topics[0].Partitions[0].PartitionMaxBytes = 64 << 20
 	resp := c.roundTrip(req).(*kmsg.FetchResponse)
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 {

@@ -183,17 +183,7 @@ func TestProduceKeepsClientBytes(t *testing.T) {
 			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
 		}
 	}
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.Version = 11
-	fetch.ReplicaID = -1
-	fetch.MaxBytes = 1 << 20
-	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = "bytes"
-	fp := kmsg.NewFetchRequestTopicPartition()
-	fp.PartitionMaxBytes = 1 << 20
-	fp.CurrentLeaderEpoch = -1
-	ft.Partitions = append(ft.Partitions, fp)
-	fetch.Topics = append(fetch.Topics, ft)
+	fetch := fetchRequest("bytes", 0, 0, 0)
 	resp := c.roundTrip(fetch).(*kmsg.FetchResponse)
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 || p.HighWatermark != 5 {

@@ -48,7 +48,7 @@ type LogOptions struct {
 	// LogStartOffset is the checkpointed log start offset; the first
 	// segment's base offset when lower.
 	LogStartOffset int64
-	Now           func() time.Time // nil: time.Now
+	Now            func() time.Time // nil: time.Now
 }
 
 // OpenLog opens or creates the log in dir, recovering it if opts say the

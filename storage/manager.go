@@ -17,6 +17,9 @@ const cleanShutdownFile = ".kafka_cleanshutdown"
 // flushCheckInterval is how often Run looks for logs due a flush.ms flush.
 const flushCheckInterval = 100 * time.Millisecond
 
+// DefaultRetentionCheckInterval is Kafka's log.retention.check.interval.ms.
+const DefaultRetentionCheckInterval = 5 * time.Minute
+
 // Manager owns every partition log under a set of log directories.
 // Lock order: Manager.mu before Log.mu.
 type Manager struct {
@@ -28,6 +31,20 @@ type Manager struct {
 		sync.Mutex
 		logs   map[topicPartition]*Log
 		closed bool
+		// retentionCheck is how often Run applies retention.
+		retentionCheck time.Duration
+	}
+}
+
+// SetRetentionCheckInterval sets how often Run applies each log's
+// retention.ms and retention.bytes (log.retention.check.interval.ms,
+// DefaultRetentionCheckInterval unless set). It takes effect when Run
+// starts.
+func (m *Manager) SetRetentionCheckInterval(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d > 0 {
+		m.mu.retentionCheck = d
 	}
 }
 
@@ -36,7 +53,10 @@ type logDir struct {
 	path           string
 	clean          bool                     // the clean-shutdown marker was present at open
 	recoveryPoints map[topicPartition]int64 // as checkpointed at the last flush or close
-	partitions     map[topicPartition]bool  // partition directories present
+	// logStartOffsets as last written to logStartOffsetFile.
+	logStartOffsets map[topicPartition]int64
+	lsoDirty        bool                    // the last write of logStartOffsetFile failed
+	partitions      map[topicPartition]bool // partition directories present
 }
 
 // OpenManager opens the log directories, creating them if missing, and
@@ -56,6 +76,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	}
 	m := &Manager{fs: fsys, logger: logger}
 	m.mu.logs = make(map[topicPartition]*Log)
+	m.mu.retentionCheck = DefaultRetentionCheckInterval
 	for _, path := range dirs {
 		d, err := openLogDir(fsys, path, logger)
 		if err != nil {
@@ -70,7 +91,8 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 	if err := fsys.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("%w: create log dir %s: %v", ErrStorage, path, err)
 	}
-	d := &logDir{path: path, partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{}}
+	d := &logDir{path: path, partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{},
+		logStartOffsets: map[topicPartition]int64{}}
 	marker := filepath.Join(path, cleanShutdownFile)
 	switch err := fsys.Remove(marker); {
 	case err == nil:
@@ -86,6 +108,13 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 			d.recoveryPoints = rp
 		} else {
 			logger.Warn("ignoring bad recovery point checkpoint", "dir", path, "err", err)
+		}
+	}
+	if data, err := readFile(fsys, filepath.Join(path, logStartOffsetFile)); err == nil {
+		if lso, err := decodeCheckpoint(data); err == nil {
+			d.logStartOffsets = lso
+		} else {
+			logger.Warn("ignoring bad log start offset checkpoint", "dir", path, "err", err)
 		}
 	}
 	ents, err := fsys.ReadDir(path)
@@ -135,10 +164,11 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		rp = 0
 	}
 	l, err := OpenLog(filepath.Join(d.path, tp.dirName()), cfg, LogOptions{
-		FS:            m.fs,
-		Logger:        m.logger.With("topic", topic, "partition", partition),
-		Clean:         d.clean,
-		RecoveryPoint: rp,
+		FS:             m.fs,
+		Logger:         m.logger.With("topic", topic, "partition", partition),
+		Clean:          d.clean,
+		RecoveryPoint:  rp,
+		LogStartOffset: d.logStartOffsets[tp],
 	})
 	if err != nil {
 		return nil, err
@@ -174,6 +204,7 @@ func (m *Manager) Delete(topic string, partition int32) error {
 			path = filepath.Join(d.path, tp.dirName())
 			delete(d.partitions, tp)
 			delete(d.recoveryPoints, tp)
+			delete(d.logStartOffsets, tp)
 		}
 	}
 	if path == "" {
@@ -189,16 +220,73 @@ func (m *Manager) Delete(topic string, partition int32) error {
 // points, until ctx is done. It is the only goroutine of the package; the
 // caller starts it and stops it by cancelling ctx.
 func (m *Manager) Run(ctx context.Context) {
+	m.mu.Lock()
+	every := m.mu.retentionCheck
+	m.mu.Unlock()
 	t := time.NewTicker(flushCheckInterval)
 	defer t.Stop()
+	rt := time.NewTicker(every)
+	defer rt.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
 			m.flushDue(now)
+		case now := <-rt.C:
+			m.applyRetention(now)
 		}
 	}
+}
+
+// applyRetention applies every log's retention settings and checkpoints
+// log start offsets that moved.
+func (m *Manager) applyRetention(now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return
+	}
+	for _, l := range m.mu.logs {
+		if n, err := l.ApplyRetention(now, l.cfg.RetentionMs, l.cfg.RetentionBytes); err != nil {
+			m.logger.Error("retention failed", "dir", l.Dir(), "err", err)
+		} else if n > 0 {
+			m.logger.Info("retention deleted segments", "dir", l.Dir(), "segments", n)
+		}
+	}
+	if err := m.checkpointLogStartOffsetsLocked(false); err != nil {
+		m.logger.Error("log start offset checkpoint failed", "err", err)
+	}
+}
+
+// checkpointLogStartOffsetsLocked writes logStartOffsetFile in each
+// directory where a log start offset moved (all of them with force).
+func (m *Manager) checkpointLogStartOffsetsLocked(force bool) error {
+	changed := map[*logDir]bool{}
+	for tp, l := range m.mu.logs {
+		lso := l.LogStartOffset()
+		for _, d := range m.dirs {
+			if d.partitions[tp] {
+				if old, ok := d.logStartOffsets[tp]; !ok || old != lso {
+					d.logStartOffsets[tp] = lso
+					changed[d] = true
+				}
+			}
+		}
+	}
+	var errs []error
+	for _, d := range m.dirs {
+		if !force && !changed[d] && !d.lsoDirty {
+			continue
+		}
+		if err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, logStartOffsetFile), encodeCheckpoint(d.logStartOffsets)); err != nil {
+			errs = append(errs, fmt.Errorf("%w: log start offset checkpoint %s: %v", ErrStorage, d.path, err))
+			d.lsoDirty = true // retry next time
+			continue
+		}
+		d.lsoDirty = false
+	}
+	return errors.Join(errs...)
 }
 
 func (m *Manager) flushDue(now time.Time) {
@@ -219,6 +307,9 @@ func (m *Manager) flushDue(now time.Time) {
 		if err := m.checkpointLocked(); err != nil {
 			m.logger.Error("recovery point checkpoint failed", "err", err)
 		}
+	}
+	if err := m.checkpointLogStartOffsetsLocked(false); err != nil {
+		m.logger.Error("log start offset checkpoint failed", "err", err)
 	}
 }
 
@@ -253,6 +344,9 @@ func (m *Manager) Close() error {
 	m.mu.closed = true
 	var errs []error
 	failedDirs := map[string]bool{}
+	if err := m.checkpointLogStartOffsetsLocked(true); err != nil {
+		errs = append(errs, err)
+	}
 	for tp, l := range m.mu.logs {
 		err := l.Close()
 		for _, d := range m.dirs {
