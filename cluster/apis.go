@@ -17,6 +17,7 @@ func (n *Node) apis() []api {
 		{key: apiVersionsKey, min: 0, max: 4, handle: n.handleApiVersions},
 		{key: 19, min: 2, max: 7, handle: n.handleCreateTopics},
 		{key: 20, min: 1, max: 6, handle: n.handleDeleteTopics},
+		{key: 21, min: 0, max: 2, handle: n.handleDeleteRecords},
 		{key: 22, min: 0, max: 4, handle: n.handleInitProducerID},
 		{key: 32, min: 1, max: 4, handle: n.handleDescribeConfigs},
 		{key: 60, min: 0, max: 1, handle: n.handleDescribeCluster},

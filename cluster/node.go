@@ -92,6 +92,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("opening log dirs: %w", err)
 	}
+	n.logs.SetRetentionCheckInterval(time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
 	defer func() {
 		if cerr := n.logs.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing logs: %w", cerr))

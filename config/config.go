@@ -112,6 +112,7 @@ type Config struct {
 	LogRollMs                      int64  `kafka:"log.roll.ms"`
 	LogRetentionMs                 int64  `kafka:"log.retention.ms"`
 	LogRetentionBytes              int64  `kafka:"log.retention.bytes"`
+	LogRetentionCheckIntervalMs    int64  `kafka:"log.retention.check.interval.ms"`
 	LogIndexIntervalBytes          int32  `kafka:"log.index.interval.bytes"`
 	LogIndexSizeMaxBytes           int32  `kafka:"log.index.size.max.bytes"`
 	LogFlushIntervalMessages       int64  `kafka:"log.flush.interval.messages"`

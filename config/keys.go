@@ -301,6 +301,8 @@ var keys = []brokerKey{
 		func(c *Config) string { return retentionIn(c.LogRetentionMs, msPerHour) }),
 	intKey("log.retention.bytes", "-1", "Size of a partition above which old segments are deleted; -1 is no limit (topic: retention.bytes).", -1,
 		func(c *Config) *int64 { return &c.LogRetentionBytes }),
+	intKey("log.retention.check.interval.ms", "300000", "Milliseconds between checks for segments to delete under retention.", 1,
+		func(c *Config) *int64 { return &c.LogRetentionCheckIntervalMs }),
 	intKey("log.index.interval.bytes", "4096", "Bytes of log between offset index entries (topic: index.interval.bytes).", 0,
 		func(c *Config) *int32 { return &c.LogIndexIntervalBytes }),
 	intKey("log.index.size.max.bytes", "10485760", "Largest offset index file (topic: segment.index.bytes).", 4,

@@ -183,6 +183,8 @@ func logConfig(c config.TopicConfig) storage.LogConfig {
 	lc.SegmentIndexBytes = int(c.SegmentIndexBytes)
 	lc.MaxMessageBytes = int(c.MaxMessageBytes)
 	lc.FlushMessages = c.FlushMessages
+	lc.RetentionMs = c.RetentionMs
+	lc.RetentionBytes = c.RetentionBytes
 	if c.FlushMs > 0 && c.FlushMs < int64(time.Duration(1<<62)/time.Millisecond) {
 		lc.FlushInterval = time.Duration(c.FlushMs) * time.Millisecond
 	}

@@ -196,3 +196,20 @@ func (p *Partition) update(leader, leaderEpoch, partitionEpoch int32, replicas, 
 		p.maybeAdvanceHighWatermark()
 	}
 }
+
+// DeleteRecordsBefore moves the log start offset up to offset (-1: the
+// high watermark), as the DeleteRecords API asks. Offsets above the high
+// watermark are out of range: uncommitted records cannot be deleted.
+func (p *Partition) DeleteRecordsBefore(offset int64) (int64, error) {
+	if !p.IsLeader() {
+		return -1, ErrNotLeader
+	}
+	hw := p.HighWatermark()
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, fmt.Errorf("%w: delete records before %d, high watermark %d", storage.ErrOffsetOutOfRange, offset, hw)
+	}
+	return p.log.DeleteRecordsBefore(offset)
+}

@@ -143,6 +143,10 @@ type faultFS struct {
 	tornWrite bool // the next .log write stores half its bytes, then the process "crashes"
 	noSpace   bool // .log writes store half their bytes and fail with ENOSPC
 	crashed   bool // every operation fails
+	// renamesLeft, when limitRenames is set, is how many renames succeed
+	// before the process "crashes".
+	limitRenames bool
+	renamesLeft  int
 }
 
 var errCrashed = errors.New("injected crash")
@@ -174,6 +178,14 @@ func (f *faultFS) OpenFile(name string, flag int, perm os.FileMode) (File, error
 }
 
 func (f *faultFS) Rename(o, n string) error {
+	f.mu.Lock()
+	if f.limitRenames {
+		if f.renamesLeft == 0 {
+			f.crashed = true
+		}
+		f.renamesLeft--
+	}
+	f.mu.Unlock()
 	if err := f.check(); err != nil {
 		return err
 	}
@@ -207,6 +219,20 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 		return n, io.ErrShortWrite
 	}
 	return n, &os.PathError{Op: "write", Path: f.name, Err: syscall.ENOSPC}
+}
+
+func (f *faultFS) Remove(name string) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.OSFS.Remove(name)
+}
+
+func (f *faultFS) SyncDir(dir string) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.OSFS.SyncDir(dir)
 }
 
 func (f *faultFile) Truncate(size int64) error {

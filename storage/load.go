@@ -43,7 +43,9 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	now := l.now()
 	if len(bases) == 0 {
-		s, err := openSegment(l.fs, l.dir, 0, true, now)
+		// An empty directory starts at the checkpointed log start offset
+		// (a crash inside TruncateFullyAndStartAt can leave one).
+		s, err := openSegment(l.fs, l.dir, max(logStartOffset, 0), true, now)
 		if err != nil {
 			return fmt.Errorf("%w: create segment in %s: %v", ErrStorage, l.dir, err)
 		}
@@ -60,6 +62,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 		l.mu.segments = append(l.mu.segments, s)
 	}
 
+	l.loadEpochs()
 	start := len(l.mu.segments) // first segment to recover batch by batch
 	if !clean {
 		start = l.segmentForLocked(recoveryPoint)
@@ -94,6 +97,9 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	}
 	if err := l.loadProducerState(snaps); err != nil {
 		return err
+	}
+	if l.truncateEpochsLocked(l.mu.logEndOffset) || l.mu.epochsDirty {
+		l.writeEpochsLocked()
 	}
 	// A checkpointed log start offset may lie inside the first segment
 	// (DeleteRecords); it never goes below it nor past the end.
@@ -247,6 +253,10 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 		return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
 	}
 	s.restoreTimeState(timeState{0, -1, s.base, -1})
+	// The epoch cache is rebuilt from this segment's batches on.
+	if l.truncateEpochsLocked(s.base) {
+		l.mu.epochsDirty = true
+	}
 	sc := newBatchScanner(s.log, 0, s.size)
 	for {
 		b, pos, ok := sc.next()
@@ -267,6 +277,9 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 			break
 		}
 		s.observe(b)
+		if l.assignEpochLocked(b.PartitionLeaderEpoch(), b.BaseOffset()) {
+			l.mu.epochsDirty = true
+		}
 		if bytesSince > l.cfg.IndexIntervalBytes && len(idx)/indexEntrySize < maxEntries && s.fitsIndex(b.LastOffset(), pos) {
 			idx = encodeIndexEntry(idx, s.base, b.LastOffset(), pos)
 			if err := s.appendTimeIndex(l.cfg.SegmentIndexBytes, false); err != nil {

@@ -32,7 +32,9 @@ type Log struct {
 		lastFlush      time.Time
 		producers      producerStateMap
 		closed         bool
-		failed         error // set when a failed write could not be undone
+		failed         error        // set when a failed write could not be undone
+		epochs         []epochEntry // leader epoch cache, increasing epochs and start offsets
+		epochsDirty    bool         // the cache differs from leaderEpochFile
 	}
 }
 
@@ -202,6 +204,7 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
 	l.mu.producers.update(b)
+	l.noteBatchEpochLocked(b)
 	res.FirstOffset, res.LastOffset = b.BaseOffset(), b.LastOffset()
 	if err := l.maybeFlushLocked(int64(b.RecordCount())); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
@@ -387,6 +390,9 @@ func (l *Log) Close() error {
 	}
 	l.mu.closed = true
 	var errs []error
+	if l.mu.epochsDirty {
+		l.writeEpochsLocked()
+	}
 	if l.mu.failed == nil {
 		if err := l.flushLocked(); err != nil {
 			errs = append(errs, err)

@@ -1,0 +1,42 @@
+package cluster
+
+// DeleteRecords (key 21), v0–2.
+//
+// Moves each partition's log start offset up to the requested offset (-1
+// means the high watermark); whole segments below it are deleted and
+// reads below it get OFFSET_OUT_OF_RANGE. Offsets above the high
+// watermark are OFFSET_OUT_OF_RANGE. The low watermark returned is the
+// leader's new log start offset; Kafka waits for every replica's, which
+// matters once followers exist (they take it from the leader's fetch
+// responses).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/replication"
+)
+
+func (n *Node) handleDeleteRecords(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DeleteRecordsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewDeleteRecordsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.LowWatermark = -1
+			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			part, err := n.hostedPartition(tp)
+			if err == nil {
+				rp.LowWatermark, err = part.DeleteRecordsBefore(p.Offset)
+			}
+			rp.ErrorCode = errorCode(err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
