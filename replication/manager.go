@@ -146,6 +146,9 @@ func (m *Manager) Apply(img *metadata.Image) error {
 				p = &Partition{TP: tp, TopicID: t.ID, log: log, nodeID: m.cfg.NodeID,
 					logger: m.cfg.Logger.With("topic", tp.Topic, "partition", tp.Partition)}
 				p.mu.followerLEO = make(map[int32]int64)
+				// Start from the checkpointed high watermark so a restarted
+				// leader never exposes less than it had committed.
+				p.highWatermark.Store(log.HighWatermarkCheckpoint())
 				m.mu.partitions[tp] = p
 			}
 			p.update(mp.Leader, mp.LeaderEpoch, mp.PartitionEpoch, mp.Replicas, mp.ISR, cfg)

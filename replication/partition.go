@@ -102,6 +102,7 @@ func (p *Partition) maybeAdvanceHighWatermark() bool {
 			return false
 		}
 		if p.highWatermark.CompareAndSwap(cur, target) {
+			p.log.SetHighWatermarkCheckpoint(target)
 			return true
 		}
 	}

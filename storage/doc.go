@@ -7,18 +7,23 @@
 //	<log.dir>/
 //	  .kafka_cleanshutdown                  present only between a clean Close and the next open
 //	  recovery-point-offset-checkpoint      per-partition recovery points
+//	  log-start-offset-checkpoint           per-partition log start offsets
+//	  replication-offset-checkpoint         per-partition high watermarks
 //	  <topic>-<partition>/
 //	    00000000000000000000.log            segment: batches back to back
 //	    00000000000000000000.index          sparse offset index of that segment
+//	    00000000000000000000.timeindex      sparse time index of that segment
 //	    00000000000000001234.log            next segment, named by its base offset
 //	    00000000000000001234.index
+//	    00000000000000001234.timeindex
 //	    00000000000000005678.snapshot       producer state at offset 5678
+//	    leader-epoch-checkpoint             leader epoch -> first offset
 //
 // Segment files are named by the 20-digit zero-padded base offset: the
 // offset of the first batch they hold. The last segment is the active one;
 // appends go there. A new segment starts when a batch would take the
 // active one past segment.bytes, when its first batch is older than
-// segment.ms, or when its index is full.
+// segment.ms, or when its offset or time index is full.
 //
 // # File formats
 //
@@ -45,6 +50,26 @@
 // can only leave it short or with entries past the end of the .log; both
 // are detected and it is rebuilt from the .log.
 //
+// A .timeindex file is 12-byte big-endian entries (Kafka's format),
+// appended together with an offset index entry whenever the segment's
+// largest timestamp so far grew past the last entry's, and once more when
+// the segment is rolled (a slot is kept for it), so that the last entry
+// of an inactive segment is its max timestamp and the offset of it:
+//
+//	+--------------------+--------------------+
+//	| timestamp i64      | relative offset i32|   the segment's max timestamp
+//	+--------------------+--------------------+   so far, and the last offset
+//	                                              of the first batch having it
+//
+// Timestamps and offsets increase strictly. It holds
+// max(segment.index.bytes/12, 2) entries. To find the first record with a
+// timestamp >= ts: skip segments whose max timestamp is < ts (timestamps
+// are not monotonic across segments, so no binary search there), take the
+// last entry with timestamp <= ts (or the base offset), find its batch
+// with the offset index, and scan batches from there, decoding the first
+// whose maxTimestamp is >= ts. The max timestamp drives retention.ms and
+// MAX_TIMESTAMP lookups; it is rebuilt by recovery like the offset index.
+//
 // A .snapshot file is the idempotent-producer state at the offset in its
 // name, written at Close and at each roll (big-endian):
 //
@@ -64,6 +89,34 @@
 //	orders 0 1200     topic partition offset
 //	orders 1 87
 //
+// log-start-offset-checkpoint (log start offsets, which may lie inside the
+// first segment after DeleteRecords) and replication-offset-checkpoint
+// (high watermarks, as set with SetHighWatermarkCheckpoint) use the same
+// format, one file per log directory:
+//
+//	+---------------------------------+
+//	| 0\n                             |  version
+//	| <count>\n                       |  number of entries
+//	| <topic> <partition> <offset>\n  |  count lines, e.g. "orders 0 1200"
+//	+---------------------------------+
+//
+// leader-epoch-checkpoint (per partition, Kafka's LeaderEpochFileCache)
+// maps each leader epoch to the first offset written in it, epochs and
+// offsets increasing:
+//
+//	+-------------------------+
+//	| 0\n                     |  version
+//	| <count>\n               |  number of entries
+//	| <epoch> <startOffset>\n |  count lines, e.g. "3 1200"
+//	+-------------------------+
+//
+// It gets an entry when an appended batch (leader or follower) carries a
+// new partitionLeaderEpoch, is rewritten atomically then, is trimmed by
+// TruncateTo, and is rebuilt from the batches of recovered segments; at
+// open, entries starting at or past the log end offset are dropped.
+//
+// All checkpoint files are written to a .tmp file, fsynced and renamed.
+//
 // # Recovery
 //
 // OpenManager removes each directory's clean-shutdown marker and remembers
@@ -77,6 +130,21 @@
 // snapshot at or below the log end offset, then replayed from the batch
 // headers after it (or from the whole log when there is none).
 //
+// # Retention and truncation
+//
+// Only whole segments are deleted, oldest first, never the active one:
+// by ApplyRetention (retention.ms against a segment's max timestamp,
+// then retention.bytes) run by Manager.Run every retention check interval,
+// and by DeleteRecordsBefore (which also raises the log start offset,
+// possibly into a segment). Each .log is first renamed to .log.deleted,
+// which removes the segment for the next open in one atomic step; its
+// other files are removed after (orphans and .deleted files are removed
+// at open). A crash leaves a suffix of the log. TruncateTo deletes
+// segments newest first the same way, then truncates and fsyncs the cut
+// segment and rebuilds its indexes: a crash leaves a prefix of the log.
+// The log start offset never drops below the first segment's base
+// offset; reads below it are ErrOffsetOutOfRange.
+//
 // # Durability
 //
 // Appends are not fsynced unless flush.messages says so; the old segment
@@ -86,11 +154,14 @@
 //
 // # Locks and goroutines
 //
-// Lock order: Manager.mu, then Log.mu. Log.mu is a RWMutex: AppendAsLeader,
-// Flush and Close hold it exclusively (so offsets are assigned and bytes
+// Lock order: Manager.mu, then Log.mu. Log.mu is a RWMutex: appends,
+// truncation, retention, Flush and Close hold it exclusively (so offsets are assigned and bytes
 // written in one order), Read and OffsetForTimestamp share it.
 //
 // The package starts no goroutines. Manager.Run is meant to be run by the
-// caller in one goroutine; it flushes logs due a flush.ms flush and
-// returns when its context is done.
+// caller in one goroutine; it flushes logs due a flush.ms flush, applies
+// retention every retention check interval (SetRetentionCheckInterval,
+// default 5 minutes), writes the log start offset and high watermark
+// checkpoints that changed every 5 seconds, and returns when its context
+// is done.
 package storage

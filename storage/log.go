@@ -35,6 +35,7 @@ type Log struct {
 		failed         error        // set when a failed write could not be undone
 		epochs         []epochEntry // leader epoch cache, increasing epochs and start offsets
 		epochsDirty    bool         // the cache differs from leaderEpochFile
+		highWatermark  int64        // as set by SetHighWatermarkCheckpoint, <= logEndOffset
 	}
 }
 
@@ -50,7 +51,10 @@ type LogOptions struct {
 	// LogStartOffset is the checkpointed log start offset; the first
 	// segment's base offset when lower.
 	LogStartOffset int64
-	Now            func() time.Time // nil: time.Now
+	// HighWatermark is the checkpointed high watermark (clamped to the
+	// log end offset).
+	HighWatermark int64
+	Now           func() time.Time // nil: time.Now
 }
 
 // OpenLog opens or creates the log in dir, recovering it if opts say the
@@ -77,7 +81,25 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 		return nil, err
 	}
 	l.mu.lastFlush = l.now()
+	l.mu.highWatermark = min(max(opts.HighWatermark, 0), l.mu.logEndOffset)
 	return l, nil
+}
+
+// SetHighWatermarkCheckpoint records the partition's high watermark, for
+// the Manager to checkpoint (replication-offset-checkpoint) periodically
+// and at Close. It is clamped to the log end offset.
+func (l *Log) SetHighWatermarkCheckpoint(hw int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.highWatermark = min(max(hw, 0), l.mu.logEndOffset)
+}
+
+// HighWatermarkCheckpoint returns the high watermark last set, or the one
+// loaded at open (clamped to the log end offset).
+func (l *Log) HighWatermarkCheckpoint() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.highWatermark
 }
 
 // Dir returns the partition directory.
@@ -280,8 +302,11 @@ func (l *Log) maybeRollLocked(b record.Batch) error {
 	switch {
 	case s.size+int64(len(b)) > l.cfg.SegmentBytes:
 		reason = "segment.bytes"
-	case l.cfg.SegmentMs > 0 && s.firstTimestamp >= 0 &&
-		l.now().UnixMilli()-s.firstTimestamp > l.cfg.SegmentMs.Milliseconds():
+	case l.cfg.SegmentMs > 0 && s.size > 0 && s.firstTimestamp >= 0 &&
+		b.MaxTimestamp()-s.firstTimestamp > l.cfg.SegmentMs.Milliseconds():
+		// Kafka measures segment.ms in record time once the segment has
+		// data: the incoming batch's timestamp against the first batch's,
+		// so replaying old data does not roll a segment per batch.
 		reason = "segment.ms"
 	case l.cfg.SegmentMs > 0 && s.firstTimestamp < 0 && l.now().Sub(s.created) > l.cfg.SegmentMs:
 		reason = "segment.ms"

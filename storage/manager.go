@@ -33,6 +33,10 @@ type Manager struct {
 		closed bool
 		// retentionCheck is how often Run applies retention.
 		retentionCheck time.Duration
+		// checkpointEvery is how often Run writes the log start offset and
+		// high watermark checkpoints that changed (Kafka's
+		// replica.high.watermark.checkpoint.interval.ms).
+		checkpointEvery time.Duration
 	}
 }
 
@@ -53,9 +57,10 @@ type logDir struct {
 	path           string
 	clean          bool                     // the clean-shutdown marker was present at open
 	recoveryPoints map[topicPartition]int64 // as checkpointed at the last flush or close
-	// logStartOffsets as last written to logStartOffsetFile.
-	logStartOffsets map[topicPartition]int64
-	lsoDirty        bool                    // the last write of logStartOffsetFile failed
+	// logStartOffsets and highWatermarks as last written to
+	// logStartOffsetFile and highWatermarkFile.
+	logStartOffsets offsetCheckpoint
+	highWatermarks  offsetCheckpoint
 	partitions      map[topicPartition]bool // partition directories present
 }
 
@@ -77,6 +82,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	m := &Manager{fs: fsys, logger: logger}
 	m.mu.logs = make(map[topicPartition]*Log)
 	m.mu.retentionCheck = DefaultRetentionCheckInterval
+	m.mu.checkpointEvery = 5 * time.Second
 	for _, path := range dirs {
 		d, err := openLogDir(fsys, path, logger)
 		if err != nil {
@@ -92,7 +98,8 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 		return nil, fmt.Errorf("%w: create log dir %s: %v", ErrStorage, path, err)
 	}
 	d := &logDir{path: path, partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{},
-		logStartOffsets: map[topicPartition]int64{}}
+		logStartOffsets: offsetCheckpoint{offsets: map[topicPartition]int64{}},
+		highWatermarks:  offsetCheckpoint{offsets: map[topicPartition]int64{}}}
 	marker := filepath.Join(path, cleanShutdownFile)
 	switch err := fsys.Remove(marker); {
 	case err == nil:
@@ -110,11 +117,16 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 			logger.Warn("ignoring bad recovery point checkpoint", "dir", path, "err", err)
 		}
 	}
-	if data, err := readFile(fsys, filepath.Join(path, logStartOffsetFile)); err == nil {
-		if lso, err := decodeCheckpoint(data); err == nil {
-			d.logStartOffsets = lso
-		} else {
-			logger.Warn("ignoring bad log start offset checkpoint", "dir", path, "err", err)
+	for _, c := range []struct {
+		file string
+		into *offsetCheckpoint
+	}{{logStartOffsetFile, &d.logStartOffsets}, {highWatermarkFile, &d.highWatermarks}} {
+		if data, err := readFile(fsys, filepath.Join(path, c.file)); err == nil {
+			if offs, err := decodeCheckpoint(data); err == nil {
+				c.into.offsets = offs
+			} else {
+				logger.Warn("ignoring bad checkpoint", "file", c.file, "dir", path, "err", err)
+			}
 		}
 	}
 	ents, err := fsys.ReadDir(path)
@@ -168,7 +180,8 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		Logger:         m.logger.With("topic", topic, "partition", partition),
 		Clean:          d.clean,
 		RecoveryPoint:  rp,
-		LogStartOffset: d.logStartOffsets[tp],
+		LogStartOffset: d.logStartOffsets.offsets[tp],
+		HighWatermark:  d.highWatermarks.offsets[tp],
 	})
 	if err != nil {
 		return nil, err
@@ -204,7 +217,8 @@ func (m *Manager) Delete(topic string, partition int32) error {
 			path = filepath.Join(d.path, tp.dirName())
 			delete(d.partitions, tp)
 			delete(d.recoveryPoints, tp)
-			delete(d.logStartOffsets, tp)
+			delete(d.logStartOffsets.offsets, tp)
+			delete(d.highWatermarks.offsets, tp)
 		}
 	}
 	if path == "" {
@@ -221,8 +235,10 @@ func (m *Manager) Delete(topic string, partition int32) error {
 // caller starts it and stops it by cancelling ctx.
 func (m *Manager) Run(ctx context.Context) {
 	m.mu.Lock()
-	every := m.mu.retentionCheck
+	every, cpEvery := m.mu.retentionCheck, m.mu.checkpointEvery
 	m.mu.Unlock()
+	ct := time.NewTicker(cpEvery)
+	defer ct.Stop()
 	t := time.NewTicker(flushCheckInterval)
 	defer t.Stop()
 	rt := time.NewTicker(every)
@@ -235,7 +251,22 @@ func (m *Manager) Run(ctx context.Context) {
 			m.flushDue(now)
 		case now := <-rt.C:
 			m.applyRetention(now)
+		case <-ct.C:
+			m.checkpointOffsets()
 		}
+	}
+}
+
+// checkpointOffsets writes the log start offset and high watermark
+// checkpoints that changed.
+func (m *Manager) checkpointOffsets() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.mu.closed {
+		return
+	}
+	if err := m.checkpointOffsetsAllLocked(false); err != nil {
+		m.logger.Error("offset checkpoint failed", "err", err)
 	}
 }
 
@@ -254,21 +285,37 @@ func (m *Manager) applyRetention(now time.Time) {
 			m.logger.Info("retention deleted segments", "dir", l.Dir(), "segments", n)
 		}
 	}
-	if err := m.checkpointLogStartOffsetsLocked(false); err != nil {
+	if err := m.checkpointOffsetsAllLocked(false); err != nil {
 		m.logger.Error("log start offset checkpoint failed", "err", err)
 	}
 }
 
-// checkpointLogStartOffsetsLocked writes logStartOffsetFile in each
-// directory where a log start offset moved (all of them with force).
-func (m *Manager) checkpointLogStartOffsetsLocked(force bool) error {
+// offsetCheckpoint is one per-directory offset checkpoint file as last
+// written.
+type offsetCheckpoint struct {
+	offsets map[topicPartition]int64
+	dirty   bool // the last write failed: retry
+}
+
+// checkpointOffsetsAllLocked writes logStartOffsetFile and
+// highWatermarkFile in each directory where an offset moved (all of them
+// with force).
+func (m *Manager) checkpointOffsetsAllLocked(force bool) error {
+	return errors.Join(
+		m.checkpointOffsetsLocked(logStartOffsetFile, (*Log).LogStartOffset,
+			func(d *logDir) *offsetCheckpoint { return &d.logStartOffsets }, force),
+		m.checkpointOffsetsLocked(highWatermarkFile, (*Log).HighWatermarkCheckpoint,
+			func(d *logDir) *offsetCheckpoint { return &d.highWatermarks }, force))
+}
+
+func (m *Manager) checkpointOffsetsLocked(file string, get func(*Log) int64, cp func(*logDir) *offsetCheckpoint, force bool) error {
 	changed := map[*logDir]bool{}
 	for tp, l := range m.mu.logs {
-		lso := l.LogStartOffset()
+		off := get(l)
 		for _, d := range m.dirs {
-			if d.partitions[tp] {
-				if old, ok := d.logStartOffsets[tp]; !ok || old != lso {
-					d.logStartOffsets[tp] = lso
+			if c := cp(d); d.partitions[tp] {
+				if old, ok := c.offsets[tp]; !ok || old != off {
+					c.offsets[tp] = off
 					changed[d] = true
 				}
 			}
@@ -276,15 +323,16 @@ func (m *Manager) checkpointLogStartOffsetsLocked(force bool) error {
 	}
 	var errs []error
 	for _, d := range m.dirs {
-		if !force && !changed[d] && !d.lsoDirty {
+		c := cp(d)
+		if !force && !changed[d] && !c.dirty {
 			continue
 		}
-		if err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, logStartOffsetFile), encodeCheckpoint(d.logStartOffsets)); err != nil {
-			errs = append(errs, fmt.Errorf("%w: log start offset checkpoint %s: %v", ErrStorage, d.path, err))
-			d.lsoDirty = true // retry next time
+		if err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, file), encodeCheckpoint(c.offsets)); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s in %s: %v", ErrStorage, file, d.path, err))
+			c.dirty = true
 			continue
 		}
-		d.lsoDirty = false
+		c.dirty = false
 	}
 	return errors.Join(errs...)
 }
@@ -307,9 +355,6 @@ func (m *Manager) flushDue(now time.Time) {
 		if err := m.checkpointLocked(); err != nil {
 			m.logger.Error("recovery point checkpoint failed", "err", err)
 		}
-	}
-	if err := m.checkpointLogStartOffsetsLocked(false); err != nil {
-		m.logger.Error("log start offset checkpoint failed", "err", err)
 	}
 }
 
@@ -344,7 +389,7 @@ func (m *Manager) Close() error {
 	m.mu.closed = true
 	var errs []error
 	failedDirs := map[string]bool{}
-	if err := m.checkpointLogStartOffsetsLocked(true); err != nil {
+	if err := m.checkpointOffsetsAllLocked(true); err != nil {
 		errs = append(errs, err)
 	}
 	for tp, l := range m.mu.logs {

@@ -15,6 +15,10 @@ const deletedSuffix = ".deleted"
 // offsets, in the same text format as recoveryPointFile.
 const logStartOffsetFile = "log-start-offset-checkpoint"
 
+// highWatermarkFile is the per-directory checkpoint of high watermarks
+// (Kafka's replication-offset-checkpoint), same format.
+const highWatermarkFile = "replication-offset-checkpoint"
+
 // DeleteRecordsBefore raises the log start offset to offset (the
 // DeleteRecords API; the caller has checked offset against the high
 // watermark) and deletes the segments wholly below it, never the active
@@ -49,7 +53,8 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStartOffset int64, err er
 // those that can go while the log stays at or above retentionBytes (-1: no
 // limit), as Kafka's deleteRetentionMsBreachedSegments and
 // deleteRetentionSizeBreachedSegments do. The log start offset moves to
-// the first remaining segment's base offset.
+// the first remaining segment's base offset. A segment without
+// timestamps (max timestamp -1) is not deleted by time.
 func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (deletedSegments int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

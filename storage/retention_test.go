@@ -94,8 +94,6 @@ func TestDeleteRecordsBefore(t *testing.T) {
 	}
 }
 
-func itoa(n int64) string { return fmtInt(n) }
-
 func TestDeleteRecordsMidSegmentSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	cfg := retentionConfig()
@@ -262,4 +260,4 @@ func TestManagerRunAppliesRetention(t *testing.T) {
 	m.Close()
 }
 
-func fmtInt(n int64) string { return strconv.FormatInt(n, 10) }
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -35,6 +35,7 @@ func readTimeIndex(t *testing.T, path string) [][2]int64 {
 func TestTimeIndexWrittenAndRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	cfg := smallConfig()
+	cfg.SegmentBytes = 2048
 	m, l := openTestManager(t, OSFS{}, dir, cfg)
 	// Timestamps go up and down; entries must be strictly increasing.
 	for i := 0; i < 60; i++ {

@@ -61,6 +61,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.mu.logEndOffset = s.nextOffset
 	l.mu.logStartOffset = min(l.mu.logStartOffset, l.mu.logEndOffset)
+	l.mu.highWatermark = min(l.mu.highWatermark, l.mu.logEndOffset)
 	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.logEndOffset)
 	if err := l.flushLocked(); err != nil {
 		return err
@@ -124,6 +125,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.mu.segments = []*segment{s}
 	l.mu.logStartOffset, l.mu.logEndOffset, l.mu.recoveryPoint = offset, offset, offset
+	l.mu.highWatermark = offset
 	l.mu.unflushed = 0
 	l.logger.Info("truncated log fully", "dir", l.dir, "offset", offset)
 	return nil
