@@ -124,6 +124,14 @@ type Config struct {
 	LogMessageTimestampAfterMaxMs  int64  `kafka:"log.message.timestamp.after.max.ms"`
 	UncleanLeaderElectionEnable    bool   `kafka:"unclean.leader.election.enable"`
 	ReplicaLagTimeMaxMs            int64  `kafka:"replica.lag.time.max.ms"`
+	ReplicaFetchMaxBytes           int32  `kafka:"replica.fetch.max.bytes"`
+	ReplicaFetchWaitMaxMs          int32  `kafka:"replica.fetch.wait.max.ms"`
+
+	BrokerHeartbeatIntervalMs           int32 `kafka:"broker.heartbeat.interval.ms"`
+	BrokerSessionTimeoutMs              int32 `kafka:"broker.session.timeout.ms"`
+	AutoLeaderRebalanceEnable           bool  `kafka:"auto.leader.rebalance.enable"`
+	LeaderImbalanceCheckIntervalSeconds int64 `kafka:"leader.imbalance.check.interval.seconds"`
+	ControlledShutdownEnable            bool  `kafka:"controlled.shutdown.enable"`
 
 	OffsetsTopicReplicationFactor int16 `kafka:"offsets.topic.replication.factor"`
 	OffsetsTopicNumPartitions     int32 `kafka:"offsets.topic.num.partitions"`

@@ -339,13 +339,13 @@ func TestValidate(t *testing.T) {
 		want string // "" = valid; else substring of the error
 	}{
 		{"default", nil, ""},
-		{"broker only", []string{"process.roles=broker", "listeners=PLAINTEXT://:9092"}, ""},
-		{"broker only on controller listener", []string{"process.roles=broker"}, "listeners: CONTROLLER is a controller listener, but process.roles has no controller"},
+		{"broker only", []string{"process.roles=broker"}, ""},
+		{"broker only without controller listener", []string{"process.roles=broker", "listeners=PLAINTEXT://:9092"}, "listeners: a listener named in controller.listener.names is needed"},
 		{"controller only", []string{"process.roles=controller", "listeners=CONTROLLER://:9093"}, ""},
 		{"controller only with broker listener", []string{"process.roles=controller"}, "listeners: PLAINTEXT is not a controller listener"},
 		{"controller without controller listener", []string{"listeners=PLAINTEXT://:9092"}, "controller.listener.names: the controller role needs a listener named CONTROLLER"},
 		{"controller not a voter", []string{"node.id=2"}, "controller.quorum.voters: the controller role needs node.id 2 among the voters"},
-		{"broker not a voter is fine", []string{"node.id=2", "process.roles=broker", "listeners=PLAINTEXT://:9092"}, ""},
+		{"broker not a voter is fine", []string{"node.id=2", "process.roles=broker"}, ""},
 		{"broker without broker listener", []string{"listeners=CONTROLLER://:9093"}, "listeners: the broker role needs a listener"},
 		{"advertised not in listeners", []string{"advertised.listeners=EXTERNAL://h:1"}, "advertised.listeners: EXTERNAL is not in listeners"},
 		{"advertised wildcard", []string{"advertised.listeners=PLAINTEXT://0.0.0.0:9092"}, "advertising a wildcard address"},

@@ -105,13 +105,6 @@ func (c *Config) Validate() error {
 		case !advertised[c.InterBrokerListenerName]:
 			add(invalid("inter.broker.listener.name", "%s is not in advertised.listeners", c.InterBrokerListenerName))
 		}
-		if !c.IsController() {
-			// As Kafka: a broker-only node must not listen on a
-			// controller listener.
-			if l, ok := c.ControllerListener(); ok {
-				add(invalid("listeners", "%s is a controller listener, but process.roles has no controller", l.Name))
-			}
-		}
 	} else if c.IsController() {
 		// As Kafka: a controller-only node listens only on controller
 		// listeners.
@@ -120,6 +113,12 @@ func (c *Config) Validate() error {
 				add(invalid("listeners", "%s is not a controller listener, but process.roles has no broker", l.Name))
 			}
 		}
+	}
+	// Unlike Kafka, every node listens on its controller listener: the
+	// Raft metadata log reaches broker-only nodes there (as Raft
+	// non-voters), and the controller RPCs share it.
+	if _, ok := c.ControllerListener(); !ok {
+		add(invalid("listeners", "a listener named in controller.listener.names is needed (the metadata log's Raft transport)"))
 	}
 	return errors.Join(errs...)
 }
