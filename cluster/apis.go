@@ -20,6 +20,7 @@ func (n *Node) apis() []api {
 		{key: 21, min: 0, max: 2, handle: n.handleDeleteRecords},
 		{key: 22, min: 0, max: 4, handle: n.handleInitProducerID},
 		{key: 32, min: 1, max: 4, handle: n.handleDescribeConfigs},
+		{key: 44, min: 0, max: 1, handle: n.handleIncrementalAlterConfigs},
 		{key: 60, min: 0, max: 1, handle: n.handleDescribeCluster},
 	}
 }

@@ -1,0 +1,77 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Topic configs set with IncrementalAlterConfigs show up in
+// DescribeConfigs as topic overrides; deleting one returns the default.
+func TestAlterAndDescribeTopicConfigs(t *testing.T) {
+	node := startNode(t, "", "log.retention.hours=100")
+	createTopic(t, node.addr, "cfg", 1, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	describe := func(name string) kadm.Config {
+		t.Helper()
+		rc, err := adm.DescribeTopicConfigs(ctx, "cfg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := rc.On("cfg", nil)
+		if err != nil || r.Err != nil {
+			t.Fatalf("describe: %v %v", err, r.Err)
+		}
+		for _, c := range r.Configs {
+			if c.Key == name {
+				return c
+			}
+		}
+		t.Fatalf("%s not described", name)
+		return kadm.Config{}
+	}
+	if c := describe("retention.ms"); c.MaybeValue() != "360000000" || c.Source.String() != "STATIC_BROKER_CONFIG" {
+		t.Fatalf("retention.ms before: %q from %v", c.MaybeValue(), c.Source)
+	}
+
+	alter := func(op kadm.IncrementalOp, key, value string) error {
+		t.Helper()
+		res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: op, Name: key, Value: &value}}, "cfg")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0].Err
+	}
+	if err := alter(kadm.SetConfig, "retention.ms", "60000"); err != nil {
+		t.Fatal(err)
+	}
+	if c := describe("retention.ms"); c.MaybeValue() != "60000" || c.Source.String() != "DYNAMIC_TOPIC_CONFIG" {
+		t.Fatalf("retention.ms after set: %q from %v", c.MaybeValue(), c.Source)
+	}
+	if err := alter(kadm.AppendConfig, "cleanup.policy", "compact"); err != nil {
+		t.Fatal(err)
+	}
+	if c := describe("cleanup.policy"); c.MaybeValue() != "compact,delete" {
+		t.Fatalf("cleanup.policy after append: %q", c.MaybeValue())
+	}
+	if err := alter(kadm.SetConfig, "retention.ms", "soon"); err == nil {
+		t.Fatal("a bad value was accepted")
+	}
+	if err := alter(kadm.DeleteConfig, "retention.ms", ""); err != nil {
+		t.Fatal(err)
+	}
+	if c := describe("retention.ms"); c.MaybeValue() != "360000000" {
+		t.Fatalf("retention.ms after delete: %q", c.MaybeValue())
+	}
+}
