@@ -92,22 +92,47 @@ func freePort(t testing.TB) int {
 // and waits until it answers Metadata. sets are extra key=value configs.
 func startBroker(t testing.TB, dir string, sets ...string) *broker {
 	t.Helper()
-	p, c := freePort(t), freePort(t)
-	for i := 0; p == c && i < 10; i++ {
-		c = freePort(t)
+	ports := freePorts(t, 2)
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	ctrl := fmt.Sprintf("127.0.0.1:%d", ports[1])
+	b := newBroker(t, 1, dir, addr, ctrl, "1@"+ctrl, sets...)
+	b.start()
+	return b
+}
+
+// freePorts returns n distinct free ports.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	seen := map[int]bool{}
+	var out []int
+	for i := 0; len(out) < n && i < 100; i++ {
+		if p := freePort(t); !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
 	}
+	if len(out) < n {
+		t.Fatalf("could not find %d free ports", n)
+	}
+	return out
+}
+
+// newBroker prepares (but does not start) node id with its listeners on
+// addr (clients) and ctrl (Raft), the given quorum voters and data dir.
+func newBroker(t testing.TB, id int, dir, addr, ctrl, voters string, sets ...string) *broker {
+	t.Helper()
 	b := &broker{
 		t:        t,
 		dir:      dir,
-		addr:     fmt.Sprintf("127.0.0.1:%d", p),
-		ctrlAddr: fmt.Sprintf("127.0.0.1:%d", c),
+		addr:     addr,
+		ctrlAddr: ctrl,
 		logPath:  filepath.Join(t.TempDir(), "kbroker.log"),
 	}
 	b.args = []string{"serve",
-		"--set", "node.id=1",
+		"--set", fmt.Sprintf("node.id=%d", id),
 		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", b.addr, b.ctrlAddr),
 		"--set", "advertised.listeners=PLAINTEXT://" + b.addr,
-		"--set", "controller.quorum.voters=1@" + b.ctrlAddr,
+		"--set", "controller.quorum.voters=" + voters,
 		"--set", "log.dirs=" + dir,
 	}
 	if lvl := os.Getenv("KB_TEST_LOG"); lvl != "" {
@@ -127,7 +152,6 @@ func startBroker(t testing.TB, dir string, sets ...string) *broker {
 			t.Logf("kbroker %s log tail (%s):\n%s", b.addr, b.logPath, b.logTail(logTailLines))
 		}
 	})
-	b.start()
 	return b
 }
 
@@ -145,6 +169,13 @@ func (b *broker) running() bool {
 
 // start launches the process and waits until it answers Metadata.
 func (b *broker) start() {
+	b.t.Helper()
+	b.launch()
+	b.waitReady()
+}
+
+// launch starts the process without waiting for it to be ready.
+func (b *broker) launch() {
 	b.t.Helper()
 	if b.running() {
 		b.t.Fatalf("broker %s: start while running", b.addr)
@@ -172,7 +203,6 @@ func (b *broker) start() {
 		b.waitErr = err // read only after <-done
 		close(done)
 	}()
-	b.waitReady()
 }
 
 // waitReady polls Metadata with a franz-go client, for at most readyTimeout.
