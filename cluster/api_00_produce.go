@@ -76,10 +76,6 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 					rp.BaseOffset = res.FirstOffset
 					rp.LogAppendTime = res.LogAppendTimeMs
 					rp.LogStartOffset = res.LogStartOffset
-					if res.HighWatermarkMoved {
-						n.fetchWaiters.Check(tp)
-						n.produceWaiters.Check(tp)
-					}
 					if req.Acks == -1 {
 						waits = append(waits, produceWait{
 							tp: tp, part: part, lastOffset: res.LastOffset,

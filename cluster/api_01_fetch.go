@@ -13,6 +13,14 @@ package cluster
 // purgatory until appends provide them or MaxWaitMillis passes; an idle
 // consumer therefore costs one request per MaxWaitMillis, not a spin.
 //
+// A fetch with ReplicaID >= 0 comes from a follower broker: each
+// partition goes through the replica manager's ReadForFollower, which
+// returns batches up to the log end offset (not the high watermark),
+// records the follower's position (moving the high watermark and the
+// ISR), and reports a diverging log in the DivergingEpoch tagged field
+// (v12+, KIP-320). Such fetches wait for MinBytes in the same purgatory,
+// woken by leader appends.
+//
 // Fetch sessions (KIP-227) are not kept: every response has session id 0,
 // which tells the client to send full fetch requests, as Kafka does when
 // its session cache is full.
@@ -95,6 +103,19 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 			rp.RecordBatches = []byte{}
 			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			limit := min(int(p.PartitionMaxBytes), remaining)
+			if req.ReplicaID >= 0 {
+				n := f.readFollowerPartition(&rp, tp, p, limit, minOneBatch)
+				if rp.ErrorCode != 0 || rp.DivergingEpoch.EndOffset >= 0 || rp.DivergingEpoch.Epoch >= 0 {
+					stop = true
+				}
+				if n > 0 {
+					minOneBatch = false
+					total += n
+					remaining = max(0, remaining-n)
+				}
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			res, err := f.node.readPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -118,6 +139,33 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total, stop
+}
+
+// readFollowerPartition reads one partition for a follower into rp and
+// returns the number of record bytes.
+func (f *delayedFetch) readFollowerPartition(rp *kmsg.FetchResponseTopicPartition, tp replication.TopicPartition, p kmsg.FetchRequestTopicPartition, limit int, minOneBatch bool) int {
+	lastFetchedEpoch := p.LastFetchedEpoch
+	if f.req.Version < 12 {
+		lastFetchedEpoch = -1
+	}
+	res, err := f.node.replicas.ReadForFollower(f.req.ReplicaID, tp, p.FetchOffset, p.CurrentLeaderEpoch,
+		lastFetchedEpoch, limit, minOneBatch, time.Now())
+	if err != nil {
+		if _, herr := f.node.hostedPartition(tp); herr != nil {
+			err = herr // UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER
+		}
+		rp.ErrorCode = errorCode(err)
+		if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+		}
+		return 0
+	}
+	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
+	rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
+	if len(res.Records) > 0 {
+		rp.RecordBatches = res.Records
+	}
+	return len(res.Records)
 }
 
 // readPartition reads one partition for a consumer, checking leadership

@@ -19,6 +19,7 @@ func (n *Node) apis() []api {
 		{key: 20, min: 1, max: 6, handle: n.handleDeleteTopics},
 		{key: 21, min: 0, max: 2, handle: n.handleDeleteRecords},
 		{key: 22, min: 0, max: 4, handle: n.handleInitProducerID},
+		{key: 23, min: 0, max: 4, handle: n.handleOffsetForLeaderEpoch},
 		{key: 32, min: 1, max: 4, handle: n.handleDescribeConfigs},
 		{key: 44, min: 0, max: 1, handle: n.handleIncrementalAlterConfigs},
 		{key: 60, min: 0, max: 1, handle: n.handleDescribeCluster},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -132,10 +133,25 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	n.mu.Unlock()
 
 	n.replicas = replication.NewManager(replication.ManagerConfig{
-		NodeID:      cfg.NodeID,
-		Logs:        n.logs,
-		Logger:      n.logger.With("component", "replication"),
-		TopicConfig: cfg.ResolveTopic,
+		NodeID:               cfg.NodeID,
+		Logs:                 n.logs,
+		Logger:               n.logger.With("component", "replication"),
+		TopicConfig:          cfg.ResolveTopic,
+		InterBrokerListener:  cfg.InterBrokerListenerName,
+		ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
+		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
+		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
+		ISR:                  n.store,
+		// Wake the requests waiting on a partition when it changes.
+		OnHighWatermark: func(tp replication.TopicPartition) {
+			n.produceWaiters.Check(tp)
+			n.fetchWaiters.Check(tp)
+		},
+		OnLogAppend: func(tp replication.TopicPartition) { n.fetchWaiters.Check(tp) },
+		OnRoleChange: func(tp replication.TopicPartition) {
+			n.produceWaiters.Check(tp)
+			n.fetchWaiters.Check(tp)
+		},
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		return fmt.Errorf("opening partitions: %w", err)
@@ -143,21 +159,48 @@ func (n *Node) Run(ctx context.Context) (err error) {
 
 	var wg sync.WaitGroup
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBG()
 	wg.Add(2)
 	go func() { defer wg.Done(); n.replicas.Run(bg, n.store) }()
 	go func() { defer wg.Done(); n.logs.Run(bg) }()
+	if cfg.AdminListener != "" {
+		ln, err := net.Listen("tcp", cfg.AdminListener)
+		if err != nil {
+			stopBG()
+			wg.Wait()
+			return fmt.Errorf("admin.listener %s: %w", cfg.AdminListener, err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); n.serveAdmin(bg, ln) }()
+	}
+
+	if err := n.startMembership(bg, &wg); err != nil {
+		stopBG()
+		wg.Wait()
+		return err
+	}
+	if cfg.IsBroker() {
+		wg.Add(1)
+		// Heartbeats stop as soon as shutdown begins, so none unfences
+		// the broker after its controlled shutdown.
+		go func() { defer wg.Done(); n.heartbeatLoop(ctx) }()
+	}
 
 	n.logger.Info("kbroker started", "node.id", cfg.NodeID, "listeners", endpoints, "cluster.id", n.store.Image().ClusterID)
 	close(n.ready)
 
-	// When ctx ends, expire every waiting operation so that connections
-	// can write their last responses and close.
-	stopWaiters := context.AfterFunc(ctx, func() {
+	// On ctx's end: first move this broker's leaderships away while it
+	// still serves (controlled shutdown), then stop serving and expire
+	// every waiting operation so connections write their last responses.
+	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	stopWatch := context.AfterFunc(ctx, func() {
+		n.controlledShutdown()
+		stopServing()
 		n.produceWaiters.Close()
 		n.fetchWaiters.Close()
 	})
-	defer stopWaiters()
-	n.server.Serve(ctx)
+	defer stopWatch()
+	n.server.Serve(serveCtx)
 
 	stopBG()
 	wg.Wait()
@@ -215,15 +258,42 @@ func (n *Node) metadataConfig() metadata.Config {
 		voters = append(voters, metadata.Voter{ID: v.ID, Addr: v.Addr()})
 	}
 	return metadata.Config{
-		NodeID:                   cfg.NodeID,
-		Dir:                      dir,
-		BindAddr:                 bind,
-		Voters:                   voters,
-		Logger:                   n.logger.With("component", "metadata"),
-		ValidateTopicConfig:      config.ValidateTopicConfigs,
-		DefaultNumPartitions:     cfg.NumPartitions,
-		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		NodeID:                       cfg.NodeID,
+		Dir:                          dir,
+		BindAddr:                     bind,
+		Voters:                       voters,
+		Logger:                       n.logger.With("component", "metadata"),
+		ValidateTopicConfig:          config.ValidateTopicConfigs,
+		DefaultNumPartitions:         cfg.NumPartitions,
+		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
+		AdvertiseAddr:                advertisedVoterAddr(cfg),
+		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		AutoLeaderRebalance:          &cfg.AutoLeaderRebalanceEnable,
+		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		UncleanLeaderElection:        cfg.UncleanLeaderElectionEnable,
 	}
+}
+
+// advertisedVoterAddr is this node's own entry in controller.quorum.voters,
+// the address the other nodes reach its controller listener at (it may
+// bind 0.0.0.0). Broker-only nodes are not in the list; their listener's
+// address is used, with a wildcard host replaced by the host name.
+func advertisedVoterAddr(cfg *config.Config) string {
+	for _, v := range cfg.ControllerQuorumVoters {
+		if v.ID == cfg.NodeID {
+			return v.Addr()
+		}
+	}
+	l, ok := cfg.ControllerListener()
+	if !ok {
+		return ""
+	}
+	if l.Host == "" || l.Host == "0.0.0.0" || l.Host == "::" {
+		if h, err := os.Hostname(); err == nil {
+			l.Host = h
+		}
+	}
+	return l.Addr()
 }
 
 func isController(cfg *config.Config, name string) bool {

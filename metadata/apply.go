@@ -44,6 +44,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		}
 	case *setClusterIDRecord:
 		err = applySetClusterID(next, r)
+	case *createPartitionsRecord:
+		err = applyCreatePartitions(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.
@@ -70,6 +72,11 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 		b.Fenced = old.Fenced
 	}
 	img.withBroker(b)
+	if !b.Fenced {
+		// A new incarnation is unfenced: offline partitions it is the
+		// last ISR member of come back with it.
+		electOnUnfence(img, b.ID)
+	}
 	return nil
 }
 
@@ -87,6 +94,58 @@ func applyFence(img *Image, r *fenceBrokerRecord, fenced bool) error {
 	b := *old
 	b.Fenced = fenced
 	img.withBroker(&b)
+	if fenced {
+		unclean := map[[16]byte]bool{}
+		for _, id := range r.UncleanTopics {
+			unclean[id] = true
+		}
+		alive := aliveIn(img)
+		img.updatePartitions(func(t *Topic, p *Partition) *Partition {
+			return fencePartition(p, r.BrokerID, alive, unclean[t.ID])
+		})
+	} else {
+		electOnUnfence(img, r.BrokerID)
+	}
+	return nil
+}
+
+// electOnUnfence elects leaders for the offline partitions whose ISR holds
+// a broker that just became alive.
+func electOnUnfence(img *Image, broker int32) {
+	alive := aliveIn(img)
+	img.updatePartitions(func(_ *Topic, p *Partition) *Partition {
+		return unfencePartition(p, broker, alive)
+	})
+}
+
+func applyCreatePartitions(img *Image, r *createPartitionsRecord) error {
+	old, ok := img.TopicsByID[r.TopicID]
+	if !ok {
+		return fmt.Errorf("%w: id %x", ErrUnknownTopic, r.TopicID)
+	}
+	if len(r.Partitions) == 0 || len(old.Partitions)+len(r.Partitions) > MaxPartitions {
+		return fmt.Errorf("%w: %q: adding %d partitions to %d", ErrInvalidPartitions, old.Name, len(r.Partitions), len(old.Partitions))
+	}
+	t := *old
+	t.Partitions = slices.Clone(old.Partitions)
+	for _, pr := range r.Partitions {
+		if int(pr.Partition) != len(t.Partitions) {
+			return fmt.Errorf("%w: %q partition %d at position %d", ErrInvalidReplicaAssignment, old.Name, pr.Partition, len(t.Partitions))
+		}
+		if err := checkReplicas(pr.Replicas); err != nil {
+			return fmt.Errorf("%q partition %d: %w", old.Name, pr.Partition, err)
+		}
+		if err := checkPartitionChange(pr.Replicas, pr.Leader, pr.ISR); err != nil {
+			return fmt.Errorf("%q partition %d: %w", old.Name, pr.Partition, err)
+		}
+		t.Partitions = append(t.Partitions, &Partition{
+			ID:       pr.Partition,
+			Replicas: slices.Clone(pr.Replicas),
+			ISR:      slices.Clone(pr.ISR),
+			Leader:   pr.Leader,
+		})
+	}
+	img.withTopic(&t)
 	return nil
 }
 

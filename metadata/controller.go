@@ -1,25 +1,32 @@
 package metadata
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
 
 // The controller operations below run on the active controller (raft
-// leader) only and return ErrNotController elsewhere; forwarding to the
-// controller comes later. Each validates against the current image,
-// proposes records through raft, and returns once they are committed and
-// applied to this node's image. The FSM re-checks everything that depends
-// on state (a topic created concurrently, a stale epoch), so concurrent
-// operations cannot corrupt the image; the loser gets the FSM's error.
+// leader): a public method calls invoke, which runs the operation's local
+// implementation (the lower-case method) here when this node is the
+// leader, or forwards it through the controller RPC to the leader, which
+// runs the same implementation (execute). Each implementation validates
+// against the current image, proposes records through raft, and returns
+// once they are committed and applied to the leader's image. The FSM
+// re-checks everything that depends on state (a topic created
+// concurrently, a stale epoch), so concurrent operations cannot corrupt
+// the image; the loser gets the FSM's error.
 
 // BrokerRegistration is what a broker sends to register itself.
 type BrokerRegistration struct {
@@ -56,13 +63,22 @@ type PartitionChange struct {
 const ProducerIDBlockSize = 1000
 
 // RegisterBroker registers a broker, or updates its registration. A new
-// IncarnationID gives the broker a new epoch (the raft index of the record).
-// Brokers are registered unfenced for now.
+// IncarnationID gives the broker a new epoch (the raft index of the
+// record) and unfences it; offline partitions whose ISR holds it elect it.
 func (s *Store) RegisterBroker(ctx context.Context, reg BrokerRegistration) error {
 	if reg.ID < 0 {
 		return fmt.Errorf("metadata: register broker: id %d must be >= 0", reg.ID)
 	}
-	if b, ok := s.Image().Brokers[reg.ID]; ok && s.IsController() && b.IncarnationID == reg.IncarnationID &&
+	_, err := invoke[struct{}](ctx, s, opRegisterBroker, reg)
+	return err
+}
+
+func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) error {
+	if reg.ID < 0 {
+		return fmt.Errorf("metadata: register broker: id %d must be >= 0", reg.ID)
+	}
+	s.sessions.beat(reg.ID, time.Now()) // a registration starts a session
+	if b, ok := s.Image().Brokers[reg.ID]; ok && b.IncarnationID == reg.IncarnationID &&
 		b.Rack == reg.Rack && slices.Equal(b.Endpoints, reg.Endpoints) {
 		return nil // already registered exactly so
 	}
@@ -78,34 +94,182 @@ func (s *Store) RegisterBroker(ctx context.Context, reg BrokerRegistration) erro
 	return nil
 }
 
-// FenceBroker fences a broker at its current epoch.
+// brokerAtEpoch names a registration of a broker.
+type brokerAtEpoch struct {
+	BrokerID int32 `json:"brokerId"`
+	Epoch    int64 `json:"epoch"`
+}
+
+// FenceBroker fences a broker at its current epoch: every partition it
+// leads elects a new leader (electLeader; unclean only where the topic's
+// effective unclean.leader.election.enable is true), and it leaves every
+// ISR it is not the last member of.
 func (s *Store) FenceBroker(ctx context.Context, id int32, epoch int64) error {
-	_, err := s.propose(ctx, recFenceBroker, &fenceBrokerRecord{BrokerID: id, BrokerEpoch: epoch})
-	if err != nil {
-		return fmt.Errorf("fence broker %d: %w", id, err)
+	_, err := invoke[struct{}](ctx, s, opFenceBroker, brokerAtEpoch{id, epoch})
+	return err
+}
+
+// UnfenceBroker unfences a broker at its current epoch; offline partitions
+// whose ISR holds it elect a leader again.
+func (s *Store) UnfenceBroker(ctx context.Context, id int32, epoch int64) error {
+	_, err := invoke[struct{}](ctx, s, opUnfenceBroker, brokerAtEpoch{id, epoch})
+	return err
+}
+
+// fenceBroker proposes a FenceBroker record (fenced) or an UnfenceBroker
+// record. A fence carries the topics that allow unclean election, decided
+// here from the topic configs and Config.UncleanLeaderElection unless
+// clean is set.
+func (s *Store) fenceBroker(ctx context.Context, id int32, epoch int64, fenced, clean bool) error {
+	typ, verb := recUnfenceBroker, "unfence"
+	rec := &fenceBrokerRecord{BrokerID: id, BrokerEpoch: epoch}
+	if fenced {
+		typ, verb = recFenceBroker, "fence"
+		if !clean {
+			rec.UncleanTopics = s.uncleanTopics(s.Image(), id)
+		}
+	}
+	if _, err := s.propose(ctx, typ, rec); err != nil {
+		return fmt.Errorf("%s broker %d: %w", verb, id, err)
 	}
 	return nil
 }
 
-// UnfenceBroker unfences a broker at its current epoch.
-func (s *Store) UnfenceBroker(ctx context.Context, id int32, epoch int64) error {
-	_, err := s.propose(ctx, recUnfenceBroker, &fenceBrokerRecord{BrokerID: id, BrokerEpoch: epoch})
-	if err != nil {
-		return fmt.Errorf("unfence broker %d: %w", id, err)
+// uncleanTopics lists, sorted, the ids of the topics with a replica on
+// broker whose effective unclean.leader.election.enable is true.
+func (s *Store) uncleanTopics(img *Image, broker int32) [][16]byte {
+	var ids [][16]byte
+	for _, t := range img.Topics {
+		unclean := s.cfg.UncleanLeaderElection
+		if v, ok := t.Configs["unclean.leader.election.enable"]; ok {
+			unclean = strings.EqualFold(strings.TrimSpace(v), "true")
+		}
+		if !unclean {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if slices.Contains(p.Replicas, broker) {
+				ids = append(ids, t.ID)
+				break
+			}
+		}
 	}
-	return nil
+	slices.SortFunc(ids, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	return ids
+}
+
+// Heartbeat records that a broker is alive at the given epoch, on the
+// active controller (forwarded). A fenced broker whose epoch is current is
+// unfenced. It reports whether the broker is fenced afterwards; a stale
+// epoch fails with ErrStaleBrokerEpoch, an unregistered broker with
+// ErrUnknownBroker.
+func (s *Store) Heartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (fenced bool, err error) {
+	res, err := invoke[heartbeatResult](ctx, s, opHeartbeat, brokerAtEpoch{brokerID, brokerEpoch})
+	return res.Fenced, err
+}
+
+type heartbeatResult struct {
+	Fenced bool `json:"fenced"`
+}
+
+func (s *Store) heartbeat(ctx context.Context, r brokerAtEpoch) (heartbeatResult, error) {
+	b, err := s.currentBroker(r.BrokerID, r.Epoch)
+	if err != nil {
+		return heartbeatResult{}, err
+	}
+	s.sessions.beat(r.BrokerID, time.Now())
+	if b.Fenced {
+		if err := s.fenceBroker(ctx, r.BrokerID, r.Epoch, false, false); err != nil {
+			return heartbeatResult{}, err
+		}
+	}
+	b, ok := s.Image().Brokers[r.BrokerID]
+	return heartbeatResult{Fenced: !ok || b.Fenced}, nil
+}
+
+// currentBroker returns the broker if epoch is its current epoch.
+func (s *Store) currentBroker(id int32, epoch int64) (*Broker, error) {
+	b, ok := s.Image().Brokers[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+	}
+	if b.Epoch != epoch {
+		return nil, fmt.Errorf("%w: broker %d has epoch %d, not %d", ErrStaleBrokerEpoch, id, b.Epoch, epoch)
+	}
+	return b, nil
+}
+
+// ReportBrokerDead fences a broker at its current epoch now, on the active
+// controller (forwarded); the membership layer calls it when it declares a
+// broker dead. A broker that is alive after all unfences itself with its
+// next heartbeat.
+func (s *Store) ReportBrokerDead(ctx context.Context, brokerID int32) error {
+	_, err := invoke[struct{}](ctx, s, opReportBrokerDead, brokerAtEpoch{BrokerID: brokerID})
+	return err
+}
+
+func (s *Store) reportBrokerDead(ctx context.Context, id int32) error {
+	b, ok := s.Image().Brokers[id]
+	if !ok {
+		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+	}
+	if b.Fenced {
+		return nil
+	}
+	return s.fenceBroker(ctx, id, b.Epoch, true, false)
+}
+
+// ControlledShutdown moves leadership of every partition the broker leads
+// to another alive ISR member, removes it from the ISRs it is not the last
+// member of, and fences it, in one committed FenceBroker record (clean
+// election only: a partition whose only ISR member is the broker goes
+// offline until it comes back). A broker that restarts registers with a
+// new incarnation, which gives it a new epoch and unfences it.
+func (s *Store) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) error {
+	_, err := invoke[struct{}](ctx, s, opControlledShutdown, brokerAtEpoch{brokerID, brokerEpoch})
+	return err
+}
+
+func (s *Store) controlledShutdown(ctx context.Context, r brokerAtEpoch) error {
+	b, err := s.currentBroker(r.BrokerID, r.Epoch)
+	if err != nil {
+		return err
+	}
+	if b.Fenced {
+		return nil
+	}
+	return s.fenceBroker(ctx, r.BrokerID, r.Epoch, true, true)
 }
 
 // CreateTopics creates topics; it returns one result per spec, nil for
 // success. With validateOnly it checks and proposes nothing.
 func (s *Store) CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error {
-	errs := make([]error, len(specs))
-	if !s.IsController() {
-		for i := range errs {
-			errs[i] = ErrNotController
-		}
-		return errs
+	res, err := invoke[errorList](ctx, s, opCreateTopics, createTopicsRequest{specs, validateOnly})
+	return results(len(specs), res, err)
+}
+
+// results returns one error per item: res, or err for every item.
+func results(n int, res errorList, err error) []error {
+	if err == nil && len(res) == n {
+		return res
 	}
+	if err == nil {
+		err = fmt.Errorf("metadata: %d results for %d items", len(res), n)
+	}
+	errs := make([]error, n)
+	for i := range errs {
+		errs[i] = err
+	}
+	return errs
+}
+
+type createTopicsRequest struct {
+	Specs        []TopicSpec `json:"specs"`
+	ValidateOnly bool        `json:"validateOnly"`
+}
+
+func (s *Store) createTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) errorList {
+	errs := make(errorList, len(specs))
 	count := map[string]int{}
 	for _, sp := range specs {
 		count[sp.Name]++
@@ -140,7 +304,12 @@ func (s *Store) CreateTopics(ctx context.Context, specs []TopicSpec, validateOnl
 
 // DeleteTopics deletes topics by name; one result per name.
 func (s *Store) DeleteTopics(ctx context.Context, names []string) []error {
-	errs := make([]error, len(names))
+	res, err := invoke[errorList](ctx, s, opDeleteTopics, names)
+	return results(len(names), res, err)
+}
+
+func (s *Store) deleteTopics(ctx context.Context, names []string) errorList {
+	errs := make(errorList, len(names))
 	futures := make([]raft.ApplyFuture, len(names))
 	count := map[string]int{}
 	for _, n := range names {
@@ -150,8 +319,6 @@ func (s *Store) DeleteTopics(ctx context.Context, names []string) []error {
 	for i, name := range names {
 		t, ok := img.Topics[name]
 		switch {
-		case !s.IsController():
-			errs[i] = ErrNotController
 		case count[name] > 1:
 			errs[i] = fmt.Errorf("%w: %q", ErrDuplicateTopic, name)
 		case !ok:
@@ -171,6 +338,16 @@ func (s *Store) DeleteTopics(ctx context.Context, names []string) []error {
 // AllocateProducerIDs allocates the next block of ProducerIDBlockSize
 // producer ids for a broker.
 func (s *Store) AllocateProducerIDs(ctx context.Context, brokerID int32) (first int64, count int64, err error) {
+	res, err := invoke[producerIDBlock](ctx, s, opAllocateProducerIDs, brokerID)
+	return res.First, res.Count, err
+}
+
+type producerIDBlock struct {
+	First int64 `json:"first"`
+	Count int64 `json:"count"`
+}
+
+func (s *Store) allocateProducerIDs(ctx context.Context, brokerID int32) (first int64, count int64, err error) {
 	s.pidMu.Lock()
 	defer s.pidMu.Unlock()
 	for attempt := 0; ; attempt++ {
@@ -198,6 +375,17 @@ func (s *Store) AllocateProducerIDs(ctx context.Context, brokerID int32) (first 
 // resulting overrides are checked with Config.ValidateTopicConfig. A key
 // both set and removed ends up set.
 func (s *Store) AlterTopicConfigs(ctx context.Context, topic string, set map[string]string, remove []string) error {
+	_, err := invoke[struct{}](ctx, s, opAlterTopicConfigs, alterConfigsRequest{topic, set, remove})
+	return err
+}
+
+type alterConfigsRequest struct {
+	Topic  string            `json:"topic"`
+	Set    map[string]string `json:"set,omitempty"`
+	Remove []string          `json:"remove,omitempty"`
+}
+
+func (s *Store) alterTopicConfigs(ctx context.Context, topic string, set map[string]string, remove []string) error {
 	t, ok := s.Image().Topics[topic]
 	if !ok {
 		return fmt.Errorf("alter configs: %w: %q", ErrUnknownTopic, topic)
@@ -230,6 +418,11 @@ func (s *Store) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 // ErrStalePartitionEpoch or ErrFencedLeaderEpoch when c was decided on
 // epochs that are no longer current.
 func (s *Store) ChangePartition(ctx context.Context, c PartitionChange) error {
+	_, err := invoke[struct{}](ctx, s, opChangePartition, c)
+	return err
+}
+
+func (s *Store) changePartition(ctx context.Context, c PartitionChange) error {
 	t, ok := s.Image().Topics[c.Topic]
 	if !ok {
 		return fmt.Errorf("change partition: %w: %q", ErrUnknownTopic, c.Topic)
@@ -343,3 +536,206 @@ func randomUUID(img *Image) [16]byte {
 // encodeUUID prints a UUID as Kafka does: 22 characters of unpadded
 // base64url.
 func encodeUUID(u [16]byte) string { return base64.RawURLEncoding.EncodeToString(u[:]) }
+
+// CreatePartitions raises the partition count of a topic to totalCount.
+// totalCount must exceed the current count (else ErrInvalidPartitions).
+// assignments, if given, holds the replicas of each new partition in
+// order (len = totalCount - current), validated like a CreateTopics
+// assignment and with the topic's replication factor; otherwise the new
+// partitions are placed like CreateTopics places them. With validateOnly it
+// checks and proposes nothing.
+func (s *Store) CreatePartitions(ctx context.Context, topic string, totalCount int32, assignments [][]int32, validateOnly bool) error {
+	_, err := invoke[struct{}](ctx, s, opCreatePartitions, createPartitionsRequest{topic, totalCount, assignments, validateOnly})
+	return err
+}
+
+type createPartitionsRequest struct {
+	Topic        string    `json:"topic"`
+	TotalCount   int32     `json:"totalCount"`
+	Assignments  [][]int32 `json:"assignments,omitempty"`
+	ValidateOnly bool      `json:"validateOnly"`
+}
+
+func (s *Store) createPartitions(ctx context.Context, r createPartitionsRequest) error {
+	img := s.Image()
+	t, ok := img.Topics[r.Topic]
+	if !ok {
+		return fmt.Errorf("create partitions: %w: %q", ErrUnknownTopic, r.Topic)
+	}
+	cur := int32(len(t.Partitions))
+	if r.TotalCount <= cur || r.TotalCount > MaxPartitions {
+		return fmt.Errorf("%w: %q has %d partitions, asked for %d (must be more, at most %d)",
+			ErrInvalidPartitions, r.Topic, cur, r.TotalCount, MaxPartitions)
+	}
+	rf := len(t.Partitions[0].Replicas)
+	var assignment [][]int32
+	if len(r.Assignments) > 0 {
+		if len(r.Assignments) != int(r.TotalCount-cur) {
+			return fmt.Errorf("%w: %q: %d assignments for %d new partitions",
+				ErrInvalidReplicaAssignment, r.Topic, len(r.Assignments), r.TotalCount-cur)
+		}
+		m := make(map[int32][]int32, len(r.Assignments))
+		for i, a := range r.Assignments {
+			m[int32(i)] = a
+		}
+		a, err := checkAssignment(img, m)
+		if err != nil {
+			return fmt.Errorf("create partitions of %q: %w", r.Topic, err)
+		}
+		if len(a[0]) != rf {
+			return fmt.Errorf("%w: %q: %d replicas per new partition, the topic has %d",
+				ErrInvalidReplicaAssignment, r.Topic, len(a[0]), rf)
+		}
+		assignment = a
+	} else {
+		brokers := img.UnfencedBrokerIDs()
+		if rf > len(brokers) {
+			return fmt.Errorf("%w: %q: replication factor %d, %d unfenced brokers",
+				ErrInvalidReplicationFactor, r.Topic, rf, len(brokers))
+		}
+		assignment = placeReplicas(brokers, r.TotalCount, int16(rf), mrand.IntN(len(brokers)))[cur:]
+	}
+	if r.ValidateOnly {
+		return nil
+	}
+	rec := &createPartitionsRecord{TopicID: t.ID, Partitions: make([]partitionRecord, len(assignment))}
+	for i, replicas := range assignment {
+		rec.Partitions[i] = partitionRecord{
+			Partition: cur + int32(i),
+			Replicas:  replicas,
+			ISR:       slices.Clone(replicas),
+			Leader:    leaderOf(img, replicas),
+		}
+	}
+	if _, err := s.propose(ctx, recCreatePartitions, rec); err != nil {
+		return fmt.Errorf("create partitions of %q: %w", r.Topic, err)
+	}
+	return nil
+}
+
+type addNonvoterRequest struct {
+	ID   int32  `json:"id"`
+	Addr string `json:"addr"`
+}
+
+// addNonvoter adds a broker-only node to the raft configuration as a
+// non-voter, unless it is there at that address already.
+func (s *Store) addNonvoter(ctx context.Context, r addNonvoterRequest) error {
+	f := s.raft.GetConfiguration()
+	if err := s.wait(ctx, f); err != nil {
+		return err
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID != serverID(r.ID) {
+			continue
+		}
+		if srv.Suffrage == raft.Voter {
+			return fmt.Errorf("metadata: node %d is a voter", r.ID)
+		}
+		if srv.Address == raft.ServerAddress(r.Addr) {
+			return nil
+		}
+	}
+	if err := s.wait(ctx, s.raft.AddNonvoter(serverID(r.ID), raft.ServerAddress(r.Addr), 0, enqueueTimeout(ctx))); err != nil {
+		return fmt.Errorf("add non-voter %d at %s: %w", r.ID, r.Addr, err)
+	}
+	s.log.Info("added non-voter", "id", r.ID, "addr", r.Addr)
+	return nil
+}
+
+// execute runs one controller operation on this node, which must be the
+// raft leader: the local end of invoke and the server end of the
+// controller RPC. The payload is the operation's request as JSON; the
+// result's type is the one invoke expects for the operation.
+func (s *Store) execute(ctx context.Context, op string, payload []byte) (any, error) {
+	if !s.IsController() {
+		return nil, ErrNotController
+	}
+	var err error
+	decode := func(v any) bool {
+		if e := json.Unmarshal(payload, v); e != nil {
+			err = fmt.Errorf("metadata: %s: bad request: %w", op, e)
+			return false
+		}
+		return true
+	}
+	switch op {
+	case opRegisterBroker:
+		var r BrokerRegistration
+		if decode(&r) {
+			return nil, s.registerBroker(ctx, r)
+		}
+	case opCreateTopics:
+		var r createTopicsRequest
+		if decode(&r) {
+			return s.createTopics(ctx, r.Specs, r.ValidateOnly), nil
+		}
+	case opDeleteTopics:
+		var names []string
+		if decode(&names) {
+			return s.deleteTopics(ctx, names), nil
+		}
+	case opAllocateProducerIDs:
+		var id int32
+		if decode(&id) {
+			first, count, err := s.allocateProducerIDs(ctx, id)
+			if err != nil {
+				return nil, err
+			}
+			return producerIDBlock{first, count}, nil
+		}
+	case opAlterTopicConfigs:
+		var r alterConfigsRequest
+		if decode(&r) {
+			return nil, s.alterTopicConfigs(ctx, r.Topic, r.Set, r.Remove)
+		}
+	case opChangePartition:
+		var r PartitionChange
+		if decode(&r) {
+			return nil, s.changePartition(ctx, r)
+		}
+	case opFenceBroker, opUnfenceBroker:
+		var r brokerAtEpoch
+		if decode(&r) {
+			return nil, s.fenceBroker(ctx, r.BrokerID, r.Epoch, op == opFenceBroker, false)
+		}
+	case opHeartbeat:
+		var r brokerAtEpoch
+		if decode(&r) {
+			res, err := s.heartbeat(ctx, r)
+			if err != nil {
+				return nil, err
+			}
+			return res, nil
+		}
+	case opReportBrokerDead:
+		var r brokerAtEpoch
+		if decode(&r) {
+			return nil, s.reportBrokerDead(ctx, r.BrokerID)
+		}
+	case opControlledShutdown:
+		var r brokerAtEpoch
+		if decode(&r) {
+			return nil, s.controlledShutdown(ctx, r)
+		}
+	case opCreatePartitions:
+		var r createPartitionsRequest
+		if decode(&r) {
+			return nil, s.createPartitions(ctx, r)
+		}
+	case opAddNonvoter:
+		var r addNonvoterRequest
+		if decode(&r) {
+			return nil, s.addNonvoter(ctx, r)
+		}
+	case opReadIndex:
+		res, err := s.readIndex(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return res, nil
+	default:
+		err = fmt.Errorf("metadata: unknown controller operation %q", op)
+	}
+	return nil, err
+}

@@ -40,6 +40,7 @@
 //	   7  ConfigChange           1  set/remove topic config overrides
 //	   8  ProducerIDBlock        1  hand out [first, first+count); first must be the next free id
 //	   9  SetClusterID           1  set the cluster id once
+//	  10  CreatePartitions       1  add partitions to a topic, numbered on from its count
 //
 // Type numbers are never reused. A record of an unknown type or a version
 // above the one this code knows is rejected (ErrUnsupportedRecord).
@@ -51,6 +52,18 @@
 // exists, stale epochs, producer id block start) and rejects a record that
 // fails: the image then changes only its Offset, and the proposer gets the
 // error from raft's ApplyFuture.Response.
+//
+// A FenceBroker record also re-elects: every partition the broker leads
+// gets a new leader (see Controller decisions) and the broker leaves every
+// ISR it is not the last member of. Whether a topic allows unclean
+// election depends on configs the FSM does not have (the broker default),
+// so the proposer decides it: the record carries the ids of the topics
+// whose effective unclean.leader.election.enable is true
+// (uncleanTopics), and the FSM computes the elections from the image it
+// applies to, so a concurrent ISR change cannot make the record stale. An
+// UnfenceBroker record, and a RegisterBroker with a new incarnation (which
+// registers the broker unfenced), elect leaders for the offline partitions
+// whose ISR holds the broker.
 //
 // A PartitionChange carries the leader epoch and partition epoch it was
 // decided on; if either is not the current one it is rejected
@@ -66,36 +79,148 @@
 //
 // # Controller operations
 //
-// RegisterBroker, CreateTopics, DeleteTopics, AllocateProducerIDs,
-// AlterTopicConfigs, ChangePartition, FenceBroker and UnfenceBroker run on
-// the raft leader (the active controller) and return ErrNotController
-// elsewhere; forwarding to the controller is not built yet. They validate
-// against the current image, propose records with raft.Apply and return
-// when the records are committed and applied to this node's image.
-// Placement puts replica r of partition p on broker (start+p+r) mod n of the
-// n unfenced brokers sorted by id; the leader is the first replica that is
-// an unfenced registered broker, the ISR is all replicas, and both epochs
-// start at 0.
+// RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
+// AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
+// UnfenceBroker, Heartbeat, ReportBrokerDead and ControlledShutdown may be
+// called on any node. invoke runs one on this node when it is the raft
+// leader (the active controller), and otherwise sends it over the
+// controller RPC to the leader, which runs the same code (Store.execute).
+// The leader validates against its current image, proposes records with
+// raft.Apply and answers when they are committed and applied to its image
+// (not necessarily yet to the caller's: WaitReady or Changed for that).
+// Placement puts replica r of partition p on broker (start+p+r) mod n of
+// the n unfenced brokers sorted by id; the leader is the first replica that
+// is an unfenced registered broker, the ISR is all replicas, and both
+// epochs start at 0.
+//
+// invoke retries while ctx allows when the leader answers NOT_CONTROLLER or
+// the connection fails (the leader moves during elections); a node that
+// knows no leader asks the voters of Config.Voters, whose NOT_CONTROLLER
+// answers name the leader they know. After Config.noLeaderWait (5s)
+// without any leader, or when ctx ends first, it fails with
+// ErrNotController (wrapping ctx.Err() in the second case). A request
+// retried after a connection broke may have run once already: the retry
+// then fails like a repeated request (ErrTopicExists, say).
+//
+// # The controller listener and the controller RPC
+//
+// Every node, voter or broker-only, calls Open with BindAddr = its
+// controller listener; Open listens there itself. The first byte a dialer
+// writes on a new connection picks the protocol (mux.go): 'R' is raft (a
+// raft.NetworkTransport over raftStream, whose Dial writes the 'R'), 'C'
+// is the controller RPC; another byte, or none within 5s, closes the
+// connection. A node's raft address is its controller listener address
+// (Config.AdvertiseAddr, else its Voters entry, else the bound address), so
+// the leader's raft address is where its RPC is served.
+//
+// The RPC (rpc.go) carries frames of a 4-byte big-endian length and a JSON
+// document, at most 16 MiB:
+//
+//	request   {"op": <name>, "timeoutMs": <caller's deadline>, "payload": <request>}
+//	response  {"result": <result>}
+//	       or {"error": {"code": <code>, "message": <text>, "leader": <addr, for NOT_CONTROLLER>}}
+//
+//	op                   payload                                   result
+//	RegisterBroker       BrokerRegistration                        -
+//	CreateTopics         {specs, validateOnly}                     [error|null, ...]
+//	DeleteTopics         [name, ...]                               [error|null, ...]
+//	CreatePartitions     {topic, totalCount, assignments, validateOnly}  -
+//	AllocateProducerIDs  brokerId                                  {first, count}
+//	AlterTopicConfigs    {topic, set, remove}                      -
+//	ChangePartition      PartitionChange                           -
+//	FenceBroker          {brokerId, epoch}                         -
+//	UnfenceBroker        {brokerId, epoch}                         -
+//	Heartbeat            {brokerId, epoch}                         {fenced}
+//	ReportBrokerDead     {brokerId}                                -
+//	ControlledShutdown   {brokerId, epoch}                         -
+//	AddNonvoter          {id, addr}                                -
+//	ReadIndex            {}                                        {index}
+//
+// Each sentinel error has a stable code (errorCodes: TOPIC_ALREADY_EXISTS,
+// NOT_CONTROLLER, ...); the caller gets an error whose text is the
+// remote's and which unwraps to the sentinel, so errors.Is works across
+// the wire. The client opens one connection per call, with the deadline
+// of its ctx; the server answers the requests of a connection in order.
 //
 // # Quorum
 //
-// Config.Voters lists the metadata quorum. This version runs it as a
-// single voter: Open bootstraps a new cluster only when this node is the
-// only voter and the directory holds no raft state (raft.HasExistingState);
-// a restart recovers from raft.db and the snapshots and never bootstraps
-// again.
+// Config.Voters lists the metadata quorum (empty: this node alone). A
+// voter whose directory holds no raft state (raft.HasExistingState)
+// bootstraps the cluster with all the voters; every voter does the same
+// with the same configuration, which raft allows, so the cluster forms
+// when the voters start. A restart recovers from raft.db and the snapshots
+// and never bootstraps again. A node not among the voters is broker-only:
+// it starts raft without a configuration and asks the active controller
+// (AddNonvoter, retried with backoff until it succeeds or Close) to add
+// it as a raft non-voter at its address; it then receives the log and
+// serves Image like every node.
+//
+// WaitReady, on any node, waits for a known leader, a cluster id (the
+// leader sets a random one) and for this node's image to reach the
+// leader's image offset after a raft barrier (ReadIndex) as of the call.
+//
+// # Controller decisions
+//
+// The decisions are pure functions in decisions.go:
+//
+//   - electLeader: the first replica in assignment order that is in the
+//     ISR and alive (registered, unfenced); if none and unclean election
+//     is allowed, the first alive replica (whose ISR then becomes just
+//     itself); else NoLeader.
+//   - fencing (FenceBroker, by FenceBroker, a session timeout,
+//     ReportBrokerDead or ControlledShutdown): each partition the broker
+//     leads elects a new leader, and the broker leaves every ISR unless it
+//     is the last member (Kafka keeps the last one); a partition without an
+//     alive ISR member goes offline (leader -1). Leader epoch +1 when the
+//     leader changes, partition epoch +1 on any change.
+//   - unfencing (UnfenceBroker, a heartbeat of a fenced broker at its
+//     current epoch, a new incarnation registering): offline partitions
+//     whose ISR holds the broker elect a leader again. The broker rejoins
+//     ISRs only through the partition leader's AlterPartition
+//     (ChangePartition).
+//   - sessions: the active controller keeps each broker's last heartbeat
+//     (and registration) time in memory; on becoming leader it gives every
+//     registered broker a full session from that moment. An unfenced
+//     broker silent for Config.SessionTimeout (9s) is fenced. A heartbeat
+//     at a stale epoch fails with ErrStaleBrokerEpoch.
+//   - controlled shutdown: one FenceBroker record with clean elections only:
+//     leadership moves to another alive ISR member, the broker leaves ISRs
+//     (never below one) and is fenced. A partition whose only ISR member it
+//     is goes offline until it returns (re-registers with a new
+//     incarnation and a new epoch, unfenced).
+//   - preferred leader election: with Config.AutoLeaderRebalance (default
+//     on), every Config.LeaderImbalanceCheckInterval (5m) the active
+//     controller proposes a PartitionChange moving leadership to each
+//     partition's first replica when it is alive, in the ISR and not the
+//     leader.
 //
 // # Goroutines
 //
-// Open starts raft; raft owns all goroutines: its main loop, the FSM
+// Open starts raft, and raft owns its goroutines: its main loop, the FSM
 // goroutine that calls Apply/Snapshot/Restore (one at a time), the
-// snapshot goroutine that calls FSMSnapshot.Persist, and the TCP
-// transport's listener and connection handlers. Store.Close calls
-// raft.Shutdown, which stops them all and closes the transport, then closes
-// raft.db. Store.wait starts one short-lived goroutine per raft future it
-// waits for with a context; it ends when raft resolves the future, which
-// raft does at the latest at shutdown.
+// snapshot goroutine that calls FSMSnapshot.Persist, and the transport's
+// connection handlers. The Store owns, through goFunc and its WaitGroup:
 //
-// The only lock is fsm.mu, which serializes publishing images; it is never
-// held while calling out.
+//   - the accept loop of the controller listener (acceptLoop), and one
+//     goroutine per accepted connection (route): it reads the preamble,
+//     then hands the connection to raft's transport or serves the RPC
+//     (serveRPC) until the connection closes;
+//   - controllerLoop, which does the active controller's duties (sessions,
+//     preferred leaders) while this node is the raft leader;
+//   - on a broker-only node, joinLoop until it is added as a non-voter.
+//
+// Store.Close cancels the Store's context (which ends controllerLoop,
+// joinLoop, invoke's retries and the RPCs being served), closes the
+// listener (ending the accept loop), calls raft.Shutdown (which stops
+// raft's goroutines and closes the transport), closes every accepted
+// connection still open (ending serveRPC and raft's connection handlers),
+// waits for its goroutines, and closes raft.db. Store.wait starts one
+// short-lived goroutine per raft future it waits for with a context; it
+// ends when raft resolves the future, which raft does at the latest at
+// shutdown.
+//
+// Locks: fsm.mu serializes publishing images; Store.mu guards the set of
+// accepted connections; sessions.mu the heartbeat times; pidMu serializes
+// AllocateProducerIDs on the leader. None is held while calling out or
+// while another is taken.
 package metadata

@@ -139,3 +139,36 @@ func (i *Image) withBroker(b *Broker) {
 	i.Brokers = maps.Clone(i.Brokers)
 	i.Brokers[b.ID] = b
 }
+
+// updatePartitions replaces every partition p of every topic t for which
+// f(t, p) returns non-nil by that result, in copies of the topics and the
+// topic maps (cloned once). f sees each partition once and must not depend
+// on the order of topics.
+func (i *Image) updatePartitions(f func(t *Topic, p *Partition) *Partition) {
+	var changed []*Topic
+	for _, t := range i.Topics {
+		var parts []*Partition
+		for j, p := range t.Partitions {
+			if n := f(t, p); n != nil {
+				if parts == nil {
+					parts = slices.Clone(t.Partitions)
+				}
+				parts[j] = n
+			}
+		}
+		if parts != nil {
+			nt := *t
+			nt.Partitions = parts
+			changed = append(changed, &nt)
+		}
+	}
+	if len(changed) == 0 {
+		return
+	}
+	i.Topics = maps.Clone(i.Topics)
+	i.TopicsByID = maps.Clone(i.TopicsByID)
+	for _, t := range changed {
+		i.Topics[t.Name] = t
+		i.TopicsByID[t.ID] = t
+	}
+}

@@ -10,27 +10,29 @@ import (
 type recordType uint8
 
 const (
-	recRegisterBroker  recordType = 1
-	recFenceBroker     recordType = 2
-	recUnfenceBroker   recordType = 3
-	recCreateTopic     recordType = 4
-	recDeleteTopic     recordType = 5
-	recPartitionChange recordType = 6
-	recConfigChange    recordType = 7
-	recProducerIDBlock recordType = 8
-	recSetClusterID    recordType = 9
+	recRegisterBroker   recordType = 1
+	recFenceBroker      recordType = 2
+	recUnfenceBroker    recordType = 3
+	recCreateTopic      recordType = 4
+	recDeleteTopic      recordType = 5
+	recPartitionChange  recordType = 6
+	recConfigChange     recordType = 7
+	recProducerIDBlock  recordType = 8
+	recSetClusterID     recordType = 9
+	recCreatePartitions recordType = 10
 )
 
 var recordNames = map[recordType]string{
-	recRegisterBroker:  "RegisterBroker",
-	recFenceBroker:     "FenceBroker",
-	recUnfenceBroker:   "UnfenceBroker",
-	recCreateTopic:     "CreateTopic",
-	recDeleteTopic:     "DeleteTopic",
-	recPartitionChange: "PartitionChange",
-	recConfigChange:    "ConfigChange",
-	recProducerIDBlock: "ProducerIDBlock",
-	recSetClusterID:    "SetClusterID",
+	recRegisterBroker:   "RegisterBroker",
+	recFenceBroker:      "FenceBroker",
+	recUnfenceBroker:    "UnfenceBroker",
+	recCreateTopic:      "CreateTopic",
+	recDeleteTopic:      "DeleteTopic",
+	recPartitionChange:  "PartitionChange",
+	recConfigChange:     "ConfigChange",
+	recProducerIDBlock:  "ProducerIDBlock",
+	recSetClusterID:     "SetClusterID",
+	recCreatePartitions: "CreatePartitions",
 }
 
 func (t recordType) String() string {
@@ -62,9 +64,24 @@ type registerBrokerRecord struct {
 
 // fenceBrokerRecord is the payload of both FenceBroker and UnfenceBroker;
 // BrokerEpoch must be the broker's current epoch.
+//
+// Applying a FenceBroker re-elects the leaders of the partitions the broker
+// led and removes it from ISRs (fencePartition); UncleanTopics lists the
+// topics (by id) whose effective unclean.leader.election.enable was true
+// when the controller proposed the record, so that the FSM need not know
+// the broker defaults. Applying an UnfenceBroker elects leaders of offline
+// partitions whose ISR holds the broker (unfencePartition).
 type fenceBrokerRecord struct {
-	BrokerID    int32 `json:"brokerId"`
-	BrokerEpoch int64 `json:"brokerEpoch"`
+	BrokerID      int32      `json:"brokerId"`
+	BrokerEpoch   int64      `json:"brokerEpoch"`
+	UncleanTopics [][16]byte `json:"uncleanTopics,omitempty"`
+}
+
+// createPartitionsRecord adds partitions to a topic; Partitions must be
+// numbered on from the topic's current partition count.
+type createPartitionsRecord struct {
+	TopicID    [16]byte          `json:"topicId"`
+	Partitions []partitionRecord `json:"partitions"`
 }
 
 type partitionRecord struct {
@@ -153,6 +170,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &producerIDBlockRecord{}
 	case recSetClusterID:
 		p = &setClusterIDRecord{}
+	case recCreatePartitions:
+		p = &createPartitionsRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

@@ -41,14 +41,41 @@ type Config struct {
 	DefaultNumPartitions     int32
 	DefaultReplicationFactor int16
 
+	// AdvertiseAddr is the controller listener address other nodes dial
+	// (host:port). Default: this node's entry in Voters, else the address
+	// the listener got.
+	AdvertiseAddr string
+
+	// SessionTimeout (broker.session.timeout.ms): the active controller
+	// fences an unfenced broker that has not sent a heartbeat for this
+	// long. Default 9s; negative disables session fencing.
+	SessionTimeout time.Duration
+	// AutoLeaderRebalance (auto.leader.rebalance.enable): the active
+	// controller moves leadership back to preferred replicas every
+	// LeaderImbalanceCheckInterval. nil means true.
+	AutoLeaderRebalance *bool
+	// LeaderImbalanceCheckInterval
+	// (leader.imbalance.check.interval.seconds). Default 5m.
+	LeaderImbalanceCheckInterval time.Duration
+	// UncleanLeaderElection is the broker default of
+	// unclean.leader.election.enable (topics may override it). Default
+	// false.
+	UncleanLeaderElection bool
+
 	// tuneRaft, set by tests, adjusts the raft config (shorter timeouts).
 	tuneRaft func(*raft.Config)
+	// noLeaderWait is how long a forwarded operation looks for a leader
+	// before it fails with ErrNotController. Default 5s.
+	noLeaderWait time.Duration
 }
 
 const (
 	defaultSnapshotInterval  = 2 * time.Minute
 	defaultSnapshotThreshold = 8192
 	snapshotsRetained        = 2
+	defaultSessionTimeout    = 9 * time.Second
+	defaultImbalanceInterval = 5 * time.Minute
+	defaultNoLeaderWait      = 5 * time.Second
 	transportMaxPool         = 3
 	transportTimeout         = 10 * time.Second
 )
@@ -72,7 +99,30 @@ func (c Config) withDefaults() Config {
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = 1
 	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = defaultSessionTimeout
+	}
+	if c.AutoLeaderRebalance == nil {
+		t := true
+		c.AutoLeaderRebalance = &t
+	}
+	if c.LeaderImbalanceCheckInterval <= 0 {
+		c.LeaderImbalanceCheckInterval = defaultImbalanceInterval
+	}
+	if c.noLeaderWait == 0 {
+		c.noLeaderWait = defaultNoLeaderWait
+	}
 	return c
+}
+
+// isVoter reports whether this node is in Voters.
+func (c Config) isVoter() bool {
+	for _, v := range c.Voters {
+		if v.ID == c.NodeID {
+			return true
+		}
+	}
+	return false
 }
 
 func (c Config) validate() error {
@@ -102,14 +152,33 @@ func (c Config) validate() error {
 }
 
 // Store is the replicated cluster metadata on one node: a raft node whose
-// state machine is the Image.
+// state machine is the Image, the controller listener it shares between
+// raft and the controller RPC, and (while it is the raft leader) the
+// active controller's background duties.
 type Store struct {
-	cfg   Config
-	log   *slog.Logger
-	fsm   *fsm
-	raft  *raft.Raft
-	bolt  *raftboltdb.BoltStore
-	close func() error // runs once
+	cfg       Config
+	log       *slog.Logger
+	fsm       *fsm
+	raft      *raft.Raft
+	bolt      *raftboltdb.BoltStore
+	ln        net.Listener
+	stream    *raftStream
+	advertise string       // this node's raft and RPC address
+	close     func() error // runs once
+
+	// ctx is cancelled by Close; every goroutine the Store owns stops
+	// when it is, and wg waits for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		closed bool
+		conns  map[net.Conn]struct{} // accepted connections, closed by Close
+	}
+
+	sessions sessions // broker heartbeats, kept by the active controller
 
 	bootstrapped bool // Open bootstrapped a new cluster (for tests)
 
@@ -118,9 +187,13 @@ type Store struct {
 	pidMu sync.Mutex
 }
 
-// Open opens (or creates) the metadata in cfg.Dir and starts raft. The
-// node bootstraps a new cluster only when it is the only voter and the
-// directory holds no raft state; otherwise it recovers what is on disk.
+// Open opens (or creates) the metadata in cfg.Dir, listens on
+// cfg.BindAddr (the controller listener, shared by raft and the controller
+// RPC) and starts raft. A voter whose directory holds no raft state
+// bootstraps the cluster with all of cfg.Voters (every voter does the
+// same, and raft lets them); a node with state recovers it and never
+// bootstraps again. A node that is not a voter starts without a
+// configuration and asks the active controller to add it as a non-voter.
 // Close stops everything Open started.
 func Open(cfg Config) (*Store, error) {
 	cfg = cfg.withDefaults()
@@ -133,6 +206,10 @@ func Open(cfg Config) (*Store, error) {
 	}
 	rlog := newRaftLogger(log)
 
+	adv, err := advertiseAddr(cfg)
+	if err != nil {
+		return nil, err
+	}
 	bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.Dir, "raft.db")})
 	if err != nil {
 		return nil, fmt.Errorf("metadata: open raft.db: %w", err)
@@ -142,16 +219,21 @@ func Open(cfg Config) (*Store, error) {
 		bolt.Close()
 		return nil, fmt.Errorf("metadata: open snapshots: %w", err)
 	}
-	advertise, err := advertiseAddr(cfg)
+	ln, err := net.Listen("tcp", cfg.BindAddr)
 	if err != nil {
 		bolt.Close()
-		return nil, err
+		return nil, fmt.Errorf("metadata: controller listener on %s: %w", cfg.BindAddr, err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(cfg.BindAddr, advertise, transportMaxPool, transportTimeout, rlog.Named("transport"))
-	if err != nil {
-		bolt.Close()
-		return nil, fmt.Errorf("metadata: raft transport on %s: %w", cfg.BindAddr, err)
+	if adv == nil {
+		adv = ln.Addr()
 	}
+	stream := newRaftStream(adv)
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  stream,
+		MaxPool: transportMaxPool,
+		Timeout: transportTimeout,
+		Logger:  rlog.Named("transport"),
+	})
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(cfg.NodeID)
@@ -169,44 +251,101 @@ func Open(cfg Config) (*Store, error) {
 		cfg.tuneRaft(rc)
 	}
 
+	fail := func(err error) (*Store, error) {
+		trans.Close()
+		ln.Close()
+		bolt.Close()
+		return nil, err
+	}
 	hasState, err := raft.HasExistingState(bolt, bolt, snaps)
 	if err != nil {
-		trans.Close()
-		bolt.Close()
-		return nil, fmt.Errorf("metadata: %w", err)
+		return fail(fmt.Errorf("metadata: %w", err))
 	}
 	f := newFSM(log)
 	r, err := raft.NewRaft(rc, f, bolt, bolt, snaps, trans)
 	if err != nil {
-		trans.Close()
-		bolt.Close()
-		return nil, fmt.Errorf("metadata: start raft: %w", err)
+		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
-	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt}
+	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String()}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.mu.conns = map[net.Conn]struct{}{}
 	s.close = sync.OnceValue(func() error {
+		s.cancel()
+		ln.Close()
 		err := r.Shutdown().Error() // stops raft's goroutines and closes the transport
+		s.mu.Lock()
+		s.mu.closed = true
+		for c := range s.mu.conns {
+			c.Close()
+		}
+		s.mu.Unlock()
+		s.wg.Wait()
 		return errors.Join(err, bolt.Close())
 	})
 
-	if !hasState && len(cfg.Voters) == 1 && cfg.Voters[0].ID == cfg.NodeID {
-		boot := raft.Configuration{Servers: []raft.Server{{
-			Suffrage: raft.Voter,
-			ID:       rc.LocalID,
-			Address:  trans.LocalAddr(),
-		}}}
+	if !hasState && cfg.isVoter() {
+		var boot raft.Configuration
+		for _, v := range cfg.Voters {
+			addr := raft.ServerAddress(v.Addr)
+			if v.ID == cfg.NodeID {
+				addr = raft.ServerAddress(s.advertise)
+			}
+			boot.Servers = append(boot.Servers, raft.Server{Suffrage: raft.Voter, ID: serverID(v.ID), Address: addr})
+		}
 		if err := r.BootstrapCluster(boot).Error(); err != nil && !errors.Is(err, raft.ErrCantBootstrap) {
 			s.Close()
 			return nil, fmt.Errorf("metadata: bootstrap: %w", err)
 		}
 		s.bootstrapped = true
-		log.Info("bootstrapped single-voter metadata quorum", "addr", trans.LocalAddr())
+		log.Info("bootstrapped metadata quorum", "voters", len(boot.Servers), "addr", s.advertise)
+	}
+
+	s.goFunc(s.acceptLoop)
+	s.goFunc(s.controllerLoop)
+	if !cfg.isVoter() {
+		s.goFunc(s.joinLoop)
 	}
 	return s, nil
 }
 
-// advertiseAddr is this node's address in Voters when it differs from
-// BindAddr (e.g. BindAddr 0.0.0.0:9093), or nil to advertise the listener.
+// goFunc runs f on a goroutine that Close waits for.
+func (s *Store) goFunc(f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+}
+
+// track adds an accepted connection to those Close closes; false if the
+// Store is closing.
+func (s *Store) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.mu.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Store) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.mu.conns, c)
+	s.mu.Unlock()
+}
+
+// advertiseAddr is Config.AdvertiseAddr, or this node's address in Voters
+// when it differs from BindAddr (e.g. BindAddr 0.0.0.0:9093), or nil to
+// advertise the listener's address.
 func advertiseAddr(cfg Config) (net.Addr, error) {
+	if cfg.AdvertiseAddr != "" {
+		a, err := net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr)
+		if err != nil {
+			return nil, fmt.Errorf("metadata: advertise address %q: %w", cfg.AdvertiseAddr, err)
+		}
+		return a, nil
+	}
 	for _, v := range cfg.Voters {
 		if v.ID != cfg.NodeID || v.Addr == "" || v.Addr == cfg.BindAddr {
 			continue
@@ -225,8 +364,10 @@ func advertiseAddr(cfg Config) (net.Addr, error) {
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }
 
-// Close stops raft (its goroutines and the transport) and closes raft.db.
-// Operations in flight fail with ErrClosed. Close is idempotent.
+// Close stops the Store's goroutines (accept loop, RPC connections,
+// controller loop, join loop), raft (its goroutines and the transport),
+// closes the controller listener and raft.db. Operations in flight fail
+// with ErrClosed. Close is idempotent.
 func (s *Store) Close() error { return s.close() }
 
 // Image returns the current image; never nil. The image must not be
@@ -255,39 +396,73 @@ func (s *Store) ControllerID() int32 {
 	return int32(n)
 }
 
-// WaitReady blocks until a leader exists, this node's image holds
-// everything committed before the call (a raft barrier on the leader; on a
-// follower, applied index caught up with the commit index it knows), and
-// the image has a ClusterID (the leader sets a random one if none).
+// WaitReady blocks until a leader is known, the image has a ClusterID (the
+// leader sets a random one if none), and this node's image holds
+// everything committed before the call: the leader's image offset after a
+// raft barrier (the ReadIndex operation, forwarded like the controller
+// operations) has been applied here. It works on voters and non-voters.
 func (s *Store) WaitReady(ctx context.Context) error {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if s.raft.State() == raft.Shutdown {
+		if s.ctx.Err() != nil {
 			return ErrClosed
 		}
-		if s.IsController() {
-			err := s.wait(ctx, s.raft.Barrier(enqueueTimeout(ctx)))
-			if err == nil && s.Image().ClusterID == "" {
-				err = s.setClusterID(ctx)
-			}
+		if s.ControllerID() >= 0 {
+			res, err := invoke[readIndexResult](ctx, s, opReadIndex, struct{}{})
 			if err == nil {
-				return nil
+				return s.waitApplied(ctx, res.Index)
 			}
 			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
 				return err
 			}
 			s.log.Debug("metadata not ready yet", "err", err)
-		} else if s.ControllerID() >= 0 && s.Image().ClusterID != "" &&
-			s.raft.AppliedIndex() >= s.raft.CommitIndex() {
-			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("metadata: wait ready: %w", ctx.Err())
+		case <-s.ctx.Done():
+			return ErrClosed
 		case <-tick.C:
 		}
 	}
+}
+
+// waitApplied waits until this node's image is at offset index or later
+// and has a cluster id.
+func (s *Store) waitApplied(ctx context.Context, index uint64) error {
+	for {
+		ch := s.Changed()
+		if img := s.Image(); img.Offset >= index && img.ClusterID != "" {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("metadata: wait ready: %w", ctx.Err())
+		case <-s.ctx.Done():
+			return ErrClosed
+		}
+	}
+}
+
+// readIndex runs on the leader: after a barrier, every entry committed
+// before the call is applied to the leader's image, whose offset it
+// returns. It sets the cluster id first if there is none.
+func (s *Store) readIndex(ctx context.Context) (readIndexResult, error) {
+	if err := s.wait(ctx, s.raft.Barrier(enqueueTimeout(ctx))); err != nil {
+		return readIndexResult{}, err
+	}
+	if s.Image().ClusterID == "" {
+		if err := s.setClusterID(ctx); err != nil {
+			return readIndexResult{}, err
+		}
+	}
+	return readIndexResult{Index: s.Image().Offset}, nil
+}
+
+type readIndexResult struct {
+	Index uint64 `json:"index"`
 }
 
 func (s *Store) setClusterID(ctx context.Context) error {

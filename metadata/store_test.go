@@ -34,7 +34,8 @@ func testConfig(dir string) Config {
 			}
 			return nil
 		},
-		tuneRaft: fastRaft,
+		tuneRaft:       fastRaft,
+		SessionTimeout: time.Minute, // no test here heartbeats
 	}
 }
 
@@ -222,17 +223,20 @@ func TestStoreSnapshotReopen(t *testing.T) {
 	}
 }
 
-// TestStoreNotController: a node that is one of two voters and has no
-// state never bootstraps and refuses controller operations.
+// TestStoreNotController: a node that is one of two voters, whose peer
+// never answers, bootstraps the two-voter quorum but never elects itself,
+// and refuses controller operations once it found no leader for
+// noLeaderWait.
 func TestStoreNotController(t *testing.T) {
 	cfg := testConfig(t.TempDir())
 	cfg.Voters = []Voter{{ID: 1, Addr: "127.0.0.1:0"}, {ID: 2, Addr: "127.0.0.1:1"}}
+	cfg.noLeaderWait = 200 * time.Millisecond
 	s, err := Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if s.bootstrapped || s.IsController() || s.ControllerID() != -1 {
+	if !s.bootstrapped || s.IsController() || s.ControllerID() != -1 {
 		t.Fatal("a node of a two-voter quorum acted alone")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)

@@ -1,12 +1,82 @@
 // Package replication owns the partitions hosted on one broker and their
 // roles: which partitions this broker leads, their leader epochs, ISR and
-// high watermarks, and the leader's append path (validation, the
-// min.insync.replicas check, the write to storage).
+// high watermarks, the leader's append path (validation, the
+// min.insync.replicas check, the write to storage), and Kafka's
+// pull-based replication between leader and followers.
 //
-// A Manager turns metadata images into partition roles. Its Run goroutine
-// watches the metadata store and is stopped by cancelling its context.
-// Partitions own no goroutines.
+// # Roles
 //
-// Lock order: Manager.mu before Partition.mu; Partition.mu before the
-// storage log's lock (taken inside storage).
+// A Manager turns metadata images into partition roles (Apply). A
+// partition whose image leader is this broker is a leader; one led by
+// another broker is a follower, served by the fetcher of that leader.
+//
+// Becoming leader (or a new leader epoch as leader) resets the follower
+// tracking: every follower's log end offset is unknown (so the high
+// watermark cannot move until each ISR member has fetched) and every
+// follower gets the full replica.lag.time.max.ms from now. The high
+// watermark starts at max(checkpoint, current) and never moves back while
+// leading.
+//
+// # Leader side
+//
+// The Fetch handler passes follower fetches (ReplicaID >= 0) to
+// ReadForFollower: it checks the leader epoch, detects a diverging log
+// from the follower's last fetched epoch (KIP-320: the answer is the
+// leader's end offset of that epoch, no records), records the follower's
+// log end offset and catch-up time (CaughtUpTime), advances the high
+// watermark to the minimum log end offset over the ISR (HighWatermark)
+// and returns records up to the log end offset. A follower outside the
+// ISR that reached the high watermark and the start of the leader's epoch
+// (CanJoinISR) is proposed for the ISR; every replica.lag.time.max.ms / 2
+// the ISR checker proposes removing the followers that have not caught up
+// within replica.lag.time.max.ms (LaggingReplicas). Proposals go through
+// the ISRChanger (AlterPartition semantics), one in flight per partition,
+// and take effect only when an image applies them. EndOffsetForEpoch
+// answers OffsetForLeaderEpoch, treating the current epoch as starting at
+// the log end offset of the moment this broker became leader (Kafka
+// records it in the epoch cache then; storage records an epoch with its
+// first batch).
+//
+// # Follower side
+//
+// A fetcher (one per leader) dials the leader's endpoint on the
+// inter-broker listener. For a partition it starts following (a new
+// leader or a new epoch) it first asks OffsetForLeaderEpoch for the
+// latest local epoch and truncates to the answer (TruncationOffset,
+// KIP-101/279: when the leader answers an epoch the follower never had,
+// truncate to the end of the follower's own earlier epoch and ask again).
+// Then it fetches (v12, FetchOffset = log end offset, LastFetchedEpoch =
+// latest local epoch), truncates on a diverging-epoch answer by the same
+// rule, appends the batches byte for byte (AppendAsFollower) and sets the
+// high watermark to min(leader's, log end offset), never lower. A fetch
+// OFFSET_OUT_OF_RANGE below the leader's log start offset restarts the
+// log there; otherwise it asks OffsetForLeaderEpoch again. Partition
+// errors back the partition off (100ms doubling to 1s) until the image
+// moves it; connection errors back the fetcher off likewise and redial.
+// Every follower write runs under the partition lock held shared and
+// after checking the partition still follows that leader in that epoch,
+// so a role change (which takes it exclusively) never interleaves with
+// one.
+//
+// # Goroutines
+//
+// Run is the only goroutine the caller starts. It applies images, and
+// owns, through one tracked helper (spawn): a fetcher per leader this
+// broker follows (started and stopped by Apply as partitions move), the
+// ISR checker, and one short-lived goroutine per ISR proposal. All stop
+// when Run's context ends, and Run returns only after they have. Apply
+// may be called without Run (handlers do, to see a topic they just
+// created); fetchers then start when Run does.
+//
+// The hooks (OnHighWatermark, OnLogAppend, OnRoleChange) are called on
+// the goroutine that caused the change — a request handler, a fetcher or
+// Run — never under a lock of this package.
+//
+// # Lock order
+//
+// Manager.mu, then Manager.run (the running context), then Partition.mu or
+// fetcher.mu (never both), then the storage log's lock (taken inside
+// storage).
+// Partition.mu is held shared across leader and follower appends and
+// truncations, exclusively by role updates.
 package replication

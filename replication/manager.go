@@ -12,6 +12,7 @@ import (
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/storage"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ImageSource is the part of the metadata store the manager follows.
@@ -28,25 +29,139 @@ type ManagerConfig struct {
 	// TopicConfig resolves a topic's config overrides against the broker's
 	// defaults.
 	TopicConfig func(overrides map[string]string) config.TopicConfig
+
+	// InterBrokerListener names the listener whose endpoint (from the
+	// metadata image) followers dial.
+	InterBrokerListener string
+	// ReplicaFetchMaxBytes is replica.fetch.max.bytes, per partition.
+	ReplicaFetchMaxBytes int32
+	// ReplicaFetchWaitMax is replica.fetch.wait.max.ms.
+	ReplicaFetchWaitMax time.Duration
+	// ReplicaLagTimeMax is replica.lag.time.max.ms.
+	ReplicaLagTimeMax time.Duration
+	// ISR proposes ISR changes to the controller; nil: changes are not
+	// proposed (single-node tests).
+	ISR ISRChanger
+
+	// Hooks, called never under a lock, so the node can wake its
+	// purgatories. Any may be nil.
+	OnHighWatermark func(tp TopicPartition) // the partition's high watermark moved (leader or follower)
+	OnLogAppend     func(tp TopicPartition) // the leader's log end offset moved (wakes follower fetches)
+	OnRoleChange    func(tp TopicPartition) // leadership or leader epoch changed (waiting produces re-check)
+
+	// Dialer connects followers to leaders; nil: TCP to the leader's
+	// endpoint on InterBrokerListener.
+	Dialer LeaderDialer
+}
+
+// ISRChanger proposes partition changes to the controller, with
+// AlterPartition semantics: a change based on a stale partition epoch
+// fails, and a change takes effect only when the metadata image applies
+// it (the manager sees it in Apply).
+type ISRChanger interface {
+	ChangePartition(ctx context.Context, c metadata.PartitionChange) error
+}
+
+// LeaderDialer connects a follower to a leader. Tests use it to connect a
+// follower Manager straight to a leader Manager in memory.
+type LeaderDialer interface {
+	Dial(ctx context.Context, leader int32, ep metadata.Endpoint) (LeaderConn, error)
+}
+
+// LeaderConn is a connection to a leader. A fetcher uses it from one
+// goroutine; a call returns when ctx ends.
+type LeaderConn interface {
+	Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error)
+	OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error)
+	Close() error
 }
 
 // Manager holds the partitions this broker hosts and keeps their roles in
 // line with the metadata image.
 type Manager struct {
-	cfg ManagerConfig
+	cfg   ManagerConfig
+	hooks *hooks
+	// skipEpochRequest (tests only) makes a new follower fetch at once
+	// and rely on diverging-epoch responses (KIP-320) to truncate.
+	skipEpochRequest bool
 
 	mu struct {
 		sync.RWMutex
 		partitions map[TopicPartition]*Partition
-		applied    uint64 // image offset last applied
+		applied    uint64          // image offset last applied
+		image      *metadata.Image // image last applied
+		// fetchers, by leader id, and which fetcher serves each
+		// follower partition (only while Run runs).
+		fetchers map[int32]*fetcher
+		assigned map[TopicPartition]assignment
+	}
+
+	// run is Run's context and the goroutines it owns (fetchers, ISR
+	// proposals); ctx is nil when Run is not running.
+	run struct {
+		sync.Mutex
+		ctx context.Context
+		wg  sync.WaitGroup
 	}
 }
 
+// assignment is the leader and leader epoch a follower partition fetches
+// under.
+type assignment struct {
+	leader, epoch int32
+}
+
 // NewManager returns a manager with no partitions; Apply or Run fills it.
+// Zero durations and sizes in cfg get Kafka's defaults.
 func NewManager(cfg ManagerConfig) *Manager {
-	m := &Manager{cfg: cfg}
+	if cfg.ReplicaFetchMaxBytes <= 0 {
+		cfg.ReplicaFetchMaxBytes = 1 << 20
+	}
+	if cfg.ReplicaFetchWaitMax <= 0 {
+		cfg.ReplicaFetchWaitMax = 500 * time.Millisecond
+	}
+	if cfg.ReplicaLagTimeMax <= 0 {
+		cfg.ReplicaLagTimeMax = 30 * time.Second
+	}
+	if cfg.Dialer == nil {
+		cfg.Dialer = TCPDialer{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := &Manager{cfg: cfg, hooks: &hooks{
+		onHighWatermark: cfg.OnHighWatermark,
+		onLogAppend:     cfg.OnLogAppend,
+		onRoleChange:    cfg.OnRoleChange,
+	}}
 	m.mu.partitions = make(map[TopicPartition]*Partition)
+	m.mu.fetchers = make(map[int32]*fetcher)
+	m.mu.assigned = make(map[TopicPartition]assignment)
 	return m
+}
+
+// spawn runs f in a goroutine owned by Run, with Run's context. It reports
+// false, and runs nothing, when Run is not running.
+func (m *Manager) spawn(f func(ctx context.Context)) bool {
+	m.run.Lock()
+	defer m.run.Unlock()
+	if m.run.ctx == nil {
+		return false
+	}
+	ctx := m.run.ctx
+	m.run.wg.Add(1)
+	go func() {
+		defer m.run.wg.Done()
+		f(ctx)
+	}()
+	return true
+}
+
+// running returns Run's context, or nil.
+func (m *Manager) running() context.Context {
+	m.run.Lock()
+	defer m.run.Unlock()
+	return m.run.ctx
 }
 
 // Partition returns a hosted partition.
@@ -83,8 +198,30 @@ func (m *Manager) Partitions() []*Partition {
 	return out
 }
 
-// Run applies every new metadata image until ctx is cancelled.
+// Run applies every new metadata image until ctx is cancelled. It owns
+// the replica fetchers (one per leader this broker follows) and the ISR
+// shrink checker; it returns after they have all stopped.
 func (m *Manager) Run(ctx context.Context, src ImageSource) {
+	ctx, cancel := context.WithCancel(ctx)
+	m.run.Lock()
+	m.run.ctx = ctx
+	m.run.Unlock()
+	defer func() {
+		m.run.Lock()
+		m.run.ctx = nil
+		m.run.Unlock()
+		cancel()
+		m.run.wg.Wait()
+		m.mu.Lock()
+		clear(m.mu.fetchers)
+		clear(m.mu.assigned)
+		m.mu.Unlock()
+	}()
+	m.spawn(m.runISRChecker)
+	// Partitions that became followers before Run started.
+	m.mu.Lock()
+	m.reconcileFetchersLocked()
+	m.mu.Unlock()
 	for {
 		changed := src.Changed()
 		if err := m.Apply(src.Image()); err != nil {
@@ -113,11 +250,26 @@ func (m *Manager) Run(ctx context.Context, src ImageSource) {
 // from several goroutines (handlers call it to see a topic they just
 // created without waiting for Run).
 func (m *Manager) Apply(img *metadata.Image) error {
+	changed, hw, err := m.apply(img)
+	for _, tp := range changed {
+		m.hooks.roleChange(tp)
+	}
+	for _, tp := range hw {
+		m.hooks.highWatermark(tp)
+	}
+	return err
+}
+
+func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartition, err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if img.Offset != 0 && img.Offset <= m.mu.applied {
-		return nil
+		return nil, nil, nil
 	}
+	m.mu.image = img
+	now := time.Now()
+	// Whatever happens below, the fetchers follow the partitions' roles.
+	defer m.reconcileFetchersLocked()
 	want := make(map[TopicPartition]bool)
 	var errs []error
 	for _, t := range img.Topics {
@@ -143,29 +295,39 @@ func (m *Manager) Apply(img *metadata.Image) error {
 					errs = append(errs, fmt.Errorf("opening log %s: %w", tp, err))
 					continue
 				}
-				p = &Partition{TP: tp, TopicID: t.ID, log: log, nodeID: m.cfg.NodeID,
+				p = &Partition{TP: tp, TopicID: t.ID, log: log, nodeID: m.cfg.NodeID, hooks: m.hooks,
 					logger: m.cfg.Logger.With("topic", tp.Topic, "partition", tp.Partition)}
 				p.mu.followerLEO = make(map[int32]int64)
+				p.mu.followers = make(map[int32]*followerState)
+				// No role yet: the first update is a role change.
+				p.mu.leader, p.mu.leaderEpoch = metadata.NoLeader, -1
 				// Start from the checkpointed high watermark so a restarted
 				// leader never exposes less than it had committed.
 				p.highWatermark.Store(log.HighWatermarkCheckpoint())
 				m.mu.partitions[tp] = p
 			}
-			p.update(mp.Leader, mp.LeaderEpoch, mp.PartitionEpoch, mp.Replicas, mp.ISR, cfg)
+			rc := p.update(mp.Leader, mp.LeaderEpoch, mp.PartitionEpoch, mp.Replicas, mp.ISR, cfg, now)
+			if rc.leaderOrEpoch {
+				roleChanged = append(roleChanged, tp)
+			}
+			if rc.hwMoved {
+				hwMoved = append(hwMoved, tp)
+			}
 		}
 	}
 	for tp := range m.mu.partitions {
 		if !want[tp] {
+			roleChanged = append(roleChanged, tp)
 			if err := m.removeLocked(tp); err != nil {
 				errs = append(errs, err)
 			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return roleChanged, hwMoved, err
 	}
 	m.mu.applied = img.Offset
-	return nil
+	return roleChanged, hwMoved, nil
 }
 
 func (m *Manager) removeLocked(tp TopicPartition) error {

@@ -38,13 +38,60 @@ type Partition struct {
 		isr            []int32
 		cfg            config.TopicConfig
 		// followerLEO is each follower's log end offset as its fetches
-		// report it.
+		// report it; a follower absent from it is unknown (a new leader
+		// knows nobody's).
 		followerLEO map[int32]int64
+		// followers is the leader's view of each follower's progress,
+		// for the ISR decisions.
+		followers map[int32]*followerState
+		// epochStartOffset is the log end offset when this broker became
+		// leader in its current epoch: a follower must reach it to join
+		// the ISR.
+		epochStartOffset int64
+		// pendingISR is set while an ISR change based on partition epoch
+		// pendingEpoch is in flight or awaiting the image.
+		pendingISR   bool
+		pendingEpoch int32
 	}
+
+	hooks *hooks
 
 	// highWatermark is the offset below which records are committed: the
 	// minimum log end offset over the ISR. It only moves forward.
 	highWatermark atomic.Int64
+}
+
+// followerState is what a leader knows of one follower (Kafka's Replica).
+type followerState struct {
+	lastCaughtUp time.Time // last time the follower had fetched up to the leader's end
+	// The previous fetch: when, and the leader's log end offset then.
+	lastFetch    time.Time
+	lastFetchLEO int64
+}
+
+// hooks are the manager's callbacks, shared by its partitions.
+type hooks struct {
+	onHighWatermark func(TopicPartition)
+	onLogAppend     func(TopicPartition)
+	onRoleChange    func(TopicPartition)
+}
+
+func (h *hooks) highWatermark(tp TopicPartition) {
+	if h != nil && h.onHighWatermark != nil {
+		h.onHighWatermark(tp)
+	}
+}
+
+func (h *hooks) logAppend(tp TopicPartition) {
+	if h != nil && h.onLogAppend != nil {
+		h.onLogAppend(tp)
+	}
+}
+
+func (h *hooks) roleChange(tp TopicPartition) {
+	if h != nil && h.onRoleChange != nil {
+		h.onRoleChange(tp)
+	}
 }
 
 // State is a consistent copy of the partition's role fields.
@@ -140,27 +187,42 @@ type AppendResult struct {
 // record-level validation, then the storage append (which assigns offsets
 // under the log's lock).
 func (p *Partition) AppendAsLeader(b record.Batch, requiredAcks int16, now time.Time) (AppendResult, error) {
+	// The read lock is held across the append so that a role change
+	// (update, exclusive) cannot interleave: a batch is appended only
+	// while this broker leads in epoch.
 	p.mu.RLock()
-	leader, epoch, isr, replicas, cfg := p.mu.leader, p.mu.leaderEpoch, len(p.mu.isr), len(p.mu.replicas), p.mu.cfg
+	res, err := p.appendAsLeaderRLocked(b, requiredAcks, now)
 	p.mu.RUnlock()
+	if err != nil {
+		return AppendResult{}, err
+	}
+	out := AppendResult{AppendResult: res}
+	if !res.Duplicate {
+		out.HighWatermarkMoved = p.maybeAdvanceHighWatermark()
+		p.hooks.logAppend(p.TP)
+		if out.HighWatermarkMoved {
+			p.hooks.highWatermark(p.TP)
+		}
+	}
+	return out, nil
+}
+
+func (p *Partition) appendAsLeaderRLocked(b record.Batch, requiredAcks int16, now time.Time) (storage.AppendResult, error) {
+	leader, epoch, isr, replicas, cfg := p.mu.leader, p.mu.leaderEpoch, len(p.mu.isr), len(p.mu.replicas), p.mu.cfg
 	if leader != p.nodeID {
-		return AppendResult{}, ErrNotLeader
+		return storage.AppendResult{}, ErrNotLeader
 	}
 	if requiredAcks == -1 && isr < EffectiveMinISR(cfg.MinInsyncReplicas, replicas) {
-		return AppendResult{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, cfg.MinInsyncReplicas)
+		return storage.AppendResult{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, cfg.MinInsyncReplicas)
 	}
 	if int64(len(b)) > int64(cfg.MaxMessageBytes) {
-		return AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", storage.ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
+		return storage.AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", storage.ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
 	}
 	b, logAppendTime, err := validateForAppend(b, cfg, now)
 	if err != nil {
-		return AppendResult{}, err
+		return storage.AppendResult{}, err
 	}
-	res, err := p.log.AppendAsLeader(b, storage.AppendOptions{LeaderEpoch: epoch, LogAppendTimeMs: logAppendTime})
-	if err != nil {
-		return AppendResult{}, err
-	}
-	return AppendResult{AppendResult: res, HighWatermarkMoved: p.maybeAdvanceHighWatermark()}, nil
+	return p.log.AppendAsLeader(b, storage.AppendOptions{LeaderEpoch: epoch, LogAppendTimeMs: logAppendTime})
 }
 
 // FetchResult is what a read of the partition returns.
@@ -183,19 +245,58 @@ func (p *Partition) Read(offset int64, maxBytes int, minOneBatch bool) (FetchRes
 	return FetchResult{Records: recs, HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}, nil
 }
 
-// update applies a new role from the metadata image.
-func (p *Partition) update(leader, leaderEpoch, partitionEpoch int32, replicas, isr []int32, cfg config.TopicConfig) {
+// roleChange says what an update changed.
+type roleChange struct {
+	leaderOrEpoch bool // the leader or the leader epoch changed
+	becameLeader  bool
+	hwMoved       bool
+}
+
+// update applies a new role from the metadata image. Becoming leader (or
+// a new leader epoch as leader) resets the follower tracking: every
+// follower's log end offset is unknown and each gets the full
+// replica.lag.time.max.ms from now; the high watermark starts at
+// max(checkpoint, current) and never moves back.
+func (p *Partition) update(leader, leaderEpoch, partitionEpoch int32, replicas, isr []int32, cfg config.TopicConfig, now time.Time) roleChange {
 	p.mu.Lock()
+	var rc roleChange
+	rc.leaderOrEpoch = p.mu.leader != leader || p.mu.leaderEpoch != leaderEpoch
+	if partitionEpoch != p.mu.partitionEpoch || rc.leaderOrEpoch {
+		p.mu.pendingISR = false
+	}
 	p.mu.leader = leader
 	p.mu.leaderEpoch = leaderEpoch
 	p.mu.partitionEpoch = partitionEpoch
 	p.mu.replicas = slices.Clone(replicas)
 	p.mu.isr = slices.Clone(isr)
 	p.mu.cfg = cfg
+	if leader == p.nodeID && rc.leaderOrEpoch {
+		rc.becameLeader = true
+		p.mu.followerLEO = make(map[int32]int64)
+		p.mu.followers = make(map[int32]*followerState)
+		for _, id := range replicas {
+			if id != p.nodeID {
+				p.mu.followers[id] = &followerState{lastCaughtUp: now, lastFetchLEO: -1}
+			}
+		}
+		p.mu.epochStartOffset = p.log.LogEndOffset()
+		if cp := p.log.HighWatermarkCheckpoint(); cp > p.highWatermark.Load() {
+			p.highWatermark.Store(cp)
+		}
+	}
+	if leader == p.nodeID {
+		// Replicas added by a reassignment get tracking too.
+		for _, id := range replicas {
+			if _, ok := p.mu.followers[id]; !ok && id != p.nodeID {
+				p.mu.followers[id] = &followerState{lastCaughtUp: now, lastFetchLEO: -1}
+			}
+		}
+	}
 	p.mu.Unlock()
 	if leader == p.nodeID {
-		p.maybeAdvanceHighWatermark()
+		rc.hwMoved = p.maybeAdvanceHighWatermark()
 	}
+	return rc
 }
 
 // DeleteRecordsBefore moves the log start offset up to offset (-1: the

@@ -36,6 +36,8 @@ func run(args, env []string, stderr io.Writer) int {
 		return serve(args, env, stderr)
 	case "dump-log":
 		return dumpLogCmd(args, os.Stdout, stderr)
+	case "healthcheck":
+		return healthcheck(args, env, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0
@@ -52,6 +54,7 @@ func usage(w io.Writer) {
 Commands:
   serve     run a broker and/or controller (the default)
   dump-log  decode .log/.index/.timeindex files like kafka-dump-log.sh
+  healthcheck  exit 0 if the local broker is registered, unfenced and serving
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }

@@ -1,0 +1,60 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// serveAdmin runs the admin HTTP listener (admin.listener) until ctx ends:
+//
+//	/metrics  Prometheus metrics
+//	/healthz  200 while the process serves HTTP at all
+//	/readyz   200 once the broker is registered, unfenced and accepting
+//	          requests; 503 otherwise
+func (n *Node) serveAdmin(ctx context.Context, ln net.Listener) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := n.readiness(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	stop := context.AfterFunc(ctx, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	})
+	defer stop()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		n.logger.Warn("admin listener stopped", "err", err)
+	}
+}
+
+// readiness reports why the broker is not ready, or nil.
+func (n *Node) readiness() error {
+	select {
+	case <-n.ready:
+	default:
+		return errors.New("starting")
+	}
+	b, ok := n.store.Image().Brokers[n.cfg.NodeID]
+	switch {
+	case !ok:
+		return errors.New("not registered")
+	case b.Fenced:
+		return errors.New("fenced")
+	}
+	return nil
+}

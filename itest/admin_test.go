@@ -1,0 +1,61 @@
+package itest
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kbroker healthcheck, run with the broker's own configuration, succeeds
+// while it serves and fails once it is gone; the admin listener serves
+// /metrics, /healthz and /readyz.
+func TestHealthcheckAndAdminEndpoints(t *testing.T) {
+	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	b := startBroker(t, t.TempDir(), "admin.listener="+admin)
+
+	check := func() (string, error) {
+		// Same flags as serve, minus the command and log flags.
+		args := []string{"healthcheck", "--timeout", "3s"}
+		for i := 1; i < len(b.args); i++ {
+			if b.args[i] == "--set" {
+				args = append(args, "--set", b.args[i+1])
+				i++
+			}
+		}
+		out, err := exec.Command(brokerBin, args...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := check(); err != nil {
+		t.Fatalf("healthcheck of a running broker: %v\n%s", err, out)
+	}
+
+	get := func(path string) (int, string) {
+		t.Helper()
+		c := http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get("http://" + admin + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	if code, _ := get("/healthz"); code != 200 {
+		t.Fatalf("/healthz: %d", code)
+	}
+	if code, body := get("/readyz"); code != 200 {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "kbroker_requests_total") {
+		t.Fatalf("/metrics: %d, kbroker_requests_total missing", code)
+	}
+
+	b.kill9()
+	if out, err := check(); err == nil {
+		t.Fatalf("healthcheck of a dead broker succeeded:\n%s", out)
+	}
+}

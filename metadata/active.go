@@ -1,0 +1,199 @@
+package metadata
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The active controller's background duties: broker sessions (fence a
+// broker whose heartbeats stop) and preferred leader election. Both run in
+// controllerLoop, one goroutine per Store started by Open and stopped by
+// Close, which does nothing while this node is not the raft leader.
+
+// sessions holds the last heartbeat of each broker, in memory on the active
+// controller only. When a node becomes leader it resets them: every
+// registered broker gets a full session from that moment.
+type sessions struct {
+	mu    sync.Mutex
+	since time.Time // when this node became leader
+	last  map[int32]time.Time
+}
+
+func (ss *sessions) reset(now time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.since = now
+	ss.last = map[int32]time.Time{}
+}
+
+func (ss *sessions) beat(id int32, now time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.last == nil {
+		ss.last = map[int32]time.Time{}
+	}
+	ss.last[id] = now
+}
+
+// expired returns the unfenced brokers of img whose last heartbeat (or the
+// moment this node became leader, if later) is older than timeout.
+func (ss *sessions) expired(img *Image, now time.Time, timeout time.Duration) []*Broker {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var out []*Broker
+	for _, id := range img.UnfencedBrokerIDs() {
+		t := ss.since
+		if l, ok := ss.last[id]; ok && l.After(t) {
+			t = l
+		}
+		if now.Sub(t) > timeout {
+			out = append(out, img.Brokers[id])
+		}
+	}
+	return out
+}
+
+// controllerTick is how often controllerLoop looks at sessions and the
+// leader balance.
+func (c Config) controllerTick() time.Duration {
+	d := 500 * time.Millisecond
+	if c.SessionTimeout > 0 {
+		d = min(d, c.SessionTimeout/10)
+	}
+	if *c.AutoLeaderRebalance {
+		d = min(d, c.LeaderImbalanceCheckInterval)
+	}
+	return max(d, 10*time.Millisecond)
+}
+
+// controllerLoop performs the active controller's duties while this node is
+// the raft leader. On becoming leader it first waits for a barrier (so
+// that its image holds every committed record) and resets the sessions.
+func (s *Store) controllerLoop() {
+	tick := time.NewTicker(s.cfg.controllerTick())
+	defer tick.Stop()
+	leading := false
+	var lastRebalance time.Time
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if s.raft.State() != raft.Leader {
+			leading = false
+			continue
+		}
+		if !leading {
+			ctx, cancel := context.WithTimeout(s.ctx, transportTimeout)
+			err := s.wait(ctx, s.raft.Barrier(transportTimeout))
+			cancel()
+			if err != nil {
+				continue
+			}
+			now := time.Now()
+			s.sessions.reset(now)
+			lastRebalance = now
+			leading = true
+		}
+		now := time.Now()
+		if s.cfg.SessionTimeout > 0 {
+			s.fenceExpired(now)
+		}
+		if *s.cfg.AutoLeaderRebalance && now.Sub(lastRebalance) >= s.cfg.LeaderImbalanceCheckInterval {
+			s.electPreferredLeaders()
+			lastRebalance = now
+		}
+	}
+}
+
+// fenceExpired fences the brokers whose sessions expired.
+func (s *Store) fenceExpired(now time.Time) {
+	for _, b := range s.sessions.expired(s.Image(), now, s.cfg.SessionTimeout) {
+		ctx, cancel := context.WithTimeout(s.ctx, transportTimeout)
+		err := s.fenceBroker(ctx, b.ID, b.Epoch, true, false)
+		cancel()
+		if err != nil {
+			s.log.Debug("fence broker after session timeout", "broker", b.ID, "err", err)
+			continue
+		}
+		s.log.Info("fenced broker: session timed out", "broker", b.ID, "epoch", b.Epoch)
+	}
+}
+
+// electPreferredLeaders moves the leadership of every partition to its
+// first replica when that replica is alive, in the ISR and not the leader.
+func (s *Store) electPreferredLeaders() {
+	img := s.Image()
+	alive := aliveIn(img)
+	ctx, cancel := context.WithTimeout(s.ctx, transportTimeout)
+	defer cancel()
+	var futures []raft.ApplyFuture
+	for _, name := range img.TopicNames() {
+		t := img.Topics[name]
+		for _, p := range t.Partitions {
+			leader, ok := preferredLeader(p, alive)
+			if !ok {
+				continue
+			}
+			f, err := s.start(ctx, recPartitionChange, &partitionChangeRecord{
+				TopicID: t.ID, Partition: p.ID, Leader: leader, ISR: p.ISR,
+				LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+			})
+			if err != nil {
+				return
+			}
+			futures = append(futures, f)
+		}
+	}
+	for _, f := range futures {
+		if _, err := s.finish(ctx, f); err != nil {
+			s.log.Debug("preferred leader election", "err", err)
+		}
+	}
+}
+
+// joinLoop runs on a node that is not a voter: it asks the active
+// controller to add it as a raft non-voter, with backoff, until that
+// succeeds, its configuration already holds it, or the Store closes.
+func (s *Store) joinLoop() {
+	backoff := 50 * time.Millisecond
+	for {
+		if s.inConfiguration() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, 2*transportTimeout)
+		_, err := invoke[struct{}](ctx, s, opAddNonvoter, addNonvoterRequest{ID: s.cfg.NodeID, Addr: s.advertise})
+		cancel()
+		if err == nil {
+			return
+		}
+		s.log.Debug("join as non-voter", "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// inConfiguration reports whether this node's raft configuration lists it
+// at its address.
+func (s *Store) inConfiguration() bool {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID == serverID(s.cfg.NodeID) && srv.Address == raft.ServerAddress(s.advertise) {
+			return true
+		}
+	}
+	return false
+}

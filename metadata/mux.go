@@ -1,0 +1,140 @@
+package metadata
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The controller listener carries two protocols, told apart by the first
+// byte a dialer writes on a new connection:
+//
+//	'R'  raft's transport (raft.NetworkTransport over raftStream)
+//	'C'  the controller RPC (rpc.go)
+//
+// Anything else, or no byte within preambleTimeout, closes the connection.
+const (
+	preambleRaft    byte = 'R'
+	preambleRPC     byte = 'C'
+	preambleTimeout      = 5 * time.Second
+)
+
+// acceptLoop accepts connections on the controller listener until it is
+// closed (Store.Close) and hands each to route on its own goroutine.
+func (s *Store) acceptLoop() {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				s.log.Warn("controller listener stopped", "err", err)
+			}
+			return
+		}
+		if !s.track(c) {
+			c.Close()
+			return
+		}
+		s.goFunc(func() { s.route(c) })
+	}
+}
+
+// route reads a connection's preamble and serves it: raft connections are
+// handed to raft's transport, RPC connections are served here until they
+// close.
+func (s *Store) route(c net.Conn) {
+	var b [1]byte
+	c.SetReadDeadline(time.Now().Add(preambleTimeout))
+	if _, err := c.Read(b[:]); err != nil {
+		s.untrack(c)
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	switch b[0] {
+	case preambleRaft:
+		// Still tracked: Close closes it after raft shut down, so that
+		// raft's connection handler ends; raft's own Close untracks it.
+		s.stream.deliver(&raftConn{Conn: c, s: s})
+	case preambleRPC:
+		s.serveRPC(c)
+		s.untrack(c)
+		c.Close()
+	default:
+		s.log.Debug("controller listener: unknown preamble", "byte", b[0], "remote", c.RemoteAddr())
+		s.untrack(c)
+		c.Close()
+	}
+}
+
+// raftConn is an accepted raft connection that leaves the Store's set of
+// tracked connections when raft closes it.
+type raftConn struct {
+	net.Conn
+	s *Store
+}
+
+func (c *raftConn) Close() error {
+	c.s.untrack(c.Conn)
+	return c.Conn.Close()
+}
+
+// raftStream is the raft.StreamLayer on the shared controller listener:
+// Dial writes the 'R' preamble, Accept returns the connections the
+// Store's accept loop routed to raft.
+type raftStream struct {
+	addr  net.Addr // advertised address
+	conns chan net.Conn
+	once  sync.Once
+	done  chan struct{}
+}
+
+func newRaftStream(addr net.Addr) *raftStream {
+	return &raftStream{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+var _ raft.StreamLayer = (*raftStream)(nil)
+
+// deliver hands an accepted raft connection to Accept, or closes it once
+// the stream is closed.
+func (l *raftStream) deliver(c net.Conn) {
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+func (l *raftStream) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops Accept; raft's transport calls it on shutdown. The listener
+// itself belongs to the Store.
+func (l *raftStream) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *raftStream) Addr() net.Addr { return l.addr }
+
+func (l *raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	c, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, err
+	}
+	c.SetWriteDeadline(time.Now().Add(timeout))
+	if _, err := c.Write([]byte{preambleRaft}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	c.SetWriteDeadline(time.Time{})
+	return c, nil
+}

@@ -1,0 +1,81 @@
+package metadata
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+func TestErrorCodesRoundTrip(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range errorCodes {
+		if seen[c.code] {
+			t.Fatalf("code %s twice", c.code)
+		}
+		seen[c.code] = true
+		err := fromWire(toWire(fmt.Errorf("op: %w", c.err)))
+		if !errors.Is(err, c.err) || err.Error() != "op: "+c.err.Error() {
+			t.Errorf("%s: got %v", c.code, err)
+		}
+		// Through a second hop (a list in a response) too.
+		var l errorList
+		b, _ := errorList{err, nil}.MarshalJSON()
+		if e := l.UnmarshalJSON(b); e != nil || !errors.Is(l[0], c.err) || l[1] != nil {
+			t.Errorf("%s in a list: %v %v", c.code, l, e)
+		}
+	}
+	if err := fromWire(toWire(errors.New("boom"))); err.Error() != "boom" || errors.Is(err, ErrNotController) {
+		t.Errorf("unknown error: %v", err)
+	}
+}
+
+func TestFrames(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeFrame(&buf, &rpcRequest{Op: opReadIndex}); err != nil {
+		t.Fatal(err)
+	}
+	var req rpcRequest
+	if err := readFrame(&buf, &req); err != nil || req.Op != opReadIndex {
+		t.Fatalf("%+v %v", req, err)
+	}
+	huge := []byte{0xff, 0xff, 0xff, 0xff}
+	if err := readFrame(bytes.NewReader(huge), &req); err == nil {
+		t.Fatal("oversize frame accepted")
+	}
+	if err := readFrame(bytes.NewReader([]byte{0, 0, 0, 9, '{'}), &req); err == nil {
+		t.Fatal("short frame accepted")
+	}
+}
+
+// TestListenerMux: an unknown preamble closes the connection; a garbage
+// RPC frame closes it too; the store keeps serving.
+func TestListenerMux(t *testing.T) {
+	s := openReady(t, testConfig(t.TempDir()))
+	addr := s.ln.Addr().String()
+	for _, b := range [][]byte{{'X'}, {'C', 0xff, 0xff, 0xff, 0xff}} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(b)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("preamble %q: read %v, want EOF", b[0], err)
+		}
+		c.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	raw, err := s.callRemote(ctx, addr, opReadIndex, []byte("{}"))
+	if err != nil || len(raw) == 0 {
+		t.Fatalf("ReadIndex over RPC: %s %v", raw, err)
+	}
+	if _, err := s.callRemote(ctx, addr, "Nope", []byte("{}")); err == nil {
+		t.Fatal("unknown op accepted")
+	}
+}

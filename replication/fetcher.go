@@ -1,0 +1,479 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/storage"
+)
+
+// Backoffs of the fetchers: after a connection error (then redial), and
+// for a partition the leader refused (NOT_LEADER_OR_FOLLOWER, an epoch
+// mismatch: the image will move it on).
+const (
+	minBackoff = 100 * time.Millisecond
+	maxBackoff = time.Second
+	// replicaFetchResponseMaxBytes is replica.fetch.response.max.bytes.
+	replicaFetchResponseMaxBytes = 10 << 20
+)
+
+// fetcher replicates every partition this broker follows from one leader,
+// in one goroutine owned by Run (Kafka's ReplicaFetcherThread, with one
+// fetcher per source broker).
+type fetcher struct {
+	m      *Manager
+	leader int32
+	logger *slog.Logger
+	cancel context.CancelFunc
+	wake   chan struct{} // capacity 1: a partition was added
+
+	mu struct {
+		sync.Mutex
+		parts map[TopicPartition]*fetchPartition
+	}
+}
+
+// fetchPartition is one partition of a fetcher.
+type fetchPartition struct {
+	p     *Partition
+	epoch int32 // leader epoch it follows under
+	// truncate is set until the log has been truncated to the point
+	// where it agrees with the leader's (OffsetForLeaderEpoch).
+	truncate   bool
+	delayUntil time.Time
+	backoff    time.Duration
+}
+
+func newFetcher(m *Manager, leader int32) *fetcher {
+	f := &fetcher{m: m, leader: leader, wake: make(chan struct{}, 1),
+		logger: m.cfg.Logger.With("fetcher", leader)}
+	f.mu.parts = make(map[TopicPartition]*fetchPartition)
+	return f
+}
+
+// reconcileFetchersLocked moves every follower partition to the fetcher
+// of its leader (re-adding it, truncation first, on a new leader epoch),
+// removes leader and deleted partitions from the fetchers and stops idle
+// fetchers. It does nothing while Run is not running.
+func (m *Manager) reconcileFetchersLocked() {
+	ctx := m.running()
+	if ctx == nil {
+		return
+	}
+	for tp, a := range m.mu.assigned {
+		p, ok := m.mu.partitions[tp]
+		if ok {
+			st := p.State()
+			if st.Leader == a.leader && st.LeaderEpoch == a.epoch {
+				continue
+			}
+		}
+		m.mu.fetchers[a.leader].remove(tp)
+		delete(m.mu.assigned, tp)
+	}
+	for tp, p := range m.mu.partitions {
+		st := p.State()
+		if st.Leader == m.cfg.NodeID || st.Leader < 0 {
+			continue
+		}
+		if _, ok := m.mu.assigned[tp]; ok {
+			continue
+		}
+		f, ok := m.mu.fetchers[st.Leader]
+		if !ok {
+			f = newFetcher(m, st.Leader)
+			fctx, cancel := context.WithCancel(ctx)
+			f.cancel = cancel
+			if !m.spawn(func(context.Context) { f.run(fctx) }) {
+				cancel()
+				return
+			}
+			m.mu.fetchers[st.Leader] = f
+		}
+		f.add(tp, p, st.LeaderEpoch)
+		m.mu.assigned[tp] = assignment{leader: st.Leader, epoch: st.LeaderEpoch}
+	}
+	for id, f := range m.mu.fetchers {
+		if f.size() == 0 {
+			f.cancel()
+			delete(m.mu.fetchers, id)
+		}
+	}
+}
+
+func (f *fetcher) add(tp TopicPartition, p *Partition, epoch int32) {
+	f.mu.Lock()
+	f.mu.parts[tp] = &fetchPartition{p: p, epoch: epoch, truncate: !f.m.skipEpochRequest}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) remove(tp TopicPartition) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	delete(f.mu.parts, tp)
+	f.mu.Unlock()
+}
+
+func (f *fetcher) size() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.mu.parts)
+}
+
+// run is the fetcher loop: dial, truncate the partitions that need it,
+// fetch, append, repeat; back off and redial on connection errors.
+func (f *fetcher) run(ctx context.Context) {
+	var conn LeaderConn
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	backoff := minBackoff
+	fail := func(what string, err error) {
+		if ctx.Err() == nil {
+			f.logger.Info("replica fetcher: "+what, "err", err, "retry_in", backoff)
+		}
+		if conn != nil {
+			conn.Close()
+			conn = nil
+		}
+		sleep(ctx, backoff)
+		backoff = min(2*backoff, maxBackoff)
+	}
+	for ctx.Err() == nil {
+		if conn == nil {
+			c, err := f.dial(ctx)
+			if err != nil {
+				fail("dial", err)
+				continue
+			}
+			conn = c
+		}
+		if err := f.truncatePhase(ctx, conn); err != nil {
+			fail("offset for leader epoch", err)
+			continue
+		}
+		req, sent := f.buildFetch(time.Now())
+		if len(sent) == 0 {
+			f.idle(ctx)
+			continue
+		}
+		resp, err := conn.Fetch(ctx, req)
+		if err != nil {
+			fail("fetch", err)
+			continue
+		}
+		backoff = minBackoff
+		f.handleFetch(sent, resp)
+	}
+}
+
+func (f *fetcher) dial(ctx context.Context) (LeaderConn, error) {
+	f.m.mu.RLock()
+	img := f.m.mu.image
+	f.m.mu.RUnlock()
+	if img == nil {
+		return nil, errors.New("no metadata image")
+	}
+	ep, ok := img.BrokerEndpoint(f.leader, f.m.cfg.InterBrokerListener)
+	if !ok {
+		return nil, fmt.Errorf("broker %d has no endpoint on listener %q", f.leader, f.m.cfg.InterBrokerListener)
+	}
+	return f.m.cfg.Dialer.Dial(ctx, f.leader, ep)
+}
+
+// idle waits until a partition is added or one's delay passes.
+func (f *fetcher) idle(ctx context.Context) {
+	wait := maxBackoff
+	now := time.Now()
+	f.mu.Lock()
+	for _, fp := range f.mu.parts {
+		if d := fp.delayUntil.Sub(now); d < wait {
+			wait = max(d, time.Millisecond)
+		}
+	}
+	f.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-f.wake:
+	case <-t.C:
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// sentPartition is a partition as it was when a request was built.
+type sentPartition struct {
+	tp    TopicPartition
+	fp    *fetchPartition
+	epoch int32
+}
+
+// current reports whether s still describes the partition's state in the
+// fetcher (it was not removed or re-added meanwhile).
+func (f *fetcher) current(s sentPartition) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.mu.parts[s.tp] == s.fp && s.fp.epoch == s.epoch
+}
+
+// delay backs a partition off after the leader refused it.
+func (f *fetcher) delay(s sentPartition, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.parts[s.tp] != s.fp {
+		return
+	}
+	s.fp.backoff = min(max(2*s.fp.backoff, minBackoff), maxBackoff)
+	s.fp.delayUntil = now.Add(s.fp.backoff)
+}
+
+func (f *fetcher) ready(s sentPartition, truncate bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.parts[s.tp] != s.fp {
+		return
+	}
+	s.fp.truncate = truncate
+	s.fp.backoff = 0
+}
+
+// truncatePhase asks the leader OffsetForLeaderEpoch for the latest local
+// epoch of every partition that needs it and truncates to the answer
+// (KIP-101/279); a partition whose answer names an epoch the follower
+// does not have is truncated to its own end of the epoch before and asked
+// again, until the two agree.
+func (f *fetcher) truncatePhase(ctx context.Context, conn LeaderConn) error {
+	for {
+		now := time.Now()
+		var todo []sentPartition
+		f.mu.Lock()
+		for tp, fp := range f.mu.parts {
+			if fp.truncate && !now.Before(fp.delayUntil) {
+				todo = append(todo, sentPartition{tp: tp, fp: fp, epoch: fp.epoch})
+			}
+		}
+		f.mu.Unlock()
+		if len(todo) == 0 {
+			return nil
+		}
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version = 4
+		req.ReplicaID = f.m.cfg.NodeID
+		topics := make(map[string]int)
+		asked := make(map[TopicPartition]sentPartition)
+		for _, s := range todo {
+			latest, ok := s.fp.p.log.LatestEpoch()
+			if !ok {
+				// No epochs: nothing to compare; keep what is committed.
+				if _, err := s.fp.p.followerTruncate(f.leader, s.epoch, s.fp.p.HighWatermark()); err != nil {
+					f.logger.Error("truncating to the high watermark", "partition", s.tp, "err", err)
+					f.delay(s, now)
+					continue
+				}
+				f.ready(s, false)
+				continue
+			}
+			i, ok := topics[s.tp.Topic]
+			if !ok {
+				i = len(req.Topics)
+				topics[s.tp.Topic] = i
+				t := kmsg.NewOffsetForLeaderEpochRequestTopic()
+				t.Topic = s.tp.Topic
+				req.Topics = append(req.Topics, t)
+			}
+			rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+			rp.Partition = s.tp.Partition
+			rp.CurrentLeaderEpoch = s.epoch
+			rp.LeaderEpoch = latest
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+			asked[s.tp] = s
+		}
+		if len(asked) == 0 {
+			continue
+		}
+		resp, err := conn.OffsetForLeaderEpoch(ctx, req)
+		if err != nil {
+			return err
+		}
+		again := false
+		for _, t := range resp.Topics {
+			for _, rp := range t.Partitions {
+				tp := TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+				s, ok := asked[tp]
+				if !ok || !f.current(s) {
+					continue
+				}
+				delete(asked, tp)
+				if rp.ErrorCode != 0 {
+					f.logger.Info("offset for leader epoch refused", "partition", tp, "err", kerr.ErrorForCode(rp.ErrorCode))
+					f.delay(s, now)
+					continue
+				}
+				off, done := s.fp.p.truncationFor(rp.LeaderEpoch, rp.EndOffset)
+				if _, err := s.fp.p.followerTruncate(f.leader, s.epoch, off); err != nil {
+					f.logger.Error("truncating", "partition", tp, "offset", off, "err", err)
+					f.delay(s, now)
+					continue
+				}
+				f.ready(s, !done)
+				again = again || !done
+			}
+		}
+		for _, s := range asked { // not answered
+			f.delay(s, now)
+		}
+		if !again {
+			return nil
+		}
+	}
+}
+
+// buildFetch builds a Fetch v12 for every partition ready to fetch.
+func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition) {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 12
+	req.ReplicaID = f.m.cfg.NodeID
+	req.MaxWaitMillis = int32(f.m.cfg.ReplicaFetchWaitMax / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = max(replicaFetchResponseMaxBytes, f.m.cfg.ReplicaFetchMaxBytes)
+	req.IsolationLevel = 0
+	req.SessionID = 0
+	req.SessionEpoch = -1
+	var sent []sentPartition
+	topics := make(map[string]int)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for tp, fp := range f.mu.parts {
+		if fp.truncate || now.Before(fp.delayUntil) {
+			continue
+		}
+		i, ok := topics[tp.Topic]
+		if !ok {
+			i = len(req.Topics)
+			topics[tp.Topic] = i
+			t := kmsg.NewFetchRequestTopic()
+			t.Topic = tp.Topic
+			t.TopicID = fp.p.TopicID
+			req.Topics = append(req.Topics, t)
+		}
+		leo, start, latest := fp.p.followerPosition()
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = tp.Partition
+		rp.CurrentLeaderEpoch = fp.epoch
+		rp.FetchOffset = leo
+		rp.LastFetchedEpoch = latest
+		rp.LogStartOffset = start
+		rp.PartitionMaxBytes = f.m.cfg.ReplicaFetchMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		sent = append(sent, sentPartition{tp: tp, fp: fp, epoch: fp.epoch})
+	}
+	return req, sent
+}
+
+// handleFetch applies a fetch response.
+func (f *fetcher) handleFetch(sent []sentPartition, resp *kmsg.FetchResponse) {
+	bySent := make(map[TopicPartition]sentPartition, len(sent))
+	for _, s := range sent {
+		bySent[s.tp] = s
+	}
+	now := time.Now()
+	if resp.ErrorCode != 0 {
+		f.logger.Info("fetch refused", "err", kerr.ErrorForCode(resp.ErrorCode))
+		for _, s := range sent {
+			f.delay(s, now)
+		}
+		return
+	}
+	for _, t := range resp.Topics {
+		for i := range t.Partitions {
+			rp := &t.Partitions[i]
+			tp := TopicPartition{Topic: t.Topic, Partition: rp.Partition}
+			s, ok := bySent[tp]
+			if !ok || !f.current(s) {
+				continue
+			}
+			f.handlePartition(s, rp, now)
+		}
+	}
+}
+
+func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition, now time.Time) {
+	p := s.fp.p
+	log := f.logger.With("topic", s.tp.Topic, "partition", s.tp.Partition)
+	switch rp.ErrorCode {
+	case 0:
+	case kerr.OffsetOutOfRange.Code:
+		leo, _, _ := p.followerPosition()
+		if rp.LogStartOffset > leo {
+			log.Info("follower behind the leader's log start offset: restarting the log", "log_end_offset", leo, "leader_log_start_offset", rp.LogStartOffset)
+			if _, err := p.followerRestartAt(f.leader, s.epoch, rp.LogStartOffset); err != nil {
+				log.Error("restarting the log", "err", err)
+				f.delay(s, now)
+			}
+			return
+		}
+		f.ready(s, true) // ask OffsetForLeaderEpoch where to truncate
+		return
+	default:
+		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
+		// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION and the rest:
+		// wait for the image to move the partition on.
+		log.Debug("fetch refused", "err", kerr.ErrorForCode(rp.ErrorCode))
+		f.delay(s, now)
+		return
+	}
+	if d := rp.DivergingEpoch; d.Epoch >= 0 || d.EndOffset >= 0 {
+		off, done := p.truncationFor(d.Epoch, d.EndOffset)
+		log.Info("log diverges from the leader's: truncating", "diverging_epoch", d.Epoch, "diverging_end_offset", d.EndOffset, "offset", off)
+		if _, err := p.followerTruncate(f.leader, s.epoch, off); err != nil {
+			log.Error("truncating", "offset", off, "err", err)
+			f.delay(s, now)
+			return
+		}
+		f.ready(s, !done)
+		return
+	}
+	if len(rp.RecordBatches) > 0 {
+		if _, err := p.followerAppend(f.leader, s.epoch, rp.RecordBatches); err != nil {
+			log.Error("appending fetched batches", "err", err)
+			if errors.Is(err, storage.ErrInvalidRecord) {
+				// Not where the leader thinks we are: find out again.
+				f.ready(s, true)
+				return
+			}
+			f.delay(s, now)
+			return
+		}
+	}
+	f.ready(s, false)
+	if p.followerHighWatermark(f.leader, s.epoch, rp.HighWatermark) {
+		f.m.hooks.highWatermark(s.tp)
+	}
+	if err := p.followerLogStart(f.leader, s.epoch, rp.LogStartOffset); err != nil {
+		log.Error("raising the log start offset", "leader_log_start_offset", rp.LogStartOffset, "err", err)
+	}
+}

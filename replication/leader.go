@@ -1,0 +1,246 @@
+package replication
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/kbroker/kbroker/metadata"
+	"github.com/kbroker/kbroker/storage"
+)
+
+// FollowerFetchResult is what a leader answers a follower's fetch of one
+// partition. DivergingEpoch and DivergingEndOffset are -1 unless the
+// follower's log diverges from the leader's (KIP-320): then Records is
+// empty and the follower must truncate to at most DivergingEndOffset.
+type FollowerFetchResult struct {
+	Records            []byte
+	HighWatermark      int64
+	LogStartOffset     int64
+	LogEndOffset       int64
+	DivergingEpoch     int32
+	DivergingEndOffset int64
+}
+
+// ReadForFollower serves a follower's fetch (ReplicaID >= 0) of a
+// partition this broker leads: it checks leadership and the follower's
+// leader epoch, detects a diverging log from lastFetchedEpoch (-1 = not
+// known), records the follower's log end offset (fetchOffset) and
+// catch-up time, advances the high watermark, proposes the follower for
+// the ISR when it has caught up, and returns batches from fetchOffset up
+// to the log end offset (not the high watermark).
+//
+// On ErrOffsetOutOfRange the result still carries the high watermark and
+// the log start and end offsets, so the follower can restart.
+func (m *Manager) ReadForFollower(replicaID int32, tp TopicPartition, fetchOffset int64, currentLeaderEpoch, lastFetchedEpoch int32, maxBytes int, minOneBatch bool, now time.Time) (FollowerFetchResult, error) {
+	res := FollowerFetchResult{DivergingEpoch: -1, DivergingEndOffset: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
+	p, err := m.Partition(tp)
+	if err != nil {
+		return res, err
+	}
+	p.mu.RLock()
+	leader, replicas := p.mu.leader, p.mu.replicas
+	p.mu.RUnlock()
+	if leader != m.cfg.NodeID || replicaID == m.cfg.NodeID || !slices.Contains(replicas, replicaID) {
+		return res, ErrNotLeader
+	}
+	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
+		return res, err
+	}
+	res.HighWatermark = p.HighWatermark()
+	res.LogStartOffset = p.log.LogStartOffset()
+	leo := p.log.LogEndOffset()
+	res.LogEndOffset = leo
+	if lastFetchedEpoch >= 0 {
+		epoch, end, err := p.endOffsetForEpoch(lastFetchedEpoch)
+		if err != nil {
+			return res, err
+		}
+		if epoch != lastFetchedEpoch || end < fetchOffset {
+			res.DivergingEpoch, res.DivergingEndOffset = epoch, end
+			return res, nil
+		}
+	}
+	recs, err := p.log.Read(fetchOffset, maxBytes, math.MaxInt64, minOneBatch)
+	if err != nil {
+		return res, err
+	}
+	res.Records = recs
+	if p.recordFollowerFetch(replicaID, fetchOffset, leo, now) {
+		m.proposeISRExpand(p, replicaID)
+	}
+	if p.maybeAdvanceHighWatermark() {
+		p.hooks.highWatermark(tp)
+	}
+	res.HighWatermark = p.HighWatermark()
+	return res, nil
+}
+
+// recordFollowerFetch updates a follower's log end offset and catch-up
+// time after a fetch at fetchOffset while the leader's log ended at
+// leaderLEO. It reports whether the follower should be proposed for the
+// ISR.
+func (p *Partition) recordFollowerFetch(replicaID int32, fetchOffset, leaderLEO int64, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.leader != p.nodeID {
+		return false
+	}
+	p.mu.followerLEO[replicaID] = fetchOffset
+	st, ok := p.mu.followers[replicaID]
+	if !ok {
+		st = &followerState{lastFetchLEO: -1}
+		p.mu.followers[replicaID] = st
+	}
+	st.lastCaughtUp = CaughtUpTime(st.lastCaughtUp, fetchOffset, leaderLEO, now, st.lastFetch, st.lastFetchLEO)
+	st.lastFetch, st.lastFetchLEO = now, leaderLEO
+	return !slices.Contains(p.mu.isr, replicaID) && !p.mu.pendingISR &&
+		CanJoinISR(fetchOffset, p.highWatermark.Load(), p.mu.epochStartOffset)
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch for a partition this
+// broker leads: after checking currentLeaderEpoch (-1 = no check) as
+// fetches do, the largest epoch <= leaderEpoch the log knows and the end
+// offset of that epoch (the start of the next one, or the log end offset
+// for the current epoch). An epoch the log cannot place gives
+// (-1, -1) and no error, as in Kafka.
+func (m *Manager) EndOffsetForEpoch(tp TopicPartition, currentLeaderEpoch, leaderEpoch int32) (epoch int32, endOffset int64, err error) {
+	p, err := m.LeaderPartition(tp)
+	if err != nil {
+		return storage.UndefinedEpoch, storage.UndefinedEpochOffset, err
+	}
+	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
+		return storage.UndefinedEpoch, storage.UndefinedEpochOffset, err
+	}
+	return p.endOffsetForEpoch(leaderEpoch)
+}
+
+// endOffsetForEpoch is the log's EndOffsetForEpoch as if the current
+// leader epoch had been recorded in the epoch cache at the start of this
+// leadership (Kafka assigns it when the broker becomes leader; our
+// storage records an epoch with the first batch written in it). Until
+// then the log end offset is the current epoch's start offset.
+func (p *Partition) endOffsetForEpoch(requested int32) (int32, int64, error) {
+	p.mu.RLock()
+	current, leader := p.mu.leaderEpoch, p.mu.leader
+	// Read under the lock: no leader append can interleave (they hold
+	// it shared too, but the role cannot change under us).
+	latest, ok := p.log.LatestEpoch()
+	leo := p.log.LogEndOffset()
+	end, found := p.log.EndOffsetForEpoch(requested)
+	p.mu.RUnlock()
+	if leader != p.nodeID {
+		return storage.UndefinedEpoch, storage.UndefinedEpochOffset, ErrNotLeader
+	}
+	if !ok || latest < current {
+		switch {
+		case requested == current:
+			return current, leo, nil
+		case ok && requested > latest && requested < current:
+			return latest, leo, nil
+		}
+	}
+	return found, end, nil
+}
+
+// proposeISRExpand proposes adding replicaID to the ISR, asynchronously.
+func (m *Manager) proposeISRExpand(p *Partition, replicaID int32) {
+	p.mu.Lock()
+	if p.mu.pendingISR || slices.Contains(p.mu.isr, replicaID) || p.mu.leader != p.nodeID {
+		p.mu.Unlock()
+		return
+	}
+	c := p.changeLocked(append(slices.Clone(p.mu.isr), replicaID))
+	p.mu.Unlock()
+	m.proposeISR(p, c)
+}
+
+// changeLocked is an ISR change of p based on its current epochs; it
+// marks the change in flight.
+func (p *Partition) changeLocked(isr []int32) metadata.PartitionChange {
+	p.mu.pendingISR = true
+	p.mu.pendingEpoch = p.mu.partitionEpoch
+	return metadata.PartitionChange{
+		Topic:          p.TP.Topic,
+		Partition:      p.TP.Partition,
+		Leader:         p.nodeID,
+		ISR:            isr,
+		LeaderEpoch:    p.mu.leaderEpoch,
+		PartitionEpoch: p.mu.partitionEpoch,
+	}
+}
+
+// proposeISR sends c to the ISRChanger in a goroutine owned by Run. The
+// change stays pending until the image applies it (update clears the
+// flag on a new partition epoch); a failure clears it at once so the next
+// fetch or shrink check may try again.
+func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
+	clear := func() {
+		p.mu.Lock()
+		if p.mu.pendingISR && p.mu.pendingEpoch == c.PartitionEpoch {
+			p.mu.pendingISR = false
+		}
+		p.mu.Unlock()
+	}
+	if m.cfg.ISR == nil {
+		clear()
+		return
+	}
+	started := m.spawn(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := m.cfg.ISR.ChangePartition(ctx, c); err != nil {
+			if !errors.Is(err, context.Canceled) {
+				m.cfg.Logger.Info("ISR change not applied", "topic", c.Topic, "partition", c.Partition,
+					"isr", c.ISR, "partition_epoch", c.PartitionEpoch, "err", err)
+			}
+			clear()
+		}
+	})
+	if !started {
+		clear()
+	}
+}
+
+// shrinkISRs proposes removing the lagging followers of every partition
+// this broker leads.
+func (m *Manager) shrinkISRs(now time.Time) {
+	for _, p := range m.Partitions() {
+		p.mu.Lock()
+		if p.mu.leader != p.nodeID || p.mu.pendingISR {
+			p.mu.Unlock()
+			continue
+		}
+		caught := make(map[int32]time.Time, len(p.mu.followers))
+		for id, st := range p.mu.followers {
+			caught[id] = st.lastCaughtUp
+		}
+		lag := LaggingReplicas(p.nodeID, p.mu.isr, caught, now, m.cfg.ReplicaLagTimeMax)
+		if len(lag) == 0 {
+			p.mu.Unlock()
+			continue
+		}
+		isr := slices.DeleteFunc(slices.Clone(p.mu.isr), func(id int32) bool { return slices.Contains(lag, id) })
+		c := p.changeLocked(isr)
+		p.mu.Unlock()
+		p.logger.Info("shrinking ISR", "lagging", lag, "isr", isr)
+		m.proposeISR(p, c)
+	}
+}
+
+// runISRChecker proposes ISR shrinks every replica.lag.time.max.ms / 2
+// until ctx ends (Kafka's isr-expiration task).
+func (m *Manager) runISRChecker(ctx context.Context) {
+	t := time.NewTicker(max(m.cfg.ReplicaLagTimeMax/2, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			m.shrinkISRs(now)
+		}
+	}
+}

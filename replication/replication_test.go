@@ -1,0 +1,267 @@
+package replication
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+var tp0 = TopicPartition{Topic: "orders", Partition: 0}
+
+// caughtUp reports whether follower has leader's log end offset and
+// high watermark.
+func caughtUp(t *testing.T, leader, follower *testNode) func() bool {
+	return func() bool {
+		lp, err1 := leader.m.Partition(tp0)
+		fp, err2 := follower.m.Partition(tp0)
+		return err1 == nil && err2 == nil && fp.LogEndOffset() == lp.LogEndOffset() &&
+			fp.HighWatermark() == lp.HighWatermark() && lp.HighWatermark() == lp.LogEndOffset()
+	}
+}
+
+func sameSegments(t *testing.T, a, b *testNode) {
+	t.Helper()
+	ab, bb := a.segmentBytes(t, tp0), b.segmentBytes(t, tp0)
+	if len(ab) == 0 || !bytes.Equal(ab, bb) {
+		t.Fatalf("segment files differ: node %d has %d bytes, node %d %d", a.id, len(ab), b.id, len(bb))
+	}
+}
+
+func TestFollowerReplicatesByteForByte(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.images.elect(t, "orders", 0, []int32{1, 2, 3}, 1, 1, 2, 3)
+	n1, n2, n3 := c.start(1), c.start(2), c.start(3)
+	waitFor(t, "partitions", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	n1.produce(t, tp0, -1, 50, "a")
+	waitFor(t, "follower 2 caught up", caughtUp(t, n1, n2))
+	waitFor(t, "follower 3 caught up", caughtUp(t, n1, n3))
+	if hw := n1.partition(t, tp0).HighWatermark(); hw != 50 {
+		t.Fatalf("high watermark %d, want 50", hw)
+	}
+	sameSegments(t, n1, n2)
+	sameSegments(t, n1, n3)
+	if got := c.images.partition("orders", 0).ISR; len(got) != 3 {
+		t.Fatalf("ISR %v changed", got)
+	}
+}
+
+// The high watermark (what acks=all waits for) moves only when every ISR
+// member has fetched, and never backwards.
+func TestHighWatermarkWaitsForISR(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
+	var mu sync.Mutex
+	var seen, followerSeen []int64
+	c.onHighWatermark = func(node int32, tp TopicPartition) {
+		p, _ := c.node(node).m.Partition(tp)
+		mu.Lock()
+		defer mu.Unlock()
+		if node == 1 {
+			seen = append(seen, p.HighWatermark())
+		} else {
+			followerSeen = append(followerSeen, p.HighWatermark())
+		}
+	}
+	n1 := c.start(1)
+	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	lp := n1.partition(t, tp0)
+	n1.produce(t, tp0, -1, 5, "a")
+	// No follower has fetched: a new leader knows no follower's position.
+	if hw := lp.HighWatermark(); hw != 0 {
+		t.Fatalf("high watermark %d before the follower fetched", hw)
+	}
+	n2 := c.start(2)
+	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	// The follower stops fetching: appends are no longer committed.
+	c.setDown(1, true)
+	c.stop(2)
+	n1.produce(t, tp0, -1, 5, "b")
+	if hw := lp.HighWatermark(); hw != 5 {
+		t.Fatalf("high watermark %d while the follower is away, want 5", hw)
+	}
+	c.setDown(1, false)
+	n2 = c.start(2)
+	waitFor(t, "follower caught up again", caughtUp(t, n1, n2))
+	sameSegments(t, n1, n2)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.IsSorted(seen) || len(seen) == 0 || seen[len(seen)-1] != 10 {
+		t.Fatalf("high watermarks seen %v: not increasing to 10", seen)
+	}
+	if len(followerSeen) == 0 || followerSeen[len(followerSeen)-1] != 10 {
+		t.Fatalf("follower high watermarks seen %v: not up to 10", followerSeen)
+	}
+}
+
+func TestISRShrinkAndExpand(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.lagMax = 200 * time.Millisecond
+	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
+	n1, n2 := c.start(1), c.start(2)
+	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	n1.produce(t, tp0, -1, 3, "a")
+	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	start := time.Now()
+	c.setDown(1, true)
+	c.stop(2)
+	n1.produce(t, tp0, 1, 3, "b")
+	waitFor(t, "ISR shrink", func() bool { return slices.Equal(c.images.partition("orders", 0).ISR, []int32{1}) })
+	if d := time.Since(start); d < c.lagMax {
+		t.Fatalf("ISR shrunk after %v, before replica.lag.time.max.ms", d)
+	}
+	// With the ISR down to the leader, the high watermark moves alone.
+	waitFor(t, "leader-only high watermark", func() bool { return n1.partition(t, tp0).HighWatermark() == 6 })
+	c.setDown(1, false)
+	n2 = c.start(2)
+	waitFor(t, "ISR expand", func() bool { return slices.Equal(c.images.partition("orders", 0).ISR, []int32{1, 2}) })
+	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	sameSegments(t, n1, n2)
+}
+
+// KIP-101: the leader wrote batches nobody replicated, then failed; the
+// other replica led a new epoch and wrote different batches at the same
+// offsets. The old leader, back as a follower, truncates exactly the
+// batches that were never replicated, and the logs end up identical.
+func TestKIP101TruncateUnreplicated(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		name := "OffsetForLeaderEpoch"
+		if skip {
+			name = "DivergingEpoch"
+		}
+		t.Run(name, func(t *testing.T) {
+			c := newTestCluster(t, 1, 2)
+			c.skipEpochRequest = skip
+			var mu sync.Mutex
+			roles := map[int32]int{}
+			c.onRoleChange = func(node int32, tp TopicPartition) {
+				mu.Lock()
+				roles[node]++
+				mu.Unlock()
+			}
+			c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
+			n1, n2 := c.start(1), c.start(2)
+			waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+			n1.produce(t, tp0, -1, 4, "a")
+			waitFor(t, "replicated", caughtUp(t, n1, n2))
+			// Replication stops; the leader writes two batches alone.
+			c.setDown(1, true)
+			n1.produce(t, tp0, 1, 2, "lost")
+			c.stop(1)
+			c.setDown(1, false)
+			c.images.elect(t, "orders", 0, []int32{1, 2}, 2, 2)
+			waitFor(t, "new leader", func() bool { _, err := n2.m.LeaderPartition(tp0); return err == nil })
+			mu.Lock()
+			if roles[2] != 2 { // follower in epoch 0, leader in epoch 1
+				t.Errorf("node 2 saw %d role changes, want 2", roles[2])
+			}
+			mu.Unlock()
+			n2.produce(t, tp0, 1, 3, "new")
+			n1 = c.start(1)
+			waitFor(t, "old leader follows", func() bool {
+				p, err := n1.m.Partition(tp0)
+				return err == nil && p.LogEndOffset() == 7 && p.HighWatermark() == 7
+			})
+			sameSegments(t, n1, n2)
+			// The new leader's ISR takes the old leader back.
+			waitFor(t, "ISR expand", func() bool { return len(c.images.partition("orders", 0).ISR) == 2 })
+		})
+	}
+}
+
+// KIP-279: a double failover leaves each replica with an epoch the other
+// never saw. Replicas A=1 and B=2 share epoch 0 up to offset 3; A writes
+// x alone and fails; B leads epoch 1, writes y alone and fails; A comes
+// back and leads epoch 2 (unclean), writing z. B returns as follower: it
+// asks for its epoch 1, A answers epoch 0 ending after x, and B must
+// truncate to the end of its own epoch 0 (offset 3), not to A's answer.
+func TestKIP279DoubleFailover(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
+	a, b := c.start(1), c.start(2)
+	waitFor(t, "leader", func() bool { _, err := a.m.LeaderPartition(tp0); return err == nil })
+	a.produce(t, tp0, -1, 3, "shared")
+	waitFor(t, "replicated", caughtUp(t, a, b))
+	// A writes x alone and dies.
+	c.setDown(1, true)
+	a.produce(t, tp0, 1, 2, "x")
+	c.stop(1)
+	c.setDown(1, false)
+	// B leads epoch 1, writes y alone and dies.
+	c.images.elect(t, "orders", 0, []int32{1, 2}, 2, 2)
+	waitFor(t, "B leads", func() bool { _, err := b.m.LeaderPartition(tp0); return err == nil })
+	b.produce(t, tp0, 1, 3, "y")
+	c.stop(2)
+	// A comes back and leads epoch 2 alone; writes z.
+	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1)
+	a = c.start(1)
+	waitFor(t, "A leads", func() bool { _, err := a.m.LeaderPartition(tp0); return err == nil })
+	a.produce(t, tp0, 1, 1, "z")
+	// B comes back as follower.
+	b = c.start(2)
+	waitFor(t, "B follows", caughtUp(t, a, b))
+	sameSegments(t, a, b)
+	if leo := b.partition(t, tp0).LogEndOffset(); leo != 6 {
+		t.Fatalf("follower log end offset %d, want 6", leo)
+	}
+}
+
+// A follower whose log ends before the leader's log start offset restarts
+// its log at the leader's log start offset.
+func TestFollowerBehindLeaderLogStart(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1)
+	n1 := c.start(1)
+	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	n1.produce(t, tp0, -1, 10, "old")
+	lp := n1.partition(t, tp0)
+	if _, err := lp.DeleteRecordsBefore(6); err != nil {
+		t.Fatal(err)
+	}
+	n2 := c.start(2)
+	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	fp := n2.partition(t, tp0)
+	if fp.LogStartOffset() != 6 {
+		t.Fatalf("follower log start offset %d, want 6", fp.LogStartOffset())
+	}
+	want, err := lp.Log().Read(6, 1<<20, 1<<62, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := fp.Log().Read(6, 1<<20, 1<<62, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatal("follower batches differ from the leader's")
+	}
+	waitFor(t, "ISR expand", func() bool { return len(c.images.partition("orders", 0).ISR) == 2 })
+	// Records the leader deletes later go on the follower too.
+	if _, err := lp.DeleteRecordsBefore(8); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "follower log start offset 8", func() bool { return fp.LogStartOffset() == 8 })
+}
+
+// Concurrent producers on the leader while followers replicate: no
+// deadlock, no race, identical logs.
+func TestReplicateUnderConcurrentProduce(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.images.elect(t, "orders", 0, []int32{1, 2, 3}, 1, 1, 2, 3)
+	n1, n2, n3 := c.start(1), c.start(2), c.start(3)
+	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() { n1.produce(t, tp0, -1, 50, fmt.Sprint("p", g)) })
+	}
+	wg.Wait()
+	waitFor(t, "follower 2 caught up", caughtUp(t, n1, n2))
+	waitFor(t, "follower 3 caught up", caughtUp(t, n1, n3))
+	if leo := n1.partition(t, tp0).LogEndOffset(); leo != 200 {
+		t.Fatalf("log end offset %d, want 200", leo)
+	}
+	sameSegments(t, n1, n2)
+	sameSegments(t, n1, n3)
+}
