@@ -101,6 +101,13 @@ func (n *Node) startMembership(ctx context.Context, wg *sync.WaitGroup) error {
 		BindAddr: n.cfg.GossipListener,
 		Seeds:    n.cfg.GossipSeeds,
 		Logger:   n.logger.With("component", "membership"),
+		// Tighter than memberlist's LAN profile (1s probes, suspicion
+		// ×4): a broker cluster is a handful of nodes on one network,
+		// and a dead leader costs unavailability until it is noticed.
+		// A false suspicion only moves leadership, which heartbeats undo.
+		ProbeInterval: 500 * time.Millisecond,
+		ProbeTimeout:  250 * time.Millisecond,
+		SuspicionMult: 3,
 	})
 	if err != nil {
 		return fmt.Errorf("gossip.listener: %w", err)
