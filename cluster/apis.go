@@ -21,6 +21,7 @@ func (n *Node) apis() []api {
 		{key: 22, min: 0, max: 4, handle: n.handleInitProducerID},
 		{key: 23, min: 0, max: 4, handle: n.handleOffsetForLeaderEpoch},
 		{key: 32, min: 1, max: 4, handle: n.handleDescribeConfigs},
+		{key: 37, min: 0, max: 3, handle: n.handleCreatePartitions},
 		{key: 44, min: 0, max: 1, handle: n.handleIncrementalAlterConfigs},
 		{key: 60, min: 0, max: 1, handle: n.handleDescribeCluster},
 	}

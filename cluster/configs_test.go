@@ -75,3 +75,32 @@ func TestAlterAndDescribeTopicConfigs(t *testing.T) {
 		t.Fatalf("retention.ms after delete: %q", c.MaybeValue())
 	}
 }
+
+// CreatePartitions raises the partition count; lowering it is refused.
+func TestCreatePartitions(t *testing.T) {
+	node := startNode(t, "")
+	createTopic(t, node.addr, "grow", 2, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	res, err := adm.UpdatePartitions(ctx, 5, "grow")
+	if err != nil || res["grow"].Err != nil {
+		t.Fatalf("grow to 5: %v %v", err, res["grow"].Err)
+	}
+	td, err := adm.ListTopics(ctx, "grow")
+	if err != nil || len(td["grow"].Partitions) != 5 {
+		t.Fatalf("after growing: %v, %d partitions", err, len(td["grow"].Partitions))
+	}
+	res, _ = adm.UpdatePartitions(ctx, 3, "grow")
+	if res["grow"].Err == nil {
+		t.Fatal("shrinking to 3 partitions was accepted")
+	}
+	// The new partitions take records.
+	acked := produceAll(t, node.addr, "grow", 500)
+	checkAcked(t, acked, consumeAll(t, node.addr, "grow", 500))
+}

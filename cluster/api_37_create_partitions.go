@@ -1,0 +1,45 @@
+package cluster
+
+// CreatePartitions (key 37), v0–3.
+//
+// Raises a topic's partition count to Count, placing the new partitions
+// like CreateTopics does, or on the explicit assignment given; the
+// controller commits the change through Raft. validateOnly checks without
+// committing. A count not above the current one is INVALID_PARTITIONS.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (n *Node) handleCreatePartitions(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.CreatePartitionsRequest)
+	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
+	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, t := range req.Topics {
+		rt := kmsg.NewCreatePartitionsResponseTopic()
+		rt.Topic = t.Topic
+		var assignments [][]int32
+		for _, a := range t.Assignment {
+			assignments = append(assignments, a.Replicas)
+		}
+		if err := n.store.CreatePartitions(ctx, t.Topic, t.Count, assignments, req.ValidateOnly); err != nil {
+			rt.ErrorCode = errorCode(err)
+			rt.ErrorMessage = errorMessage(err)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	if !req.ValidateOnly {
+		if err := n.replicas.Apply(n.store.Image()); err != nil {
+			n.logger.Warn("opening new partitions", "err", err)
+		}
+	}
+	return resp, nil
+}
