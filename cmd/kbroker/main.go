@@ -38,6 +38,8 @@ func run(args, env []string, stderr io.Writer) int {
 		return dumpLogCmd(args, os.Stdout, stderr)
 	case "healthcheck":
 		return healthcheck(args, env, os.Stdout, stderr)
+	case "perf":
+		return perf(args, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0
@@ -55,6 +57,7 @@ Commands:
   serve     run a broker and/or controller (the default)
   dump-log  decode .log/.index/.timeindex files like kafka-dump-log.sh
   healthcheck  exit 0 if the local broker is registered, unfenced and serving
+  perf      produce|consume load tests like kafka-producer/consumer-perf-test
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }
