@@ -73,6 +73,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 					}
 					n.logger.Debug("produce refused", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 				} else {
+					n.metrics.bytesIn.WithLabelValues(tp.Topic).Add(float64(len(p.Records)))
 					rp.BaseOffset = res.FirstOffset
 					rp.LogAppendTime = res.LogAppendTimeMs
 					rp.LogStartOffset = res.LogStartOffset

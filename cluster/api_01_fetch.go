@@ -41,6 +41,7 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 	f := &delayedFetch{node: n, rc: rc, req: req}
 	resp, bytes, stop := f.read()
 	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(req.Topics) == 0 {
+		n.countBytesOut(resp)
 		return resp, nil
 	}
 	var keys []replication.TopicPartition
@@ -66,12 +67,14 @@ func (f *delayedFetch) TryComplete() bool {
 	if !stop && bytes < int(f.req.MinBytes) {
 		return false
 	}
+	f.node.countBytesOut(resp)
 	f.rc.Respond(resp)
 	return true
 }
 
 func (f *delayedFetch) OnExpire() {
 	resp, _, _ := f.read()
+	f.node.countBytesOut(resp)
 	f.rc.Respond(resp)
 }
 
@@ -184,4 +187,18 @@ func (n *Node) readPartition(tp replication.TopicPartition, currentLeaderEpoch i
 		res.LogStartOffset = part.LogStartOffset()
 	}
 	return res, err
+}
+
+// countBytesOut adds a fetch response's record bytes to the per-topic
+// bytes-out counter, once, when the response is sent.
+func (n *Node) countBytesOut(resp *kmsg.FetchResponse) {
+	for _, t := range resp.Topics {
+		size := 0
+		for _, p := range t.Partitions {
+			size += len(p.RecordBatches)
+		}
+		if size > 0 {
+			n.metrics.bytesOut.WithLabelValues(t.Topic).Add(float64(size))
+		}
+	}
 }

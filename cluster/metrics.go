@@ -14,6 +14,8 @@ type requestMetrics struct {
 	requests *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
+	bytesIn  *prometheus.CounterVec
+	bytesOut *prometheus.CounterVec
 }
 
 func newRequestMetrics() *requestMetrics {
@@ -31,7 +33,13 @@ func newRequestMetrics() *requestMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10),
 		}, []string{"api"}),
 	}
-	m.registry.MustRegister(m.requests, m.errors, m.latency)
+	m.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbroker_topic_bytes_in_total", Help: "Record batch bytes appended by producers, by topic.",
+	}, []string{"topic"})
+	m.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbroker_topic_bytes_out_total", Help: "Record batch bytes returned to fetchers (consumers and followers), by topic.",
+	}, []string{"topic"})
+	m.registry.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut)
 	return m
 }
 

@@ -50,8 +50,12 @@ func TestHealthcheckAndAdminEndpoints(t *testing.T) {
 	if code, body := get("/readyz"); code != 200 {
 		t.Fatalf("/readyz: %d %s", code, body)
 	}
-	if code, body := get("/metrics"); code != 200 || !strings.Contains(body, "kbroker_requests_total") {
-		t.Fatalf("/metrics: %d, kbroker_requests_total missing", code)
+	code, body := get("/metrics")
+	for _, m := range []string{"kbroker_requests_total", `kbroker_raft_state{state="Leader"} 1`,
+		`kbroker_purgatory_size{purgatory="fetch"}`, "kbroker_under_replicated_partitions 0", `kbroker_brokers{state="unfenced"} 1`} {
+		if code != 200 || !strings.Contains(body, m) {
+			t.Fatalf("/metrics: %d, %s missing", code, m)
+		}
 	}
 
 	b.kill9()

@@ -547,3 +547,28 @@ func (s *Store) propose(ctx context.Context, t recordType, payload any) (any, er
 	}
 	return s.finish(ctx, f)
 }
+
+// RaftStatus is what metrics and health checks show of this node's Raft.
+type RaftStatus struct {
+	State        string // Leader, Follower, Candidate, Shutdown
+	Term         uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	LastLogIndex uint64
+}
+
+// RaftStatus returns the node's current Raft state.
+func (s *Store) RaftStatus() RaftStatus {
+	st := s.raft.Stats()
+	num := func(k string) uint64 {
+		v, _ := strconv.ParseUint(st[k], 10, 64)
+		return v
+	}
+	return RaftStatus{
+		State:        s.raft.State().String(),
+		Term:         num("term"),
+		CommitIndex:  num("commit_index"),
+		AppliedIndex: s.raft.AppliedIndex(),
+		LastLogIndex: num("last_log_index"),
+	}
+}

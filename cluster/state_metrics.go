@@ -1,0 +1,106 @@
+package cluster
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// stateCollector reads the node's state at scrape time: partition
+// offsets, replication health, purgatory sizes and Raft. Reading on
+// scrape keeps the hot paths free of metric updates.
+type stateCollector struct {
+	node *Node
+
+	logEndOffset, highWatermark, logStartOffset *prometheus.Desc
+	underReplicated, offline, leaders           *prometheus.Desc
+	isrSize                                     *prometheus.Desc
+	purgatorySize                               *prometheus.Desc
+	raftState, raftTerm, raftCommit, raftApply  *prometheus.Desc
+	brokers                                     *prometheus.Desc
+}
+
+func newStateCollector(n *Node) *stateCollector {
+	tp := []string{"topic", "partition"}
+	return &stateCollector{
+		node:            n,
+		logEndOffset:    prometheus.NewDesc("kbroker_partition_log_end_offset", "Log end offset of each hosted partition.", tp, nil),
+		highWatermark:   prometheus.NewDesc("kbroker_partition_high_watermark", "High watermark of each hosted partition.", tp, nil),
+		logStartOffset:  prometheus.NewDesc("kbroker_partition_log_start_offset", "Log start offset of each hosted partition.", tp, nil),
+		isrSize:         prometheus.NewDesc("kbroker_partition_isr_size", "ISR size of each partition this broker leads.", tp, nil),
+		underReplicated: prometheus.NewDesc("kbroker_under_replicated_partitions", "Partitions this broker leads whose ISR is smaller than their replica set.", nil, nil),
+		leaders:         prometheus.NewDesc("kbroker_leader_partitions", "Partitions this broker leads.", nil, nil),
+		offline:         prometheus.NewDesc("kbroker_offline_partitions", "Partitions with no leader (reported by the active controller, 0 elsewhere).", nil, nil),
+		purgatorySize:   prometheus.NewDesc("kbroker_purgatory_size", "Requests waiting in each purgatory.", []string{"purgatory"}, nil),
+		raftState:       prometheus.NewDesc("kbroker_raft_state", "1 for this node's current Raft state.", []string{"state"}, nil),
+		raftTerm:        prometheus.NewDesc("kbroker_raft_term", "Current Raft term.", nil, nil),
+		raftCommit:      prometheus.NewDesc("kbroker_raft_commit_index", "Raft commit index.", nil, nil),
+		raftApply:       prometheus.NewDesc("kbroker_raft_applied_index", "Raft applied index.", nil, nil),
+		brokers:         prometheus.NewDesc("kbroker_brokers", "Registered brokers by fencing state, from the metadata image.", []string{"state"}, nil),
+	}
+}
+
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	n := c.node
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	gauge(c.purgatorySize, float64(n.produceWaiters.Len()), "produce")
+	gauge(c.purgatorySize, float64(n.fetchWaiters.Len()), "fetch")
+	if n.replicas != nil {
+		under, leading := 0, 0
+		for _, p := range n.replicas.Partitions() {
+			id := strconv.Itoa(int(p.TP.Partition))
+			gauge(c.logEndOffset, float64(p.LogEndOffset()), p.TP.Topic, id)
+			gauge(c.highWatermark, float64(p.HighWatermark()), p.TP.Topic, id)
+			gauge(c.logStartOffset, float64(p.LogStartOffset()), p.TP.Topic, id)
+			if st := p.State(); st.Leader == n.cfg.NodeID {
+				leading++
+				gauge(c.isrSize, float64(len(st.ISR)), p.TP.Topic, id)
+				if len(st.ISR) < len(st.Replicas) {
+					under++
+				}
+			}
+		}
+		gauge(c.underReplicated, float64(under))
+		gauge(c.leaders, float64(leading))
+	}
+	if n.store == nil {
+		return
+	}
+	img := n.store.Image()
+	offline := 0
+	if n.store.IsController() {
+		for _, t := range img.Topics {
+			for _, p := range t.Partitions {
+				if p.Leader < 0 {
+					offline++
+				}
+			}
+		}
+	}
+	gauge(c.offline, float64(offline))
+	fenced, unfenced := 0, 0
+	for _, b := range img.Brokers {
+		if b.Fenced {
+			fenced++
+		} else {
+			unfenced++
+		}
+	}
+	gauge(c.brokers, float64(fenced), "fenced")
+	gauge(c.brokers, float64(unfenced), "unfenced")
+	rs := n.store.RaftStatus()
+	for _, s := range []string{"Leader", "Follower", "Candidate", "Shutdown"} {
+		v := 0.0
+		if rs.State == s {
+			v = 1
+		}
+		gauge(c.raftState, v, s)
+	}
+	gauge(c.raftTerm, float64(rs.Term))
+	gauge(c.raftCommit, float64(rs.CommitIndex))
+	gauge(c.raftApply, float64(rs.AppliedIndex))
+}
