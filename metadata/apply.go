@@ -224,6 +224,19 @@ func applyPartitionChange(img *Image, r *partitionChangeRecord) error {
 	if err := checkPartitionChange(cur.Replicas, r.Leader, r.ISR); err != nil {
 		return fmt.Errorf("%s-%d: %w", old.Name, r.Partition, err)
 	}
+	// KIP-841: a replica joins the ISR only while its broker is registered
+	// and unfenced. A broker in (or past) controlled shutdown may still
+	// fetch for a moment; letting it back in would count a replica that is
+	// about to vanish towards min.insync.replicas.
+	for _, id := range r.ISR {
+		if slices.Contains(cur.ISR, id) {
+			continue
+		}
+		if b, ok := img.Brokers[id]; !ok || b.Fenced {
+			return fmt.Errorf("%w: %s-%d: broker %d is fenced and cannot join the ISR",
+				ErrInvalidPartitionChange, old.Name, r.Partition, id)
+		}
+	}
 	p := &Partition{
 		ID:             cur.ID,
 		Replicas:       cur.Replicas,

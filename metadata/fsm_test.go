@@ -318,6 +318,12 @@ func TestFSMRecords(t *testing.T) {
 	if p, _ := img.Partition("t", 0); p.Leader != 2 || p.LeaderEpoch != 1 || p.PartitionEpoch != 2 {
 		t.Fatalf("after leader change: %+v", p)
 	}
+	// KIP-841: a fenced broker cannot join an ISR; once unfenced it can.
+	epoch1 := img.Brokers[1].Epoch
+	step(recFenceBroker, &fenceBrokerRecord{BrokerID: 1, BrokerEpoch: epoch1}, nil)
+	step(recPartitionChange, &partitionChangeRecord{TopicID: id, Partition: 0, Leader: 2, ISR: []int32{2, 1}, LeaderEpoch: 1, PartitionEpoch: 2}, ErrInvalidPartitionChange)
+	step(recUnfenceBroker, &fenceBrokerRecord{BrokerID: 1, BrokerEpoch: epoch1}, nil)
+	step(recPartitionChange, &partitionChangeRecord{TopicID: id, Partition: 0, Leader: 2, ISR: []int32{2, 1}, LeaderEpoch: 1, PartitionEpoch: 2}, nil)
 
 	step(recConfigChange, &configChangeRecord{TopicID: id, Set: map[string]string{"cleanup.policy": "compact"}, Remove: []string{"retention.ms"}}, nil)
 	if !reflect.DeepEqual(img.Topics["t"].Configs, map[string]string{"cleanup.policy": "compact"}) {
