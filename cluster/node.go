@@ -42,6 +42,9 @@ type Node struct {
 
 	producerIDs producerIDAllocator
 
+	// groups is the group coordinator (groups.go).
+	groups *groupCoordinator
+
 	mu struct {
 		sync.Mutex
 		// advertised is this broker's endpoints as registered.
@@ -64,6 +67,8 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		ready:          make(chan struct{}),
 	}
 	n.producerIDs.node = n
+	n.groups = newGroupCoordinator(n)
+	n.metrics.registry.MustRegister(newStateCollector(n))
 	n.server = newServer(logger, n.apis(), cfg.SocketRequestMaxBytes, n.metrics)
 	return n, nil
 }
@@ -146,11 +151,13 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		OnHighWatermark: func(tp replication.TopicPartition) {
 			n.produceWaiters.Check(tp)
 			n.fetchWaiters.Check(tp)
+			n.groups.onHighWatermark(tp)
 		},
 		OnLogAppend: func(tp replication.TopicPartition) { n.fetchWaiters.Check(tp) },
 		OnRoleChange: func(tp replication.TopicPartition) {
 			n.produceWaiters.Check(tp)
 			n.fetchWaiters.Check(tp)
+			n.groups.onRoleChange(tp)
 		},
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
@@ -160,9 +167,10 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	var wg sync.WaitGroup
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); n.replicas.Run(bg, n.store) }()
 	go func() { defer wg.Done(); n.logs.Run(bg) }()
+	go func() { defer wg.Done(); n.groups.run(bg) }()
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)
 		if err != nil {
@@ -198,6 +206,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		stopServing()
 		n.produceWaiters.Close()
 		n.fetchWaiters.Close()
+		n.groups.close()
 	})
 	defer stopWatch()
 	n.server.Serve(serveCtx)

@@ -1,0 +1,164 @@
+package cluster
+
+// OffsetFetch (key 9), v1–9, both layouts: one group (v1–7, topics or all
+// with a null topic list from v2) and a batch of groups (v8+).
+//
+// Answers the committed offsets the coordinator holds (replicated ones
+// only); a partition without one gets offset -1. A group this broker does
+// not coordinate is NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while its
+// partition loads): at the top level from v2, per partition in v1. There
+// are no transactions, so RequireStable (v7+) never waits.
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/group"
+)
+
+// fetchedTopic is one topic of a group's answer.
+type fetchedTopic struct {
+	topic      string
+	partitions []fetchedOffset
+}
+
+type fetchedOffset struct {
+	partition int32
+	offset    group.Offset
+	err       error
+}
+
+// fetchOffsets reads a group's offsets; topics nil means all.
+func (c *groupCoordinator) fetchOffsets(groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
+	if groupID == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(groupID, false)
+	if err != nil {
+		return nil, err
+	}
+	if topics == nil {
+		if g == nil {
+			return nil, nil
+		}
+		byTopic := map[string][]fetchedOffset{}
+		for tp, o := range g.Offsets {
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], fetchedOffset{partition: tp.Partition, offset: o})
+		}
+		var out []fetchedTopic
+		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+			ps := byTopic[t]
+			slices.SortFunc(ps, func(a, b fetchedOffset) int { return int(a.partition - b.partition) })
+			out = append(out, fetchedTopic{topic: t, partitions: ps})
+		}
+		return out, nil
+	}
+	var out []fetchedTopic
+	for _, t := range order {
+		ft := fetchedTopic{topic: t}
+		for _, p := range topics[t] {
+			o := group.Offset{Offset: -1, LeaderEpoch: -1}
+			if g != nil {
+				if got, ok := g.Offsets[group.TopicPartition{Topic: t, Partition: p}]; ok {
+					o = got
+				}
+			}
+			ft.partitions = append(ft.partitions, fetchedOffset{partition: p, offset: o})
+		}
+		out = append(out, ft)
+	}
+	return out, nil
+}
+
+func (n *Node) handleOffsetFetch(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, rg := range req.Groups {
+			var topics map[string][]int32
+			var order []string
+			if rg.Topics != nil {
+				topics = map[string][]int32{}
+				for _, t := range rg.Topics {
+					if _, ok := topics[t.Topic]; !ok {
+						order = append(order, t.Topic)
+					}
+					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
+				}
+			}
+			got, err := n.groups.fetchOffsets(rg.Group, topics, order)
+			out := kmsg.NewOffsetFetchResponseGroup()
+			out.Group = rg.Group
+			out.ErrorCode = errorCode(err)
+			for _, ft := range got {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = ft.topic
+				for _, fo := range ft.partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition = fo.partition
+					rp.Offset = fo.offset.Offset
+					rp.LeaderEpoch = fo.offset.LeaderEpoch
+					md := fo.offset.Metadata
+					rp.Metadata = &md
+					rp.ErrorCode = errorCode(fo.err)
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				out.Topics = append(out.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, out)
+		}
+		return resp, nil
+	}
+
+	var topics map[string][]int32
+	var order []string
+	if req.Topics != nil || req.Version < 2 {
+		topics = map[string][]int32{}
+		for _, t := range req.Topics {
+			if _, ok := topics[t.Topic]; !ok {
+				order = append(order, t.Topic)
+			}
+			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
+		}
+	}
+	got, err := n.groups.fetchOffsets(req.Group, topics, order)
+	if err != nil && req.Version < 2 {
+		// v1 has no top-level error: every partition carries it.
+		for _, t := range req.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition = p
+				rp.Offset = -1
+				rp.ErrorCode = errorCode(err)
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil
+	}
+	resp.ErrorCode = errorCode(err)
+	for _, ft := range got {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = ft.topic
+		for _, fo := range ft.partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition = fo.partition
+			rp.Offset = fo.offset.Offset
+			rp.LeaderEpoch = fo.offset.LeaderEpoch
+			md := fo.offset.Metadata
+			rp.Metadata = &md
+			rp.ErrorCode = errorCode(fo.err)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}

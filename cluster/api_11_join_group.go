@@ -1,0 +1,99 @@
+package cluster
+
+// JoinGroup (key 11), v0–9.
+//
+// Served by the group's coordinator (the leader of its __consumer_offsets
+// partition): NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS while
+// the partition loads. The state machine is package group's: the
+// MEMBER_ID_REQUIRED round from v4 (KIP-394), static members from v5
+// (KIP-345; SkipAssignment for a rejoining static leader in v9), protocol
+// selection by vote, session and rebalance timeouts, and
+// group.initial.rebalance.delay.ms for the first rebalance of an empty
+// group. The response is sent when the join phase completes (the handler
+// returns nil and the group responds later).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/group"
+)
+
+func (n *Node) handleJoinGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.JoinGroupRequest)
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	respond := func(r group.JoinResult) {
+		resp.ErrorCode = errorCode(r.Err)
+		resp.Generation = r.Generation
+		resp.MemberID = r.MemberID
+		resp.LeaderID = r.LeaderID
+		resp.SkipAssignment = r.SkipAssignment
+		if r.Protocol != "" || req.Version < 7 {
+			p := r.Protocol
+			resp.Protocol = &p
+		}
+		if r.ProtocolType != "" {
+			pt := r.ProtocolType
+			resp.ProtocolType = &pt
+		}
+		for _, m := range r.Members {
+			rm := kmsg.NewJoinGroupResponseMember()
+			rm.MemberID = m.MemberID
+			if m.InstanceID != "" {
+				id := m.InstanceID
+				rm.InstanceID = &id
+			}
+			rm.ProtocolMetadata = m.Metadata
+			resp.Members = append(resp.Members, rm)
+		}
+		rc.Respond(resp)
+	}
+	fail := func(err error) (kmsg.Response, error) {
+		respond(group.JoinResult{Err: err, MemberID: req.MemberID, Generation: -1})
+		return nil, nil
+	}
+	if req.Group == "" {
+		return fail(kerr.InvalidGroupID)
+	}
+	jr := group.JoinRequest{
+		MemberID:             req.MemberID,
+		ClientID:             deref(rc.Header.ClientID),
+		ClientHost:           clientHost(rc),
+		ProtocolType:         req.ProtocolType,
+		SessionTimeout:       time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
+		RebalanceTimeout:     time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,
+		RequireKnownMemberID: req.Version >= 4,
+	}
+	if req.Version == 0 {
+		jr.RebalanceTimeout = jr.SessionTimeout
+	}
+	if req.InstanceID != nil {
+		jr.InstanceID = *req.InstanceID
+	}
+	for _, p := range req.Protocols {
+		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
+	}
+
+	c := n.groups
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(req.Group, req.MemberID == "")
+	switch {
+	case err != nil:
+		return fail(err)
+	case g == nil:
+		return fail(kerr.UnknownMemberID)
+	}
+	g.Join(jr, time.Now(), respond)
+	return nil, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,38 @@
+package cluster
+
+// Heartbeat (key 12), v0–4.
+//
+// Keeps a member's session alive. REBALANCE_IN_PROGRESS tells a member of
+// the current generation to rejoin; ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID
+// and FENCED_INSTANCE_ID (a static member replaced by a newer instance)
+// fence old members.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func (n *Node) handleHeartbeat(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.HeartbeatRequest)
+	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp, nil
+	}
+	c := n.groups
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(req.Group, false)
+	switch {
+	case err != nil:
+	case g == nil:
+		err = kerr.UnknownMemberID
+	default:
+		err = g.Heartbeat(req.MemberID, deref(req.InstanceID), req.Generation, time.Now())
+	}
+	resp.ErrorCode = errorCode(err)
+	return resp, nil
+}

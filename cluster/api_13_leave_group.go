@@ -1,0 +1,70 @@
+package cluster
+
+// LeaveGroup (key 13), v0–5.
+//
+// v0–2 name one member; v3+ a batch of members (by member id, or by
+// group.instance.id for static members, KIP-345), each with its own
+// error. A departure rebalances the group; the last one leaves it Empty.
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/group"
+)
+
+func (n *Node) handleLeaveGroup(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.LeaveGroupRequest)
+	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	var leaving []group.LeaveMember
+	if req.Version < 3 {
+		leaving = []group.LeaveMember{{MemberID: req.MemberID}}
+	} else {
+		for _, m := range req.Members {
+			leaving = append(leaving, group.LeaveMember{MemberID: m.MemberID, InstanceID: deref(m.InstanceID)})
+		}
+	}
+	var groupErr error
+	var errs []error
+	if req.Group == "" {
+		groupErr = kerr.InvalidGroupID
+	} else {
+		c := n.groups
+		c.mu.Lock()
+		g, err := c.groupLocked(req.Group, false)
+		switch {
+		case err != nil:
+			groupErr = err
+		case g == nil:
+			errs = make([]error, len(leaving))
+			for i := range errs {
+				errs[i] = kerr.UnknownMemberID
+			}
+		default:
+			errs = g.Leave(leaving, time.Now())
+		}
+		c.mu.Unlock()
+	}
+	if req.Version < 3 {
+		if groupErr == nil {
+			groupErr = errs[0]
+		}
+		resp.ErrorCode = errorCode(groupErr)
+		return resp, nil
+	}
+	resp.ErrorCode = errorCode(groupErr)
+	if groupErr != nil {
+		return resp, nil
+	}
+	for i, m := range req.Members {
+		rm := kmsg.NewLeaveGroupResponseMember()
+		rm.MemberID = m.MemberID
+		rm.InstanceID = m.InstanceID
+		rm.ErrorCode = errorCode(errs[i])
+		resp.Members = append(resp.Members, rm)
+	}
+	return resp, nil
+}

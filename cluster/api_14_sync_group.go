@@ -1,0 +1,79 @@
+package cluster
+
+// SyncGroup (key 14), v0–5.
+//
+// Members send it after a JoinGroup; the leader's carries the assignment.
+// The leader's assignment is written to __consumer_offsets (the group's
+// metadata record) and every waiting member is answered once it is
+// replicated; a failed write sends the members the write's error and the
+// group rebalances. v5 checks the protocol type and name against the
+// group's (INCONSISTENT_GROUP_PROTOCOL).
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.SyncGroupRequest)
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	respond := func(r group.SyncResult) {
+		resp.ErrorCode = errorCode(r.Err)
+		resp.MemberAssignment = r.Assignment
+		if r.Err == nil {
+			pt, p := r.ProtocolType, r.Protocol
+			resp.ProtocolType, resp.Protocol = &pt, &p
+		}
+		rc.Respond(resp)
+	}
+	if req.Group == "" {
+		respond(group.SyncResult{Err: kerr.InvalidGroupID})
+		return nil, nil
+	}
+	sr := group.SyncRequest{
+		MemberID:     req.MemberID,
+		InstanceID:   deref(req.InstanceID),
+		Generation:   req.Generation,
+		ProtocolType: req.ProtocolType,
+		Protocol:     req.Protocol,
+		Assignments:  make(map[string][]byte, len(req.GroupAssignment)),
+	}
+	for _, a := range req.GroupAssignment {
+		sr.Assignments[a.MemberID] = a.MemberAssignment
+	}
+
+	c := n.groups
+	c.mu.Lock()
+	g, err := c.groupLocked(req.Group, false)
+	if err != nil || g == nil {
+		c.mu.Unlock()
+		if err == nil {
+			err = kerr.UnknownMemberID
+		}
+		respond(group.SyncResult{Err: err})
+		return nil, nil
+	}
+	if !g.Sync(sr, time.Now(), respond) {
+		c.mu.Unlock()
+		return nil, nil
+	}
+	gen := g.Generation()
+	rec := record.Record{Key: group.GroupKey(req.Group), Value: g.MetadataValue()}
+	p := c.partitionFor(req.Group)
+	c.mu.Unlock()
+
+	c.store(p, []record.Record{rec}, func(err error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if cur := c.mu.groups[req.Group]; cur == g {
+			g.AssignmentStored(gen, err, time.Now())
+		}
+	})
+	return nil, nil
+}

@@ -1,0 +1,61 @@
+package cluster
+
+// DescribeGroups (key 15), v0–5.
+//
+// Each group is described by its coordinator (NOT_COORDINATOR elsewhere,
+// COORDINATOR_LOAD_IN_PROGRESS while loading). An unknown group is
+// answered as Kafka does: state Dead, no error. As in Kafka, the protocol
+// and the members' metadata and assignments are only shown when the group
+// is Stable. Authorized operations (v3+) are not computed: -2^31 ("not
+// requested") is sent.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/group"
+)
+
+func (n *Node) handleDescribeGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	c := n.groups
+	for _, id := range req.Groups {
+		rg := kmsg.NewDescribeGroupsResponseGroup()
+		rg.Group = id
+		rg.AuthorizedOperations = -2147483648
+		c.mu.Lock()
+		g, err := c.groupLocked(id, false)
+		switch {
+		case err != nil:
+			rg.ErrorCode = errorCode(err)
+		case g == nil || g.State() == group.Dead:
+			rg.State = group.Dead.String()
+		default:
+			rg.State = g.State().String()
+			rg.ProtocolType = g.ProtocolType()
+			stable := g.State() == group.Stable
+			if stable {
+				rg.Protocol = g.Protocol()
+			}
+			for _, m := range g.Members() {
+				rm := kmsg.NewDescribeGroupsResponseGroupMember()
+				rm.MemberID = m.ID
+				if m.InstanceID != "" {
+					id := m.InstanceID
+					rm.InstanceID = &id
+				}
+				rm.ClientID, rm.ClientHost = m.ClientID, m.ClientHost
+				if stable {
+					rm.ProtocolMetadata = m.Metadata(g.Protocol())
+					rm.MemberAssignment = m.Assignment
+				}
+				rg.Members = append(rg.Members, rm)
+			}
+		}
+		c.mu.Unlock()
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}
