@@ -23,9 +23,16 @@ import (
 
 // Node is one kbroker process: broker and/or controller, put together.
 //
-// Goroutines: Run starts the request server, the replica manager's image
-// watcher and the storage flusher, all stopped by Run's context; raft's
-// own goroutines stop when the metadata store is closed at the end of Run.
+// Goroutines, all started by Run and all stopped before it returns: the
+// request server (an acceptor per listener, a reader and a writer per
+// connection), the replica manager (image watcher, one fetcher per leader,
+// the ISR checker), the storage manager (flushes, retention, cleaning),
+// the group coordinator, memberlist gossip and its watcher, the
+// heartbeat loop and the admin HTTP server. Shutdown runs in this order:
+// heartbeats stop, the controlled shutdown moves leaderships away, the
+// server stops accepting and answers what is in flight (waiting requests
+// are expired), the background goroutines stop, logs are flushed and
+// closed, and raft (whose goroutines the metadata store owns) stops.
 type Node struct {
 	cfg    config.Config
 	logger *slog.Logger
