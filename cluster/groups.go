@@ -280,7 +280,7 @@ func (c *groupCoordinator) load(ctx context.Context, p int32, part *replication.
 			if b.IsControl() {
 				continue
 			}
-			err = record.Iterate(b, 64<<20, func(r *record.Record) error {
+			err = record.IterateCompacted(b, 64<<20, func(r *record.Record) error {
 				key := append([]byte(nil), r.Key...)
 				var value []byte
 				if r.Value != nil {

@@ -348,6 +348,7 @@ func logConfig(c config.TopicConfig) storage.LogConfig {
 	lc.SegmentIndexBytes = int(c.SegmentIndexBytes)
 	lc.MaxMessageBytes = int(c.MaxMessageBytes)
 	lc.FlushMessages = c.FlushMessages
+	lc.CleanupPolicy = c.CleanupPolicy
 	lc.RetentionMs = c.RetentionMs
 	lc.RetentionBytes = c.RetentionBytes
 	if c.FlushMs > 0 && c.FlushMs < int64(time.Duration(1<<62)/time.Millisecond) {

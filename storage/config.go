@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,59 @@ type LogConfig struct {
 	FlushInterval      time.Duration `kafka:"flush.ms"`             // 0: never (Manager.Run flushes periodically)
 	RetentionMs        int64         `kafka:"retention.ms"`         // default 7 days; -1: keep forever
 	RetentionBytes     int64         `kafka:"retention.bytes"`      // default -1: no size limit
+	// CleanupPolicy is cleanup.policy: "delete" (the default; "" means
+	// it too), "compact", or both ("compact,delete"). With compact the
+	// log cleaner keeps the latest record per key; without delete,
+	// retention.ms and retention.bytes delete nothing.
+	CleanupPolicy string `kafka:"cleanup.policy"`
+	// MinCleanableDirtyRatio is min.cleanable.dirty.ratio (default 0.5):
+	// the cleaner takes a log once its dirty bytes reach this share of
+	// its inactive segments' bytes.
+	MinCleanableDirtyRatio float64 `kafka:"min.cleanable.dirty.ratio"`
+	// DeleteRetentionMs is delete.retention.ms (default 1 day): a
+	// tombstone (null value) is dropped by cleaning once its segment's
+	// largest timestamp is older than this.
+	DeleteRetentionMs int64 `kafka:"delete.retention.ms"`
+	// MinCompactionLagMs is min.compaction.lag.ms (default 0): segments
+	// holding a record newer than this are not cleaned.
+	MinCompactionLagMs int64 `kafka:"min.compaction.lag.ms"`
+}
+
+// Cleanup policies (cleanup.policy values).
+const (
+	CleanupPolicyDelete  = "delete"
+	CleanupPolicyCompact = "compact"
+)
+
+// parsePolicy splits cleanup.policy into its two flags; "" is delete.
+func parsePolicy(p string) (compact, del bool, err error) {
+	if strings.TrimSpace(p) == "" {
+		return false, true, nil
+	}
+	for _, part := range strings.Split(p, ",") {
+		switch strings.ToLower(strings.TrimSpace(part)) {
+		case CleanupPolicyCompact:
+			compact = true
+		case CleanupPolicyDelete:
+			del = true
+		default:
+			return false, false, fmt.Errorf("cleanup.policy: %q: unknown policy %q", p, part)
+		}
+	}
+	return compact, del, nil
+}
+
+// Compact reports whether cleanup.policy includes compact.
+func (c LogConfig) Compact() bool {
+	compact, _, _ := parsePolicy(c.CleanupPolicy)
+	return compact
+}
+
+// Delete reports whether cleanup.policy includes delete (retention.ms and
+// retention.bytes apply).
+func (c LogConfig) Delete() bool {
+	_, del, err := parsePolicy(c.CleanupPolicy)
+	return del || err != nil
 }
 
 // DefaultLogConfig returns Kafka's defaults.
@@ -29,6 +83,11 @@ func DefaultLogConfig() LogConfig {
 		MaxMessageBytes:    1048588,
 		RetentionMs:        (7 * 24 * time.Hour).Milliseconds(),
 		RetentionBytes:     -1,
+
+		CleanupPolicy:          CleanupPolicyDelete,
+		MinCleanableDirtyRatio: 0.5,
+		DeleteRetentionMs:      (24 * time.Hour).Milliseconds(),
+		MinCompactionLagMs:     0,
 	}
 }
 
@@ -51,6 +110,15 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("retention.ms: %d must be at least -1", c.RetentionMs)
 	case c.RetentionBytes < -1:
 		return fmt.Errorf("retention.bytes: %d must be at least -1", c.RetentionBytes)
+	case c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1 || c.MinCleanableDirtyRatio != c.MinCleanableDirtyRatio:
+		return fmt.Errorf("min.cleanable.dirty.ratio: %v must be in [0, 1]", c.MinCleanableDirtyRatio)
+	case c.DeleteRetentionMs < 0:
+		return fmt.Errorf("delete.retention.ms: %d must not be negative", c.DeleteRetentionMs)
+	case c.MinCompactionLagMs < 0:
+		return fmt.Errorf("min.compaction.lag.ms: %d must not be negative", c.MinCompactionLagMs)
+	}
+	if _, _, err := parsePolicy(c.CleanupPolicy); err != nil {
+		return err
 	}
 	return nil
 }

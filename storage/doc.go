@@ -9,6 +9,7 @@
 //	  recovery-point-offset-checkpoint      per-partition recovery points
 //	  log-start-offset-checkpoint           per-partition log start offsets
 //	  replication-offset-checkpoint         per-partition high watermarks
+//	  cleaner-offset-checkpoint             per-partition first dirty offset of compacted logs
 //	  <topic>-<partition>/
 //	    00000000000000000000.log            segment: batches back to back
 //	    00000000000000000000.index          sparse offset index of that segment
@@ -18,6 +19,8 @@
 //	    00000000000000001234.timeindex
 //	    00000000000000005678.snapshot       producer state at offset 5678
 //	    leader-epoch-checkpoint             leader epoch -> first offset
+//	    00000000000000001234.log.cleaned    a segment being rewritten by the cleaner
+//	    00000000000000001234.log.swap       (and .index/.timeindex) a cleaned segment being swapped in
 //
 // Segment files are named by the 20-digit zero-padded base offset: the
 // offset of the first batch they hold. The last segment is the active one;
@@ -126,7 +129,8 @@
 // ends the log there. That segment is truncated, every later segment
 // deleted and the index rebuilt; nothing after a bad batch is kept. With
 // the marker the files are trusted, except that an index inconsistent
-// with its .log is rebuilt. Producer state is loaded from the newest
+// with its .log is rebuilt. Interrupted cleaner swaps are finished or
+// discarded before anything else (see Log cleaning). Producer state is loaded from the newest
 // snapshot at or below the log end offset, then replayed from the batch
 // headers after it (or from the whole log when there is none).
 //
@@ -145,6 +149,54 @@
 // The log start offset never drops below the first segment's base
 // offset; reads below it are ErrOffsetOutOfRange.
 //
+// # Log cleaning (cleanup.policy=compact)
+//
+// Log.Clean is Kafka's log cleaner for one log. It works on the inactive
+// segments below the cleanable end: the active segment's base offset, or
+// the base of the first segment holding a record newer than
+// min.compaction.lag.ms. It first maps every key of the dirty section
+// (from the first dirty offset, kept in cleaner-offset-checkpoint in the
+// text format above, to the cleanable end) to its latest offset, then
+// rewrites each segment below the cleanable end keeping, per key, only
+// the record at that offset. Null-key records are kept. A tombstone (null
+// value) goes once its segment's largest timestamp is older than
+// delete.retention.ms. Offsets never change: a batch that loses records
+// is rebuilt (record.Build) with its base offset, producer id, epoch, base
+// sequence, attributes, codec and partition leader epoch, its records'
+// original offset deltas (gaps allowed: read them with
+// record.IterateCompacted) and lastOffsetDelta from its last record. A
+// batch left with no records is dropped, except that the last record of
+// an idempotent producer's latest batch is kept, so that a producer state
+// rebuilt from the log still knows its last sequence (Kafka keeps an empty
+// batch instead). Segments left empty stay (time retention may delete
+// them). The log start and end offsets do not change. A fetch at an
+// offset cleaned away gets the next batch holding a later offset; a
+// follower of a compacted topic accepts such forward gaps
+// (AppendAsFollower), a follower of a delete-only topic does not.
+//
+// A segment from which nothing would be removed is not rewritten.
+// Otherwise the copy is written to <base>.log.cleaned with
+// .index.cleaned and .timeindex.cleaned (indexes built as recovery builds
+// them) and fsynced. Then, under the log's lock: the index and time index
+// are renamed to .swap, then the .log to .log.swap (the commit point),
+// and the directory fsynced; then the three .swap files are renamed over
+// the originals, .log last, and the directory fsynced again. At open,
+// before segments are listed, .cleaned files are removed, a segment with
+// a .log.swap has its .swap files renamed over the originals, and .swap
+// files without a .log.swap are removed: a crash leaves each segment
+// either old or cleaned, never a mix. Reads and appends go on during the
+// cleaning, which takes the lock only to plan and to swap; a truncation,
+// retention or Close meanwhile makes the swap back out (Aborted).
+//
+// Each replica cleans its own log, as in Kafka: after cleaning, replicas
+// agree on every surviving record's offset and contents but not
+// necessarily on segment bytes.
+//
+// With cleanup.policy "compact" alone ApplyRetention deletes nothing;
+// with "compact,delete" both apply. The cleaner's key map is a Go map
+// sized by the dirty section's distinct keys (Kafka bounds it with
+// log.cleaner.dedupe.buffer.size).
+//
 // # Durability
 //
 // Appends are not fsynced unless flush.messages says so; the old segment
@@ -162,6 +214,12 @@
 // caller in one goroutine; it flushes logs due a flush.ms flush, applies
 // retention every retention check interval (SetRetentionCheckInterval,
 // default 5 minutes), writes the log start offset and high watermark
-// checkpoints that changed every 5 seconds, and returns when its context
-// is done.
+// checkpoints that changed every 5 seconds, cleans compacted logs whose
+// dirty ratio reached min.cleanable.dirty.ratio every cleaner backoff
+// (SetCleanerBackoff, default 15 seconds; CleanLogs, one log at a time,
+// in Run's goroutine, without the Manager's lock), and returns when its
+// context is done.
+//
+// Log.cleanMu serializes Clean and DirtyRatio on one log; it is taken
+// before Log.mu, never while holding it.
 package storage

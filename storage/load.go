@@ -20,6 +20,18 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	if err != nil {
 		return fmt.Errorf("%w: list %s: %v", ErrStorage, l.dir, err)
 	}
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name()
+	}
+	// An interrupted cleaner swap is finished or discarded first.
+	if changed, err := recoverSwaps(l.fs, l.dir, names); err != nil {
+		return fmt.Errorf("%w: finish cleaner swaps in %s: %v", ErrStorage, l.dir, err)
+	} else if changed {
+		if ents, err = l.fs.ReadDir(l.dir); err != nil {
+			return fmt.Errorf("%w: list %s: %v", ErrStorage, l.dir, err)
+		}
+	}
 	var bases, snaps []int64
 	logs := map[int64]bool{}
 	for _, e := range ents {

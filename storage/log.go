@@ -22,6 +22,10 @@ type Log struct {
 	logger *slog.Logger
 	now    func() time.Time
 
+	// cleanMu serializes Clean and DirtyRatio; it guards cleaner.
+	cleanMu sync.Mutex
+	cleaner cleanerState
+
 	mu struct {
 		sync.RWMutex
 		segments       []*segment // ordered by base offset; never empty while open
@@ -36,6 +40,9 @@ type Log struct {
 		epochs         []epochEntry // leader epoch cache, increasing epochs and start offsets
 		epochsDirty    bool         // the cache differs from leaderEpochFile
 		highWatermark  int64        // as set by SetHighWatermarkCheckpoint, <= logEndOffset
+		// generation counts truncations; the cleaner does not swap in a
+		// segment cleaned with a key map from an older generation.
+		generation uint64
 	}
 }
 

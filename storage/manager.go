@@ -37,6 +37,19 @@ type Manager struct {
 		// high watermark checkpoints that changed (Kafka's
 		// replica.high.watermark.checkpoint.interval.ms).
 		checkpointEvery time.Duration
+		// cleanerBackoff is how often Run looks for logs to clean.
+		cleanerBackoff time.Duration
+	}
+}
+
+// SetCleanerBackoff sets how often Run looks for compacted logs to clean
+// (log.cleaner.backoff.ms, DefaultCleanerBackoff unless set). It takes
+// effect when Run starts.
+func (m *Manager) SetCleanerBackoff(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if d > 0 {
+		m.mu.cleanerBackoff = d
 	}
 }
 
@@ -83,6 +96,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	m.mu.logs = make(map[topicPartition]*Log)
 	m.mu.retentionCheck = DefaultRetentionCheckInterval
 	m.mu.checkpointEvery = 5 * time.Second
+	m.mu.cleanerBackoff = DefaultCleanerBackoff
 	for _, path := range dirs {
 		d, err := openLogDir(fsys, path, logger)
 		if err != nil {
@@ -219,6 +233,9 @@ func (m *Manager) Delete(topic string, partition int32) error {
 			delete(d.recoveryPoints, tp)
 			delete(d.logStartOffsets.offsets, tp)
 			delete(d.highWatermarks.offsets, tp)
+			if err := updateCleanerCheckpoint(m.fs, d.path, tp, -1); err != nil {
+				m.logger.Warn("removing cleaner checkpoint entry", "dir", d.path, "err", err)
+			}
 		}
 	}
 	if path == "" {
@@ -235,8 +252,10 @@ func (m *Manager) Delete(topic string, partition int32) error {
 // caller starts it and stops it by cancelling ctx.
 func (m *Manager) Run(ctx context.Context) {
 	m.mu.Lock()
-	every, cpEvery := m.mu.retentionCheck, m.mu.checkpointEvery
+	every, cpEvery, cleanEvery := m.mu.retentionCheck, m.mu.checkpointEvery, m.mu.cleanerBackoff
 	m.mu.Unlock()
+	clt := time.NewTicker(cleanEvery)
+	defer clt.Stop()
 	ct := time.NewTicker(cpEvery)
 	defer ct.Stop()
 	t := time.NewTicker(flushCheckInterval)
@@ -253,8 +272,53 @@ func (m *Manager) Run(ctx context.Context) {
 			m.applyRetention(now)
 		case <-ct.C:
 			m.checkpointOffsets()
+		case now := <-clt.C:
+			m.CleanLogs(ctx, now)
 		}
 	}
+}
+
+// CleanLogs cleans each open log whose cleanup.policy includes compact
+// and whose dirty ratio is at least its min.cleanable.dirty.ratio, one at
+// a time, without holding the Manager's lock while cleaning. Run calls it
+// every cleaner backoff. It returns how many logs it cleaned.
+func (m *Manager) CleanLogs(ctx context.Context, now time.Time) int {
+	m.mu.Lock()
+	if m.mu.closed {
+		m.mu.Unlock()
+		return 0
+	}
+	var logs []*Log
+	for _, l := range m.mu.logs {
+		if l.cfg.Compact() {
+			logs = append(logs, l)
+		}
+	}
+	m.mu.Unlock()
+	cleaned := 0
+	for _, l := range logs {
+		if ctx.Err() != nil {
+			break
+		}
+		ratio, err := l.DirtyRatio(now)
+		if err != nil {
+			if !errors.Is(err, ErrClosed) {
+				m.logger.Error("dirty ratio failed", "dir", l.Dir(), "err", err)
+			}
+			continue
+		}
+		if ratio == 0 || ratio < l.cfg.MinCleanableDirtyRatio {
+			continue
+		}
+		if _, err := l.Clean(now); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				m.logger.Error("cleaning failed", "dir", l.Dir(), "err", err)
+			}
+			continue
+		}
+		cleaned++
+	}
+	return cleaned
 }
 
 // checkpointOffsets writes the log start offset and high watermark

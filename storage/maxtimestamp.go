@@ -89,7 +89,7 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 	if best.LogAppendTime() {
 		return offset, timestamp, true, nil
 	}
-	err = record.Iterate(best, maxUncompressedForTimestamp, func(r *record.Record) error {
+	err = record.IterateCompacted(best, maxUncompressedForTimestamp, func(r *record.Record) error {
 		o := best.BaseOffset() + int64(r.OffsetDelta)
 		if o >= start && best.BaseTimestamp()+r.TimestampDelta == best.MaxTimestamp() {
 			offset = o

@@ -54,18 +54,25 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStartOffset int64, err er
 // limit), as Kafka's deleteRetentionMsBreachedSegments and
 // deleteRetentionSizeBreachedSegments do. The log start offset moves to
 // the first remaining segment's base offset. A segment without
-// timestamps (max timestamp -1) is not deleted by time.
+// timestamps (max timestamp -1) is not deleted by time, unless it is empty
+// (an inactive segment the cleaner emptied).
+//
+// With a cleanup.policy without delete ("compact" alone) it deletes
+// nothing: the log cleaner bounds such logs.
 func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (deletedSegments int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
 		return 0, fmt.Errorf("retention %s: %w", l.dir, ErrClosed)
 	}
+	if !l.cfg.Delete() {
+		return 0, nil
+	}
 	segs := l.mu.segments
 	n := 0
 	if retentionMs >= 0 {
 		nowMs := now.UnixMilli()
-		for n < len(segs)-1 && segs[n].maxTimestamp >= 0 && nowMs-segs[n].maxTimestamp > retentionMs {
+		for n < len(segs)-1 && (segs[n].size == 0 || segs[n].maxTimestamp >= 0 && nowMs-segs[n].maxTimestamp > retentionMs) {
 			n++
 		}
 		if err := l.deleteOldestLocked(n, "retention.ms"); err != nil {

@@ -23,7 +23,7 @@ func firstRecordAtOrAfter(b record.Batch, ts, minOffset int64) (int64, int64, bo
 	}
 	var off, t int64
 	found := false
-	err := record.Iterate(b, maxUncompressedForTimestamp, func(r *record.Record) error {
+	err := record.IterateCompacted(b, maxUncompressedForTimestamp, func(r *record.Record) error {
 		if rt := b.BaseTimestamp() + r.TimestampDelta; rt >= ts && b.BaseOffset()+int64(r.OffsetDelta) >= minOffset {
 			off, t, found = b.BaseOffset()+int64(r.OffsetDelta), rt, true
 			return errStopIterate

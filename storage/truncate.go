@@ -31,6 +31,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	if offset >= l.mu.logEndOffset {
 		return nil
 	}
+	l.mu.generation++
 	if offset < l.mu.logStartOffset {
 		return l.truncateFullyLocked(offset)
 	}
@@ -104,6 +105,7 @@ func (l *Log) writableLocked() error {
 // once all are gone, an empty directory that opens at the checkpointed log
 // start offset.
 func (l *Log) truncateFullyLocked(offset int64) error {
+	l.mu.generation++
 	if err := l.deleteNewestLocked(0); err != nil {
 		return fmt.Errorf("truncate %s: %w", l.dir, err)
 	}
@@ -189,7 +191,9 @@ func (l *Log) rebuildProducerStateLocked() error {
 
 // AppendAsFollower appends batches fetched from the leader byte for byte:
 // each must be whole, magic 2, CRC-valid, and start at the log end offset
-// (the previous batch's last offset + 1). Nothing is assigned or
+// (the previous batch's last offset + 1; with a compact cleanup.policy at
+// or after it, as the leader's cleaner may have removed the offsets
+// between, like Kafka's follower). Nothing is assigned or
 // rewritten. The indexes, the leader epoch cache and the producer state
 // follow. If any batch is refused, nothing is written. lastOffset is the
 // last offset appended (log end offset - 1).
@@ -201,6 +205,7 @@ func (l *Log) AppendAsFollower(batches []byte) (lastOffset int64, err error) {
 	}
 	var list []record.Batch
 	next := l.mu.logEndOffset
+	compact := l.cfg.Compact()
 	for rest := batches; len(rest) > 0; {
 		if len(rest) < record.HeaderSize {
 			return 0, fmt.Errorf("append to %s: %w: %d trailing bytes", l.dir, ErrCorrupt, len(rest))
@@ -216,7 +221,7 @@ func (l *Log) AppendAsFollower(batches []byte) (lastOffset int64, err error) {
 			return 0, fmt.Errorf("append to %s: %w: magic %d", l.dir, ErrInvalidRecord, b.Magic())
 		case !b.ValidCRC():
 			return 0, fmt.Errorf("append to %s: %w: CRC mismatch at offset %d", l.dir, ErrCorrupt, b.BaseOffset())
-		case b.BaseOffset() != next:
+		case b.BaseOffset() < next || (b.BaseOffset() > next && !compact):
 			return 0, fmt.Errorf("append to %s: %w: batch at %d, log end offset %d", l.dir, ErrInvalidRecord, b.BaseOffset(), next)
 		case b.LastOffsetDelta() < 0 || b.BaseOffset() > (1<<62)-int64(b.LastOffsetDelta()):
 			return 0, fmt.Errorf("append to %s: %w: lastOffsetDelta %d", l.dir, ErrInvalidRecord, b.LastOffsetDelta())

@@ -244,7 +244,7 @@ func printBatch(w io.Writer, b record.Batch, pos int64, opts dumpOptions, path s
 
 	var line []byte
 	var werr error
-	err := record.Iterate(b, opts.MaxUncompressed, func(r *record.Record) error {
+	err := record.IterateCompacted(b, opts.MaxUncompressed, func(r *record.Record) error {
 		ts := b.BaseTimestamp() + r.TimestampDelta
 		if b.LogAppendTime() {
 			ts = b.MaxTimestamp() // Kafka reports the batch's append time for every record
