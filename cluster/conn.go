@@ -152,7 +152,16 @@ func (c *conn) writeLoop() {
 	var buf []byte
 	broken := false
 	for s := range c.slots {
-		<-s.done
+		select {
+		case <-s.done:
+		case <-c.srv.abandon:
+			// Shutdown gave up on requests that never completed: close
+			// rather than wait for them.
+			c.nc.Close()
+			for range c.slots {
+			}
+			return
+		}
 		if broken || s.noResp {
 			continue
 		}

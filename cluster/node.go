@@ -57,8 +57,12 @@ type Node struct {
 		// advertised is this broker's endpoints as registered.
 		advertised []metadata.Endpoint
 	}
-	ready chan struct{} // closed when the node serves requests
+	ready  chan struct{} // closed when the node serves requests
+	served chan struct{} // closed when the server has stopped
 }
+
+// drainTimeout bounds how long shutdown waits for requests in progress.
+const drainTimeout = 10 * time.Second
 
 // NewNode validates cfg and constructs a node. It starts nothing.
 func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
@@ -72,6 +76,7 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		produceWaiters: purgatory.New[replication.TopicPartition]("produce"),
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
 		ready:          make(chan struct{}),
+		served:         make(chan struct{}),
 	}
 	n.producerIDs.node = n
 	n.groups = newGroupCoordinator(n)
@@ -216,7 +221,21 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		n.groups.close()
 	})
 	defer stopWatch()
+	// Every waiting request is answered above; this is the backstop for
+	// one that somehow is not.
+	stopAbandon := context.AfterFunc(serveCtx, func() {
+		t := time.NewTimer(drainTimeout)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			n.logger.Warn("requests still in progress after the drain timeout; closing their connections", "timeout", drainTimeout)
+			n.server.Abandon()
+		case <-n.served:
+		}
+	})
+	defer stopAbandon()
 	n.server.Serve(serveCtx)
+	close(n.served)
 
 	stopBG()
 	wg.Wait()

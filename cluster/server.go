@@ -56,6 +56,11 @@ type Server struct {
 	writeTimeout   time.Duration
 	metrics        *requestMetrics
 
+	// abandon is closed when shutdown stops waiting for requests still in
+	// progress; their connections are closed without a response.
+	abandon     chan struct{}
+	abandonOnce sync.Once
+
 	mu        sync.Mutex
 	listeners []*boundListener
 	conns     map[*conn]struct{}
@@ -75,6 +80,7 @@ func newServer(logger *slog.Logger, apis []api, maxRequestSize int32, metrics *r
 		writeTimeout:   30 * time.Second,
 		metrics:        metrics,
 		conns:          make(map[*conn]struct{}),
+		abandon:        make(chan struct{}),
 	}
 	for _, a := range apis {
 		if _, dup := s.apis[a.key]; dup {
@@ -163,3 +169,8 @@ func (s *Server) versionRanges() []kmsg.ApiVersionsResponseApiKey {
 	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
 	return out
 }
+
+// Abandon makes connections stop waiting for requests still in progress
+// and close. Shutdown calls it when draining takes too long, so a request
+// that never completes cannot hold the process up.
+func (s *Server) Abandon() { s.abandonOnce.Do(func() { close(s.abandon) }) }
