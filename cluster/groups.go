@@ -564,3 +564,14 @@ func clientHost(rc *RequestContext) string {
 	}
 	return "/" + s
 }
+
+// groupCounts returns how many loaded groups are in each state (metrics).
+func (c *groupCoordinator) groupCounts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, g := range c.mu.groups {
+		out[g.State().String()]++
+	}
+	return out
+}

@@ -18,6 +18,7 @@ type stateCollector struct {
 	purgatorySize                               *prometheus.Desc
 	raftState, raftTerm, raftCommit, raftApply  *prometheus.Desc
 	brokers                                     *prometheus.Desc
+	isrShrinks, isrExpands, groups              *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -37,6 +38,9 @@ func newStateCollector(n *Node) *stateCollector {
 		raftCommit:      prometheus.NewDesc("kbroker_raft_commit_index", "Raft commit index.", nil, nil),
 		raftApply:       prometheus.NewDesc("kbroker_raft_applied_index", "Raft applied index.", nil, nil),
 		brokers:         prometheus.NewDesc("kbroker_brokers", "Registered brokers by fencing state, from the metadata image.", []string{"state"}, nil),
+		isrShrinks:      prometheus.NewDesc("kbroker_isr_shrinks_total", "ISR shrinks this broker proposed as leader and the controller committed.", nil, nil),
+		isrExpands:      prometheus.NewDesc("kbroker_isr_expands_total", "ISR expands this broker proposed as leader and the controller committed.", nil, nil),
+		groups:          prometheus.NewDesc("kbroker_groups", "Consumer groups this broker coordinates, by state.", []string{"state"}, nil),
 	}
 }
 
@@ -66,6 +70,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge(c.underReplicated, float64(under))
 		gauge(c.leaders, float64(leading))
+		shrinks, expands := n.replicas.ISRChanges()
+		ch <- prometheus.MustNewConstMetric(c.isrShrinks, prometheus.CounterValue, float64(shrinks))
+		ch <- prometheus.MustNewConstMetric(c.isrExpands, prometheus.CounterValue, float64(expands))
+	}
+	for state, count := range n.groups.groupCounts() {
+		gauge(c.groups, float64(count), state)
 	}
 	if n.store == nil {
 		return

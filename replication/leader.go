@@ -177,6 +177,9 @@ func (p *Partition) changeLocked(isr []int32) metadata.PartitionChange {
 // flag on a new partition epoch); a failure clears it at once so the next
 // fetch or shrink check may try again.
 func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
+	p.mu.RLock()
+	prevISR := len(p.mu.isr)
+	p.mu.RUnlock()
 	clear := func() {
 		p.mu.Lock()
 		if p.mu.pendingISR && p.mu.pendingEpoch == c.PartitionEpoch {
@@ -197,6 +200,12 @@ func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
 					"isr", c.ISR, "partition_epoch", c.PartitionEpoch, "err", err)
 			}
 			clear()
+			return
+		}
+		if len(c.ISR) < prevISR {
+			m.isrShrinks.Add(1)
+		} else {
+			m.isrExpands.Add(1)
 		}
 	})
 	if !started {
@@ -243,4 +252,10 @@ func (m *Manager) runISRChecker(ctx context.Context) {
 			m.shrinkISRs(now)
 		}
 	}
+}
+
+// ISRChanges returns how many ISR shrinks and expands this broker, as a
+// partition leader, has had committed by the controller.
+func (m *Manager) ISRChanges() (shrinks, expands uint64) {
+	return m.isrShrinks.Load(), m.isrExpands.Load()
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/config"
@@ -81,6 +82,8 @@ type LeaderConn interface {
 type Manager struct {
 	cfg   ManagerConfig
 	hooks *hooks
+	// isrShrinks and isrExpands count committed ISR changes (metrics).
+	isrShrinks, isrExpands atomic.Uint64
 	// skipEpochRequest (tests only) makes a new follower fetch at once
 	// and rely on diverging-epoch responses (KIP-320) to truncate.
 	skipEpochRequest bool
