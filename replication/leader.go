@@ -147,6 +147,16 @@ func (p *Partition) endOffsetForEpoch(requested int32) (int32, int64, error) {
 
 // proposeISRExpand proposes adding replicaID to the ISR, asynchronously.
 func (m *Manager) proposeISRExpand(p *Partition, replicaID int32) {
+	// The controller refuses a fenced broker (KIP-841); asking would only
+	// repeat the refusal until the broker's heartbeat unfences it.
+	m.mu.RLock()
+	img := m.mu.image
+	m.mu.RUnlock()
+	if img != nil {
+		if b, ok := img.Brokers[replicaID]; !ok || b.Fenced {
+			return
+		}
+	}
 	p.mu.Lock()
 	if p.mu.pendingISR || slices.Contains(p.mu.isr, replicaID) || p.mu.leader != p.nodeID {
 		p.mu.Unlock()

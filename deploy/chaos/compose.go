@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// composeTarget drives deploy/docker-compose.yml through the docker CLI:
+// brokers on localhost:19092, 29092 and 39092.
+type composeTarget struct {
+	file     string
+	compose  []string // "docker compose" or "docker-compose"
+	network  string
+	dataDir  string // the broker's log.dirs inside the container
+	work     string
+	ctx      context.Context
+	mu       sync.Mutex
+	cont     map[int32]string // node id -> container id
+	cname    map[int32]string
+	down     map[int32]bool
+	paused   map[int32]bool
+	cut      map[int32]bool
+	kills    map[int32]int
+	restarts map[int32]int // RestartCount at start
+	ours     bool          // no kb container ran before: take it down at the end
+	final    []string      // problems collected before taking it down
+	issues   []string
+}
+
+// dockerAvailable says why docker cannot be used, or "".
+func dockerAvailable() string {
+	if _, err := exec.LookPath("docker"); err != nil {
+		return "docker CLI not found"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "docker", "info").CombinedOutput(); err != nil {
+		return fmt.Sprintf("docker engine not reachable: %v %s", err, truncate(strings.TrimSpace(string(out)), 200))
+	}
+	return ""
+}
+
+func docker(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, truncate(strings.TrimSpace(string(out)), 300))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func newComposeTarget(file, network, work string) (*composeTarget, error) {
+	if file == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, err
+		}
+		file = filepath.Join(root, "deploy", "docker-compose.yml")
+	}
+	t := &composeTarget{file: file, network: network, dataDir: "/var/lib/kbroker", work: work,
+		cont: map[int32]string{}, cname: map[int32]string{}, down: map[int32]bool{}, paused: map[int32]bool{},
+		cut: map[int32]bool{}, kills: map[int32]int{}, restarts: map[int32]int{}}
+	if _, err := docker("docker", "compose", "version"); err == nil {
+		t.compose = []string{"docker", "compose"}
+	} else if _, err := exec.LookPath("docker-compose"); err == nil {
+		t.compose = []string{"docker-compose"}
+	} else {
+		return nil, fmt.Errorf("neither `docker compose` nor docker-compose is available")
+	}
+	return t, nil
+}
+
+func (t *composeTarget) name() string { return "compose" }
+func (t *composeTarget) ids() []int32 { return []int32{1, 2, 3} }
+func (t *composeTarget) addr(id int32) string {
+	return fmt.Sprintf("localhost:%d", 10000*int(id)+9092)
+}
+func (t *composeTarget) seeds() []string {
+	return []string{t.addr(1), t.addr(2), t.addr(3)}
+}
+
+func (t *composeTarget) composeCmd(args ...string) (string, error) {
+	full := append(append(append([]string{}, t.compose...), "-f", t.file), args...)
+	return docker(full...)
+}
+
+func (t *composeTarget) start(ctx context.Context) error {
+	t.ctx = ctx
+	if _, err := docker("docker", "image", "inspect", "kbroker:latest"); err != nil {
+		return fmt.Errorf("image kbroker:latest missing: run `make image` first")
+	}
+	if out, err := t.composeCmd("ps", "-q"); err == nil && strings.TrimSpace(out) == "" {
+		t.ours = true
+	}
+	if _, err := t.composeCmd("up", "-d"); err != nil {
+		return err
+	}
+	for _, id := range t.ids() {
+		c, err := t.composeCmd("ps", "-q", fmt.Sprintf("kb%d", id))
+		if err != nil || c == "" {
+			return fmt.Errorf("container of kb%d: %v", id, err)
+		}
+		c = strings.Fields(c)[0]
+		t.cont[id] = c
+		name, _ := docker("docker", "inspect", "-f", "{{.Name}}", c)
+		t.cname[id] = strings.TrimPrefix(name, "/")
+		t.restarts[id] = t.restartCount(id)
+	}
+	for _, id := range t.ids() {
+		if err := waitReady(ctx, t.addr(id), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *composeTarget) restartCount(id int32) int {
+	out, err := docker("docker", "inspect", "-f", "{{.RestartCount}}", t.cont[id])
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(out))
+	return n
+}
+
+func (t *composeTarget) running(id int32) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.down[id] && !t.paused[id] && !t.cut[id]
+}
+
+func (t *composeTarget) set(m map[int32]bool, id int32, v bool) {
+	t.mu.Lock()
+	m[id] = v
+	t.mu.Unlock()
+}
+
+func (t *composeTarget) kill(id int32) error {
+	t.set(t.down, id, true)
+	t.mu.Lock()
+	t.kills[id]++
+	t.mu.Unlock()
+	_, err := docker("docker", "kill", "-s", "KILL", t.cont[id])
+	return err
+}
+
+func (t *composeTarget) term(id int32) error {
+	t.set(t.down, id, true)
+	if _, err := docker("docker", "stop", "-t", strconv.Itoa(int(stopTimeout/time.Second)), t.cont[id]); err != nil {
+		return err
+	}
+	code, _ := docker("docker", "inspect", "-f", "{{.State.ExitCode}}", t.cont[id])
+	if code != "0" {
+		t.mu.Lock()
+		t.issues = append(t.issues, fmt.Sprintf("kb%d exited with code %s after SIGTERM", id, code))
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+func (t *composeTarget) restart(id int32) error {
+	if _, err := docker("docker", "start", t.cont[id]); err != nil {
+		return err
+	}
+	t.set(t.down, id, false)
+	return waitReady(t.ctx, t.addr(id), nil)
+}
+
+func (t *composeTarget) pause(id int32) error {
+	t.set(t.paused, id, true)
+	_, err := docker("docker", "pause", t.cont[id])
+	return err
+}
+
+func (t *composeTarget) resume(id int32) error {
+	_, err := docker("docker", "unpause", t.cont[id])
+	t.set(t.paused, id, false)
+	return err
+}
+
+func (t *composeTarget) isolateSupport() string { return "" }
+
+func (t *composeTarget) isolate(id int32) error {
+	t.set(t.cut, id, true)
+	_, err := docker("docker", "network", "disconnect", t.network, t.cont[id])
+	return err
+}
+
+func (t *composeTarget) reconnect(id int32) error {
+	_, err := docker("docker", "network", "connect", "--alias", fmt.Sprintf("kb%d", id), t.network, t.cont[id])
+	if err == nil || strings.Contains(err.Error(), "already exists") {
+		t.set(t.cut, id, false)
+		return nil
+	}
+	return err
+}
+
+func (t *composeTarget) heal() error {
+	var errs []string
+	for _, id := range t.ids() {
+		t.mu.Lock()
+		p, c, d := t.paused[id], t.cut[id], t.down[id]
+		t.mu.Unlock()
+		if p {
+			if err := t.resume(id); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if c {
+			if err := t.reconnect(id); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+		if d {
+			if _, err := docker("docker", "start", t.cont[id]); err != nil {
+				errs = append(errs, err.Error())
+			} else {
+				t.set(t.down, id, false)
+			}
+		}
+	}
+	for _, id := range t.ids() {
+		if err := waitReady(t.ctx, t.addr(id), nil); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("heal: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// replicaLogs copies each container's partition directory out with
+// `docker cp` (which works on a FROM scratch image: the daemon reads it).
+func (t *composeTarget) replicaLogs(topic string, p int32, hw int64) (map[int32][]byte, string, error) {
+	out := map[int32][]byte{}
+	for _, id := range t.ids() {
+		dst := filepath.Join(t.work, fmt.Sprintf("cp-kb%d-%s-%d", id, topic, p))
+		_ = os.RemoveAll(dst)
+		src := fmt.Sprintf("%s:%s/%s-%d", t.cont[id], t.dataDir, topic, p)
+		if _, err := docker("docker", "cp", src, dst); err != nil {
+			return nil, fmt.Sprintf("replica comparison skipped: docker cp failed: %v", err), nil
+		}
+		b, err := logUpTo(dst, hw)
+		if err != nil {
+			return nil, "", fmt.Errorf("kb%d: %v", id, err)
+		}
+		out[id] = b
+	}
+	return out, "", nil
+}
+
+func (t *composeTarget) problems() []string {
+	if t.final != nil {
+		return t.final
+	}
+	return t.scan()
+}
+
+func (t *composeTarget) scan() []string {
+	t.mu.Lock()
+	out := append([]string(nil), t.issues...)
+	t.mu.Unlock()
+	for _, id := range t.ids() {
+		if n := t.restartCount(id) - t.restarts[id] - t.kills[id]; n > 0 {
+			out = append(out, fmt.Sprintf("kb%d was restarted by docker %d more times than it was killed (exited on its own)", id, n))
+		}
+		logs, _ := docker("docker", "logs", t.cont[id])
+		path := filepath.Join(t.work, fmt.Sprintf("kb%d.log", id))
+		if err := os.WriteFile(path, []byte(logs), 0o644); err == nil {
+			out = append(out, scanLog(path, fmt.Sprintf("kb%d", id))...)
+		}
+	}
+	return out
+}
+
+// close heals the cluster; it takes it down (with its volumes) only when
+// this run brought it up, and otherwise leaves the user's cluster running.
+func (t *composeTarget) close() {
+	_ = t.heal()
+	if t.ours {
+		t.final = append(t.scan(), []string{}...)
+		if _, err := t.composeCmd("down", "-v"); err != nil {
+			t.final = append(t.final, "compose down: "+err.Error())
+		}
+	}
+}

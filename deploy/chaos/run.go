@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// result is the outcome of one run.
+type result struct {
+	violations int
+	setupErr   error
+	skipped    string
+	report     *report
+}
+
+func (r result) exitCode() int {
+	switch {
+	case r.setupErr != nil:
+		return 2
+	case r.violations > 0:
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, cfg *config) result {
+	began := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(cfg.out, "chaos: "+format+"\n", args...)
+	}
+	fail := func(err error) result {
+		logf("setup failed: %v", err)
+		return result{setupErr: err}
+	}
+	if cfg.target == "compose" {
+		if why := dockerAvailable(); why != "" {
+			logf("skipping the compose target: %s", why)
+			return result{skipped: why}
+		}
+	}
+	work, err := os.MkdirTemp("", "kbroker-chaos-")
+	if err != nil {
+		return fail(err)
+	}
+	keep := cfg.keep
+	defer func() {
+		if !keep {
+			// A broker that was slow to exit may still create files.
+			for i := 0; i < 3 && os.RemoveAll(work) != nil; i++ {
+				time.Sleep(500 * time.Millisecond)
+			}
+		}
+	}()
+	histPath := cfg.history
+	if histPath == "" {
+		histPath = filepath.Join(work, "history.jsonl")
+	}
+	h, err := newHistory(histPath)
+	if err != nil {
+		return fail(err)
+	}
+	defer h.close()
+	logf("seed %d, target %s, duration %v, work dir %s, history %s", cfg.seed, cfg.target, cfg.duration, work, histPath)
+
+	var t target
+	switch cfg.target {
+	case "subprocess":
+		t, err = newProcTarget(cfg.kbroker, work)
+	case "compose":
+		t, err = newComposeTarget(cfg.composeFile, cfg.network, work)
+	}
+	if err != nil {
+		return fail(err)
+	}
+	// The target outlives an interrupt: healing needs it.
+	bg := context.Background()
+	closed := false
+	closeTarget := func() {
+		if !closed {
+			closed = true
+			t.close()
+		}
+	}
+	defer closeTarget()
+	if err := t.start(bg); err != nil {
+		keep = true
+		return fail(err)
+	}
+	seeds := t.seeds()
+	topic := fmt.Sprintf("chaos-%d", uint64(cfg.seed)%1_000_000_000)
+	if err := createTopic(bg, seeds, topic, cfg.partitions); err != nil {
+		keep = true
+		return fail(err)
+	}
+	if _, err := waitConverged(bg, t, topic, 60*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
+		keep = true
+		return fail(fmt.Errorf("topic %s not led with a full ISR: %v", topic, err))
+	}
+	logf("cluster up, topic %s with %d partitions, RF 3, min.insync.replicas 2", topic, cfg.partitions)
+
+	rep := &report{target: t.name(), seed: fmt.Sprint(cfg.seed), producers: cfg.producers,
+		faultCount: map[string]int{}, faultFailed: map[string]int{}, skipped: map[string]string{}, history: histPath}
+
+	// Workload.
+	rd := newReads()
+	stopProd, stopCons := make(chan struct{}), make(chan struct{})
+	var prodWG, consWG sync.WaitGroup
+	var errMu sync.Mutex
+	var workErrs []string
+	workErr := func(err error) {
+		if err != nil {
+			errMu.Lock()
+			workErrs = append(workErrs, err.Error())
+			errMu.Unlock()
+		}
+	}
+	for i := range cfg.producers {
+		prodWG.Add(1)
+		go func() {
+			defer prodWG.Done()
+			workErr(runProducer(i, seeds, topic, cfg.rate, h, stopProd, func(time.Time) {}))
+		}()
+	}
+	var sessions, reReads int
+	consWG.Add(1)
+	go func() {
+		defer consWG.Done()
+		n, err := runAssignConsumer(seeds, topic, cfg.partitions, rd, stopCons, 20*time.Second, &reReads)
+		sessions = n
+		workErr(err)
+	}()
+	group := fmt.Sprintf("chaos-group-%d", uint64(cfg.seed)%1_000_000_000)
+	gs := &groupStats{}
+	groupWhy := groupSupport(seeds)
+	if groupWhy == "" {
+		consWG.Add(1)
+		go func() {
+			defer consWG.Done()
+			workErr(runGroupConsumer(seeds, topic, group, rd, gs, stopCons))
+		}()
+	} else {
+		logf("group consumer: unsupported (%s)", groupWhy)
+	}
+
+	// Faults.
+	nem := &nemesis{t: t, topic: topic, parts: cfg.partitions, h: h, quiet: cfg.quiet,
+		out: logf, rng: rand.New(rand.NewPCG(uint64(cfg.seed), 0x6b62726f6b6572)), busy: map[int32]bool{}}
+	var kinds []string
+	for _, k := range cfg.nemeses {
+		if k == "isolate" {
+			if why := t.isolateSupport(); why != "" {
+				rep.skipped[k] = why
+				continue
+			}
+		}
+		kinds = append(kinds, k)
+	}
+	for _, k := range allNemeses {
+		if _, ok := rep.skipped[k]; !ok && !contains(cfg.nemeses, k) {
+			rep.skipped[k] = "not selected (--nemeses)"
+		}
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(cfg.quiet):
+	}
+	if len(kinds) > 0 {
+		nem.run(ctx, kinds, began.Add(cfg.duration))
+	} else {
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(began.Add(cfg.duration))):
+		}
+	}
+	faultsEnd := time.Now()
+
+	// Heal, stop the producers, let the consumers catch up.
+	logf("healing")
+	if err := t.heal(); err != nil {
+		rep.problems = append(rep.problems, err.Error())
+	}
+	if _, err := waitConverged(bg, t, topic, 90*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
+		rep.problems = append(rep.problems, fmt.Sprintf("cluster did not heal within 90s (all nodes up, every partition led with a full ISR): %v", err))
+	}
+	logf("stopping producers")
+	close(stopProd)
+	if !waitGroup(&prodWG, 150*time.Second) {
+		rep.problems = append(rep.problems, "producers did not stop within 150s")
+	}
+	if ends, err := endOffsets(bg, seeds, topic); err == nil {
+		waitCaughtUp(rd, ends, 20*time.Second)
+	}
+	close(stopCons)
+	if !waitGroup(&consWG, 60*time.Second) {
+		rep.problems = append(rep.problems, "consumers did not stop within 60s")
+	}
+	runEnd := time.Now()
+
+	// Final state.
+	if _, err := waitConverged(bg, t, topic, 60*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
+		rep.problems = append(rep.problems, fmt.Sprintf("cluster not healthy before the final read: %v", err))
+	}
+	ends, err := endOffsets(bg, seeds, topic)
+	if err != nil {
+		rep.problems = append(rep.problems, fmt.Sprintf("final end offsets: %v", err))
+		ends = map[int32]int64{}
+	}
+	logf("final read of %d partitions, end offsets %v", len(ends), ends)
+	final, finalVals, err := finalRead(seeds, topic, ends)
+	if err != nil {
+		rep.problems = append(rep.problems, err.Error())
+	}
+	for p, ks := range final {
+		for _, k := range ks {
+			rd.add("final read", p, k.o, finalVals[k])
+		}
+	}
+	rep.incons += compareReplicas(t, topic, ends, rep)
+
+	if groupWhy == "" {
+		rep.group = fmt.Sprintf("%d assignments, %d records", gs.assigned, gs.records)
+		if e := gs.errSummary(); e != "" {
+			rep.group += " (errors" + e + ")"
+		}
+		rep.incons += checkCommitted(seeds, group, topic, ends, rep)
+	} else {
+		rep.group = "unsupported (" + groupWhy + ")"
+	}
+	rep.consumerSessions, rep.reReads = sessions, reReads
+	errMu.Lock()
+	for _, e := range workErrs {
+		rep.notes = append(rep.notes, "workload: "+e)
+	}
+	errMu.Unlock()
+
+	closeTarget()
+	rep.problems = append(rep.problems, t.problems()...)
+	faults := nem.snapshot()
+	for _, f := range faults {
+		rep.faultCount[f.Kind]++
+		if f.Err != "" {
+			rep.faultFailed[f.Kind]++
+			rep.notes = append(rep.notes, fmt.Sprintf("fault %s on node %d at %s: %s", f.Kind, f.Node, f.Start.Format("15:04:05"), f.Err))
+		}
+	}
+	rep.notes = append(rep.notes, nem.notes...)
+	for _, k := range kinds {
+		if rep.faultCount[k] == 0 {
+			rep.problems = append(rep.problems, fmt.Sprintf("nemesis %s was never injected", k))
+		}
+	}
+	sends := h.snapshot()
+	rep.unavail, rep.unavailPart = unavailability(sends, faults, runEnd)
+	rep.check(sends, rd, final, finalVals, ends)
+	if err := h.close(); err != nil {
+		rep.problems = append(rep.problems, "history: "+err.Error())
+	}
+	rep.took = fmt.Sprintf("%v of faults, %v in all", faultsEnd.Sub(began).Round(time.Second), time.Since(began).Round(time.Second))
+	rep.print(cfg.out)
+	v := rep.violations()
+	if v > 0 {
+		keep = true
+		logf("work dir kept: %s", work)
+	}
+	return result{violations: v, report: rep}
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// waitCaughtUp waits until the consumers read each partition's last offset.
+func waitCaughtUp(rd *reads, ends map[int32]int64, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		rd.mu.Lock()
+		all := true
+		for p, e := range ends {
+			if _, ok := rd.at[po{p, e - 1}]; e > 0 && !ok {
+				all = false
+			}
+		}
+		rd.mu.Unlock()
+		if all {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func createTopic(ctx context.Context, seeds []string, topic string, parts int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	two := "2"
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, int32(parts), 3, map[string]*string{"min.insync.replicas": &two}, topic)
+	if err != nil {
+		return fmt.Errorf("create %s: %v", topic, err)
+	}
+	if res.Err != nil {
+		return fmt.Errorf("create %s: %v (%s)", topic, res.Err, res.ErrMessage)
+	}
+	return nil
+}
+
+// compareReplicas checks that every node holds byte-identical segment
+// bytes up to each partition's high watermark; it returns the mismatches.
+func compareReplicas(t target, topic string, ends map[int32]int64, rep *report) int {
+	var parts []int32
+	for p := range ends {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
+	bad := 0
+	for _, p := range parts {
+		hw := ends[p]
+		var logs map[int32][]byte
+		var problem string
+		// Followers may still be fetching the last batches: retry.
+		for attempt := 0; attempt < 60; attempt++ {
+			var note string
+			var err error
+			logs, note, err = t.replicaLogs(topic, p, hw)
+			if note != "" {
+				rep.notes = append(rep.notes, note)
+				return 0
+			}
+			problem = ""
+			if err != nil {
+				problem = err.Error()
+			} else {
+				for _, id := range t.ids() {
+					if last := lastOffsetIn(logs[id]); last != hw-1 {
+						problem = fmt.Sprintf("p%d node %d: log up to the high watermark %d ends at offset %d", p, id, hw, last)
+						break
+					}
+				}
+				if problem == "" {
+					for _, id := range t.ids()[1:] {
+						if !bytes.Equal(logs[t.ids()[0]], logs[id]) {
+							problem = fmt.Sprintf("p%d: node %d and node %d differ below the high watermark %d (%d vs %d bytes, first difference at byte %d)",
+								p, t.ids()[0], id, hw, len(logs[t.ids()[0]]), len(logs[id]), firstDiff(logs[t.ids()[0]], logs[id]))
+							break
+						}
+					}
+				}
+			}
+			if problem == "" {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if problem != "" {
+			bad++
+			rep.example("replicas: %s", problem)
+		}
+	}
+	return bad
+}
+
+func firstDiff(a, b []byte) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// checkCommitted checks that the group's committed offsets are within
+// each partition's log.
+func checkCommitted(seeds []string, group, topic string, ends map[int32]int64, rep *report) int {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(2*time.Second))
+	if err != nil {
+		rep.notes = append(rep.notes, "group offsets: "+err.Error())
+		return 0
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	offs, err := kadm.NewClient(cl).FetchOffsets(ctx, group)
+	if err != nil {
+		rep.notes = append(rep.notes, "group offsets: "+err.Error())
+		return 0
+	}
+	bad := 0
+	n := 0
+	offs.Each(func(o kadm.OffsetResponse) {
+		if o.Topic != topic {
+			return
+		}
+		n++
+		if o.Err == nil && o.At > ends[o.Partition] {
+			bad++
+			rep.example("group %s committed p%d at %d, past the end offset %d", group, o.Partition, o.At, ends[o.Partition])
+		}
+	})
+	rep.group += fmt.Sprintf(", %d partitions committed", n)
+	return bad
+}

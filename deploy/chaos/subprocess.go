@@ -1,0 +1,432 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// procTarget is three kbroker subprocesses on 127.0.0.1, each broker and
+// controller, with OS-chosen ports that stay the same across restarts.
+type procTarget struct {
+	bin   string
+	dir   string
+	nodes []*procNode
+	ctx   context.Context
+}
+
+type procNode struct {
+	id      int32
+	dataDir string
+	logPath string
+	addr    string
+	args    []string
+
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	done       chan struct{}
+	waitErr    error
+	expectExit bool
+	paused     bool
+	starts     int
+	logFile    *os.File
+	issues     []string
+}
+
+// timing makes failure detection quick, as the brief asks.
+var procTiming = []string{
+	"broker.session.timeout.ms=3000",
+	"broker.heartbeat.interval.ms=500",
+	"leader.imbalance.check.interval.seconds=5",
+	"replica.lag.time.max.ms=5000",
+	"default.replication.factor=3",
+	"min.insync.replicas=2",
+}
+
+// sessionTimeout is broker.session.timeout.ms above.
+const sessionTimeout = 3 * time.Second
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// moduleRoot is the directory of this module's go.mod.
+func moduleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %v", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	if gomod == "" || gomod == os.DevNull {
+		return "", fmt.Errorf("not inside a Go module; pass --kbroker")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func newProcTarget(bin, dir string) (*procTarget, error) {
+	if bin == "" {
+		bin = os.Getenv("CHAOS_KBROKER")
+	}
+	if bin == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return nil, err
+		}
+		bin = filepath.Join(dir, "kbroker")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/kbroker")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("building kbroker: %v\n%s", err, out)
+		}
+	}
+	ports, err := freePorts(9)
+	if err != nil {
+		return nil, err
+	}
+	var voters, gossip []string
+	for i := range 3 {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3*i+1]))
+		gossip = append(gossip, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+	}
+	t := &procTarget{bin: bin, dir: dir}
+	for i := range 3 {
+		n := &procNode{
+			id:      int32(i + 1),
+			dataDir: filepath.Join(dir, fmt.Sprintf("node-%d", i+1)),
+			logPath: filepath.Join(dir, fmt.Sprintf("node-%d.log", i+1)),
+			addr:    fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
+		}
+		ctrl := fmt.Sprintf("127.0.0.1:%d", ports[3*i+1])
+		n.args = []string{"serve",
+			"--set", fmt.Sprintf("node.id=%d", i+1),
+			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, ctrl),
+			"--set", "advertised.listeners=PLAINTEXT://" + n.addr,
+			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
+			"--set", "log.dirs=" + n.dataDir,
+			"--set", "gossip.listener=" + gossip[i],
+			"--set", "gossip.seeds=" + strings.Join(gossip, ","),
+		}
+		for _, s := range procTiming {
+			n.args = append(n.args, "--set", s)
+		}
+		t.nodes = append(t.nodes, n)
+	}
+	return t, nil
+}
+
+func (t *procTarget) name() string { return "subprocess" }
+
+func (t *procTarget) ids() []int32 { return []int32{1, 2, 3} }
+
+func (t *procTarget) node(id int32) *procNode { return t.nodes[id-1] }
+
+func (t *procTarget) addr(id int32) string { return t.node(id).addr }
+
+func (t *procTarget) seeds() []string {
+	var s []string
+	for _, n := range t.nodes {
+		s = append(s, n.addr)
+	}
+	return s
+}
+
+func (t *procTarget) start(ctx context.Context) error {
+	t.ctx = ctx
+	for _, n := range t.nodes {
+		if err := n.launch(t.bin); err != nil {
+			return err
+		}
+	}
+	// The quorum forms once a majority runs: wait after launching all.
+	for _, n := range t.nodes {
+		if err := waitReady(ctx, n.addr, n.exited); err != nil {
+			return fmt.Errorf("node %d: %v; log tail:\n%s", n.id, err, tail(n.logPath, 30))
+		}
+	}
+	return nil
+}
+
+func (n *procNode) launch(bin string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil && !isClosed(n.done) {
+		return fmt.Errorf("node %d: start while running", n.id)
+	}
+	if n.logFile == nil {
+		f, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return err
+		}
+		n.logFile = f
+	}
+	n.starts++
+	fmt.Fprintf(n.logFile, "=== chaos: start %d at %s\n", n.starts, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(bin, n.args...)
+	cmd.Stdout, cmd.Stderr = n.logFile, n.logFile
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("node %d: %v", n.id, err)
+	}
+	n.cmd, n.done, n.expectExit, n.paused = cmd, make(chan struct{}), false, false
+	done := n.done
+	go func() {
+		err := cmd.Wait()
+		n.mu.Lock()
+		n.waitErr = err
+		if !n.expectExit {
+			n.issues = append(n.issues, fmt.Sprintf("node %d exited on its own at %s: %v", n.id, time.Now().Format("15:04:05.000"), err))
+		}
+		n.mu.Unlock()
+		close(done)
+	}()
+	return nil
+}
+
+func isClosed(c chan struct{}) bool {
+	if c == nil {
+		return true
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+func (n *procNode) exited() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return isClosed(n.done)
+}
+
+func (t *procTarget) running(id int32) bool {
+	n := t.node(id)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !isClosed(n.done) && !n.paused
+}
+
+// signalAndWait sends sig and waits up to timeout for the exit, then
+// SIGKILLs. It reports whether the process exited in time and its error.
+func (n *procNode) signalAndWait(sig syscall.Signal, timeout time.Duration) (bool, error) {
+	n.mu.Lock()
+	if isClosed(n.done) {
+		n.mu.Unlock()
+		return true, nil
+	}
+	n.expectExit = true
+	cmd, done := n.cmd, n.done
+	_ = cmd.Process.Signal(sig)
+	if n.paused {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		n.paused = false
+	}
+	n.mu.Unlock()
+	select {
+	case <-done:
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		return true, n.waitErr
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		return false, nil
+	}
+}
+
+func (n *procNode) note(format string, args ...any) {
+	n.mu.Lock()
+	n.issues = append(n.issues, fmt.Sprintf(format, args...))
+	n.mu.Unlock()
+}
+
+func (t *procTarget) kill(id int32) error {
+	if ok, _ := t.node(id).signalAndWait(syscall.SIGKILL, killTimeout); !ok {
+		return fmt.Errorf("node %d did not die within %v of SIGKILL", id, killTimeout)
+	}
+	return nil
+}
+
+func (t *procTarget) term(id int32) error {
+	n := t.node(id)
+	ok, err := n.signalAndWait(syscall.SIGTERM, stopTimeout)
+	if !ok {
+		n.note("node %d did not exit within %v of SIGTERM (killed)", id, stopTimeout)
+		return fmt.Errorf("node %d did not exit within %v of SIGTERM", id, stopTimeout)
+	}
+	if err != nil {
+		n.note("node %d exited badly after SIGTERM: %v", id, err)
+	}
+	return nil
+}
+
+func (t *procTarget) restart(id int32) error {
+	n := t.node(id)
+	if err := n.launch(t.bin); err != nil {
+		return err
+	}
+	return waitReady(t.ctx, n.addr, n.exited)
+}
+
+func (t *procTarget) sig(id int32, s syscall.Signal, paused bool) error {
+	n := t.node(id)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if isClosed(n.done) {
+		return fmt.Errorf("node %d is not running", id)
+	}
+	n.paused = paused
+	return n.cmd.Process.Signal(s)
+}
+
+func (t *procTarget) pause(id int32) error  { return t.sig(id, syscall.SIGSTOP, true) }
+func (t *procTarget) resume(id int32) error { return t.sig(id, syscall.SIGCONT, false) }
+
+func (t *procTarget) isolateSupport() string {
+	return "subprocesses share the loopback interface: no clean per-process network isolation without root (skipped)"
+}
+
+func (t *procTarget) isolate(int32) error {
+	return fmt.Errorf("isolate: not supported for subprocesses")
+}
+func (t *procTarget) reconnect(int32) error { return nil }
+
+func (t *procTarget) heal() error {
+	var errs []string
+	for _, n := range t.nodes {
+		n.mu.Lock()
+		alive := !isClosed(n.done)
+		if alive && n.paused {
+			_ = n.cmd.Process.Signal(syscall.SIGCONT)
+			n.paused = false
+		}
+		n.mu.Unlock()
+		if !alive {
+			// Launch every dead node before waiting for any: a node
+			// answers only once a quorum runs.
+			if err := n.launch(t.bin); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	for _, n := range t.nodes {
+		if err := waitReady(t.ctx, n.addr, n.exited); err != nil {
+			errs = append(errs, fmt.Sprintf("node %d: %v", n.id, err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("heal: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (t *procTarget) replicaLogs(topic string, p int32, hw int64) (map[int32][]byte, string, error) {
+	out := map[int32][]byte{}
+	for _, n := range t.nodes {
+		b, err := logUpTo(filepath.Join(n.dataDir, fmt.Sprintf("%s-%d", topic, p)), hw)
+		if err != nil {
+			return nil, "", fmt.Errorf("node %d: %v", n.id, err)
+		}
+		out[n.id] = b
+	}
+	return out, "", nil
+}
+
+func (t *procTarget) problems() []string {
+	var out []string
+	for _, n := range t.nodes {
+		n.mu.Lock()
+		out = append(out, n.issues...)
+		n.mu.Unlock()
+		out = append(out, scanLog(n.logPath, fmt.Sprintf("node %d", n.id))...)
+	}
+	return out
+}
+
+// scanLog returns the lines of a broker log that mention a panic or a Go
+// runtime fatal error (at most 5).
+func scanLog(path, who string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return []string{fmt.Sprintf("%s: cannot read log: %v", who, err)}
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		l := strings.ToLower(sc.Text())
+		if strings.Contains(l, "panic") || strings.HasPrefix(l, "fatal error:") {
+			if len(out) < 5 {
+				out = append(out, fmt.Sprintf("%s log: %s", who, truncate(sc.Text(), 200)))
+			}
+		}
+	}
+	return out
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (t *procTarget) close() {
+	var wg sync.WaitGroup
+	for _, n := range t.nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if ok, err := n.signalAndWait(syscall.SIGTERM, stopTimeout); !ok {
+				n.note("node %d did not exit within %v of the final SIGTERM", n.id, stopTimeout)
+			} else if err != nil {
+				n.note("node %d exited badly after the final SIGTERM: %v", n.id, err)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, n := range t.nodes {
+		n.mu.Lock()
+		if n.logFile != nil {
+			n.logFile.Close()
+			n.logFile = nil
+		}
+		n.mu.Unlock()
+	}
+}
