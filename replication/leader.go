@@ -202,7 +202,10 @@ func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
 		return
 	}
 	started := m.spawn(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// Short: while a proposal is pending no other is made for the
+		// partition, and a controller that died mid-request must not hold
+		// the ISR back for long.
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		if err := m.cfg.ISR.ChangePartition(ctx, c); err != nil {
 			if !errors.Is(err, context.Canceled) {
