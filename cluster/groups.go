@@ -19,14 +19,12 @@ package cluster
 // purgatory, checked by the OnHighWatermark and OnRoleChange hooks, with
 // offsets.commit.timeout.ms (Kafka's default, 5s) as its deadline.
 //
-// The topic is created with cleanup.policy=compact, but kbroker has no
-// log cleaner yet: the topic is also created with retention.ms=-1 and
-// retention.bytes=-1 so that no committed offset is ever deleted by time
-// retention; it grows until a cleaner exists.
+// The topic is created with cleanup.policy=compact (the storage cleaner
+// keeps the latest record per key and drops old tombstones) and with
+// retention.ms=-1 and retention.bytes=-1.
 //
-// Offsets of Empty groups expire after offsets.retention.minutes; that key
-// is not in kbroker's config, so Kafka's default, 7 days, is a constant
-// here. The sweep runs every offsets.retention.check.interval.ms (Kafka's
+// Offsets of Empty groups expire after offsets.retention.minutes. The
+// sweep runs every offsets.retention.check.interval.ms (Kafka's
 // default, 10 minutes) and writes tombstones; an Empty group left without
 // offsets is deleted (a group tombstone) by the same sweep.
 //
@@ -62,8 +60,6 @@ import (
 
 const (
 	offsetsTopic = "__consumer_offsets"
-	// offsetsRetention is offsets.retention.minutes' default (7 days).
-	offsetsRetention = 7 * 24 * time.Hour
 	// offsetsRetentionCheckInterval is offsets.retention.check.interval.ms'
 	// default.
 	offsetsRetentionCheckInterval = 10 * time.Minute
@@ -396,10 +392,10 @@ func (c *groupCoordinator) expireOffsets(now time.Time) {
 			continue
 		}
 		p := c.partitionFor(id)
-		for _, tp := range g.ExpireOffsets(offsetsRetention, now) {
+		for _, tp := range g.ExpireOffsets(c.offsetsRetention(), now) {
 			byPart[p] = append(byPart[p], record.Record{Key: group.OffsetKey(id, tp)})
 		}
-		if g.State() == group.Empty && len(g.Offsets) == 0 && now.Sub(g.StateTimestamp()) >= offsetsRetention {
+		if g.State() == group.Empty && len(g.Offsets) == 0 && now.Sub(g.StateTimestamp()) >= c.offsetsRetention() {
 			g.MarkDead(now)
 			delete(c.mu.groups, id)
 			byPart[p] = append(byPart[p], record.Record{Key: group.GroupKey(id)})
@@ -574,4 +570,9 @@ func (c *groupCoordinator) groupCounts() map[string]int {
 		out[g.State().String()]++
 	}
 	return out
+}
+
+// offsetsRetention is offsets.retention.minutes.
+func (c *groupCoordinator) offsetsRetention() time.Duration {
+	return time.Duration(c.n.cfg.OffsetsRetentionMinutes) * time.Minute
 }

@@ -134,6 +134,7 @@ type Config struct {
 	ControlledShutdownEnable            bool  `kafka:"controlled.shutdown.enable"`
 
 	OffsetsTopicReplicationFactor int16 `kafka:"offsets.topic.replication.factor"`
+	OffsetsRetentionMinutes       int64 `kafka:"offsets.retention.minutes"`
 	OffsetsTopicNumPartitions     int32 `kafka:"offsets.topic.num.partitions"`
 	GroupInitialRebalanceDelayMs  int32 `kafka:"group.initial.rebalance.delay.ms"`
 

@@ -339,6 +339,8 @@ var keys = []brokerKey{
 		func(c *Config) *int64 { return &c.LeaderImbalanceCheckIntervalSeconds }),
 	boolKey("controlled.shutdown.enable", "true", "On SIGTERM, ask the controller to move this broker's leaderships away before stopping.",
 		func(c *Config) *bool { return &c.ControlledShutdownEnable }),
+	intKey("offsets.retention.minutes", "10080", "Committed offsets of a group with no members expire after this many minutes.", 1,
+		func(c *Config) *int64 { return &c.OffsetsRetentionMinutes }),
 	intKey("offsets.topic.replication.factor", "3", "Replication factor of __consumer_offsets (capped at the live broker count when created).", 1,
 		func(c *Config) *int16 { return &c.OffsetsTopicReplicationFactor }),
 	intKey("offsets.topic.num.partitions", "50", "Partitions of __consumer_offsets.", 1,
