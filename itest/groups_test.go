@@ -17,10 +17,12 @@ import (
 
 // produceValues writes values to topic with franz-go defaults (acks=all,
 // idempotent) through any of addrs, uncompressed so that every client can
-// read them (Debian's kafka-python has no snappy).
+// read them (Debian's kafka-python has no snappy), spread round-robin over
+// the partitions.
 func produceValues(t testing.TB, addrs []string, topic string, values []string) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,5 +279,117 @@ print(json.dumps({"acked": [], "consumed": out, "errors": [], "info": ""}))
 	}
 	if total != int64(len(values)) {
 		t.Fatalf("kafka-python committed %v, total %d, want %d", offs, total, len(values))
+	}
+}
+
+// Three franz-go group consumers share a replicated 6-partition topic on
+// a 3-node cluster; one leaves and the others take over its partitions;
+// with commits, every record is consumed exactly once.
+func TestGroupSharesAndRebalancesOnThreeNodes(t *testing.T) {
+	c := startCluster(t, 3, "group.initial.rebalance.delay.ms=200")
+	addrs := []string{c.node(1).addr, c.node(2).addr, c.node(3).addr}
+	topic, group := topicName(t), "sharing"
+	createTopicOn(t, addrs[0], topic, 6, 3)
+	c.waitConverged(30*time.Second, "topic led", allLed(topic, aliveIDs(c)))
+	first := numberedValues("a", 600)
+	produceValues(t, addrs, topic, first)
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	byMember := map[int]map[int32]bool{}
+	type member struct {
+		cl   *kgo.Client
+		done chan struct{}
+	}
+	start := func(i int) *member {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &member{cl: cl, done: make(chan struct{})}
+		go func() {
+			defer close(m.done)
+			for attempt := 0; attempt < 100000; attempt++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				fs := cl.PollFetches(ctx)
+				cancel()
+				if fs.IsClientClosed() {
+					return
+				}
+				recs := fs.Records()
+				if len(recs) == 0 {
+					continue
+				}
+				mu.Lock()
+				for _, r := range recs {
+					seen[string(r.Value)]++
+					if byMember[i] == nil {
+						byMember[i] = map[int32]bool{}
+					}
+					byMember[i][r.Partition] = true
+				}
+				mu.Unlock()
+				cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+				if err := cl.CommitRecords(cctx, recs...); err != nil {
+					t.Logf("member %d commit: %v", i, err)
+				}
+				ccancel()
+			}
+		}()
+		return m
+	}
+	members := []*member{start(0), start(1), start(2)}
+	defer func() {
+		for _, m := range members {
+			m.cl.Close()
+			<-m.done
+		}
+	}()
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for count() < len(first) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if count() < len(first) {
+		t.Fatalf("the group consumed %d of %d", count(), len(first))
+	}
+
+	left := time.Now()
+	members[2].cl.Close() // leaves the group
+	<-members[2].done
+	members = members[:2]
+	mu.Lock()
+	byMember = map[int]map[int32]bool{}
+	mu.Unlock()
+	second := numberedValues("b", 600)
+	produceValues(t, addrs, topic, second)
+	deadline = time.Now().Add(60 * time.Second)
+	for count() < len(first)+len(second) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("member left to all of the next 600 records consumed: %v", time.Since(left).Round(time.Millisecond))
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range append(first, second...) {
+		if seen[v] != 1 {
+			t.Errorf("value %s consumed %d times, want exactly once", v, seen[v])
+		}
+	}
+	covered := map[int32]bool{}
+	for i, ps := range byMember {
+		if i == 2 {
+			t.Errorf("the departed member read partitions %v", ps)
+		}
+		for p := range ps {
+			covered[p] = true
+		}
+	}
+	if len(covered) != 6 {
+		t.Errorf("after the leave the two members read partitions %v, want all 6", covered)
 	}
 }
