@@ -63,6 +63,12 @@ const minRecordSize = 7
 // r and everything it points to are reused or released when fn returns;
 // fn must copy what it keeps.
 func Iterate(b Batch, maxUncompressed int, fn func(r *Record) error) error {
+	return iterate(b, maxUncompressed, true, fn)
+}
+
+// iterate is Iterate (contiguous offset deltas 0, 1, 2, ...) and
+// IterateCompacted (strictly increasing deltas, gaps allowed) in one.
+func iterate(b Batch, maxUncompressed int, contiguous bool, fn func(r *Record) error) error {
 	if len(b) < HeaderSize {
 		return fmt.Errorf("%w: %w", ErrCorrupt, ErrTruncated)
 	}
@@ -76,7 +82,8 @@ func Iterate(b Batch, maxUncompressed int, fn func(r *Record) error) error {
 	if count <= 0 {
 		return fmt.Errorf("%w: record count %d", ErrInvalid, count)
 	}
-	if lod := b.LastOffsetDelta(); lod != count-1 {
+	lod := b.LastOffsetDelta()
+	if lod < count-1 || contiguous && lod != count-1 {
 		return fmt.Errorf("%w: lastOffsetDelta %d with %d records", ErrInvalid, lod, count)
 	}
 
@@ -99,6 +106,7 @@ func Iterate(b Batch, maxUncompressed int, fn func(r *Record) error) error {
 
 	var r Record
 	var scratch []Header // header storage reused across records
+	prev := int32(-1)
 	for i := int32(0); i < count; i++ {
 		if len(data) == 0 {
 			return fmt.Errorf("%w: batch declares %d records but holds %d", ErrInvalid, count, i)
@@ -123,9 +131,18 @@ func Iterate(b Batch, maxUncompressed int, fn func(r *Record) error) error {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
 		data = data[length:]
-		if r.OffsetDelta != i {
+		switch {
+		case contiguous && r.OffsetDelta != i:
 			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalid, i, r.OffsetDelta)
+		// Each later record needs a larger delta, all at most
+		// lastOffsetDelta, and the last one exactly that.
+		case r.OffsetDelta <= prev || r.OffsetDelta > lod-(count-1-i):
+			return fmt.Errorf("%w: record %d has offset delta %d after %d (lastOffsetDelta %d)",
+				ErrInvalid, i, r.OffsetDelta, prev, lod)
+		case i == count-1 && r.OffsetDelta != lod:
+			return fmt.Errorf("%w: last record has offset delta %d, lastOffsetDelta %d", ErrInvalid, r.OffsetDelta, lod)
 		}
+		prev = r.OffsetDelta
 		if err := fn(&r); err != nil {
 			return err
 		}
