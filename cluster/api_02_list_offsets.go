@@ -52,11 +52,13 @@ func (n *Node) listOffset(tp replication.TopicPartition, currentEpoch int32, tim
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if !part.IsLeader() {
-		return 0, 0, 0, replication.ErrNotLeader
-	}
+	// Kafka checks the client's leader epoch first: a stale client asking
+	// a former leader learns FENCED_LEADER_EPOCH.
 	if err := part.CheckLeaderEpoch(currentEpoch); err != nil {
 		return 0, 0, 0, err
+	}
+	if !part.IsLeader() {
+		return 0, 0, 0, replication.ErrNotLeader
 	}
 	epoch = part.State().LeaderEpoch
 	switch {

@@ -62,9 +62,13 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = rt.Topic
 			mt.TopicID = rt.TopicID
-			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if rt.Topic != nil && metadata.ValidateTopicName(*rt.Topic) != nil {
+			switch {
+			case rt.Topic == nil:
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+			case metadata.ValidateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
+			default:
+				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			mt.AuthorizedOperations = authorizedOperationsOmitted
 			resp.Topics = append(resp.Topics, mt)

@@ -120,6 +120,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// Bind the client listeners before registering, so port 0 resolves
 	// to the port clients must be told.
 	endpoints, err := n.bindListeners()
+	// Serve closes the listeners; this covers the returns before it.
+	defer n.server.closeListeners()
 	if err != nil {
 		return err
 	}
@@ -213,7 +215,9 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// still serves (controlled shutdown), then stop serving and expire
 	// every waiting operation so connections write their last responses.
 	serveCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	shutdownDone := make(chan struct{})
 	stopWatch := context.AfterFunc(ctx, func() {
+		defer close(shutdownDone)
 		n.controlledShutdown()
 		stopServing()
 		n.produceWaiters.Close()
@@ -236,6 +240,9 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	defer stopAbandon()
 	n.server.Serve(serveCtx)
 	close(n.served)
+	// Serve returns only once the shutdown above has begun; let it finish
+	// before the stores it touches are closed.
+	<-shutdownDone
 
 	stopBG()
 	wg.Wait()

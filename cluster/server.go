@@ -174,3 +174,12 @@ func (s *Server) versionRanges() []kmsg.ApiVersionsResponseApiKey {
 // and close. Shutdown calls it when draining takes too long, so a request
 // that never completes cannot hold the process up.
 func (s *Server) Abandon() { s.abandonOnce.Do(func() { close(s.abandon) }) }
+
+// closeListeners closes every bound listener (a no-op for closed ones).
+func (s *Server) closeListeners() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, bl := range s.listeners {
+		bl.ln.Close()
+	}
+}

@@ -20,6 +20,28 @@ type sessions struct {
 	mu    sync.Mutex
 	since time.Time // when this node became leader
 	last  map[int32]time.Time
+	// shutdown holds the epoch at which each broker asked for a
+	// controlled shutdown (Kafka's wantShutdown): a heartbeat of that
+	// epoch, perhaps already in flight, must not unfence it again.
+	shutdown map[int32]int64
+}
+
+// markShutdown records that broker id at epoch is shutting down.
+func (ss *sessions) markShutdown(id int32, epoch int64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.shutdown == nil {
+		ss.shutdown = map[int32]int64{}
+	}
+	ss.shutdown[id] = epoch
+}
+
+// shuttingDown reports whether broker id at epoch asked to shut down.
+func (ss *sessions) shuttingDown(id int32, epoch int64) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	e, ok := ss.shutdown[id]
+	return ok && e == epoch
 }
 
 func (ss *sessions) reset(now time.Time) {

@@ -65,11 +65,27 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 		Endpoints:     slices.Clone(r.Endpoints),
 		Rack:          r.Rack,
 	}
-	if old, ok := img.Brokers[r.BrokerID]; ok && old.IncarnationID == r.IncarnationID {
+	old, ok := img.Brokers[r.BrokerID]
+	switch {
+	case ok && old.IncarnationID == r.IncarnationID:
 		// The same process registering again (a retry, or new endpoints):
 		// keep its epoch and fencing state.
 		b.Epoch = old.Epoch
 		b.Fenced = old.Fenced
+	case ok && !old.Fenced:
+		// A new process replaces one that was never fenced (it restarted
+		// faster than failure detection). The old incarnation's
+		// leaderships and ISR memberships end here, as a clean fence would
+		// end them: the new process may hold less than the old one
+		// acknowledged, so it must not carry on leading in the old leader
+		// epoch; it rejoins as a follower, truncating by leader epoch.
+		gone := *old
+		gone.Fenced = true
+		img.withBroker(&gone)
+		alive := aliveIn(img)
+		img.updatePartitions(func(_ *Topic, p *Partition) *Partition {
+			return fencePartition(p, r.BrokerID, alive, false)
+		})
 	}
 	img.withBroker(b)
 	if !b.Fenced {

@@ -178,7 +178,7 @@ func (s *Store) heartbeat(ctx context.Context, r brokerAtEpoch) (heartbeatResult
 		return heartbeatResult{}, err
 	}
 	s.sessions.beat(r.BrokerID, time.Now())
-	if b.Fenced {
+	if b.Fenced && !s.sessions.shuttingDown(r.BrokerID, r.Epoch) {
 		if err := s.fenceBroker(ctx, r.BrokerID, r.Epoch, false, false); err != nil {
 			return heartbeatResult{}, err
 		}
@@ -235,6 +235,7 @@ func (s *Store) controlledShutdown(ctx context.Context, r brokerAtEpoch) error {
 	if err != nil {
 		return err
 	}
+	s.sessions.markShutdown(r.BrokerID, r.Epoch)
 	if b.Fenced {
 		return nil
 	}

@@ -324,6 +324,15 @@ func TestFSMRecords(t *testing.T) {
 	step(recPartitionChange, &partitionChangeRecord{TopicID: id, Partition: 0, Leader: 2, ISR: []int32{2, 1}, LeaderEpoch: 1, PartitionEpoch: 2}, ErrInvalidPartitionChange)
 	step(recUnfenceBroker, &fenceBrokerRecord{BrokerID: 1, BrokerEpoch: epoch1}, nil)
 	step(recPartitionChange, &partitionChangeRecord{TopicID: id, Partition: 0, Leader: 2, ISR: []int32{2, 1}, LeaderEpoch: 1, PartitionEpoch: 2}, nil)
+	// Broker 2 restarts (new incarnation) before anyone fenced it: its
+	// leadership ends with a leader epoch bump, and it leaves the ISR.
+	step(recRegisterBroker, &registerBrokerRecord{BrokerID: 2, IncarnationID: "y2", Endpoints: ep}, nil)
+	if p, _ := img.Partition("t", 0); p.Leader != 1 || p.LeaderEpoch != 2 || !reflect.DeepEqual(p.ISR, []int32{1}) {
+		t.Fatalf("after broker 2 re-registered: %+v", p)
+	}
+	if img.Brokers[2].Fenced {
+		t.Fatal("the new incarnation is fenced")
+	}
 
 	step(recConfigChange, &configChangeRecord{TopicID: id, Set: map[string]string{"cleanup.policy": "compact"}, Remove: []string{"retention.ms"}}, nil)
 	if !reflect.DeepEqual(img.Topics["t"].Configs, map[string]string{"cleanup.policy": "compact"}) {

@@ -334,6 +334,14 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 }
 
 func (m *Manager) removeLocked(tp TopicPartition) error {
+	if p, ok := m.mu.partitions[tp]; ok {
+		// Requests still holding the partition (a waiting acks=all
+		// produce) must see that this broker no longer leads it; Apply
+		// fires OnRoleChange for removed partitions once unlocked.
+		p.mu.Lock()
+		p.mu.leader = metadata.NoLeader
+		p.mu.Unlock()
+	}
 	delete(m.mu.partitions, tp)
 	if err := m.cfg.Logs.Delete(tp.Topic, tp.Partition); err != nil {
 		return fmt.Errorf("deleting log %s: %w", tp, err)
