@@ -102,3 +102,28 @@ func TestRetentionBytes(t *testing.T) {
 		t.Fatalf("high watermark %d after retention, want 200", hw)
 	}
 }
+
+// A retention.bytes set with IncrementalAlterConfigs on an existing topic
+// takes effect without a restart.
+func TestRetentionChangeAppliesToOpenLog(t *testing.T) {
+	node := startNode(t, "", "log.retention.check.interval.ms=50")
+	createTopic(t, node.addr, "shrinking", 1, map[string]*string{"segment.bytes": ptr("1024")})
+	c := dialRaw(t, node.addr)
+	for range 40 {
+		c.roundTrip(produceRequest(9, 1, "shrinking", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
+	}
+	if got := earliestOffset(t, c, "shrinking"); got != 0 {
+		t.Fatalf("earliest offset %d before any retention limit", got)
+	}
+	adm := kadm.NewClient(mustClient(t, c))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v := "2048"
+	res, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.bytes", Value: &v}}, "shrinking")
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, res)
+	}
+	waitFor(t, 10*time.Second, "retention to apply the new limit", func() bool {
+		return earliestOffset(t, c, "shrinking") > 0
+	})
+}

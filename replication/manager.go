@@ -309,6 +309,13 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 				p.highWatermark.Store(log.HighWatermarkCheckpoint())
 				m.mu.partitions[tp] = p
 			}
+			if ok && p.State().Config != cfg {
+				// A topic config change applies to the open log at once
+				// (retention, segment size, cleaning, max.message.bytes).
+				if err := p.log.SetConfig(logConfig(cfg)); err != nil {
+					errs = append(errs, fmt.Errorf("updating log config of %s: %w", tp, err))
+				}
+			}
 			rc := p.update(mp.Leader, mp.LeaderEpoch, mp.PartitionEpoch, mp.Replicas, mp.ISR, cfg, now)
 			if rc.leaderOrEpoch {
 				roleChanged = append(roleChanged, tp)

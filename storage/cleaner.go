@@ -91,7 +91,7 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		logEnd:       l.mu.logEndOffset,
 		generation:   l.mu.generation,
 	}
-	lagLimit := now.UnixMilli() - l.cfg.MinCompactionLagMs
+	lagLimit := now.UnixMilli() - l.config().MinCompactionLagMs
 	stopped := false
 	for i, s := range segs[:len(segs)-1] {
 		p.inactiveBytes += s.size
@@ -100,7 +100,7 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		}
 		// min.compaction.lag.ms: a segment with a record newer than the
 		// lag, and everything after it, stays uncleaned.
-		if l.cfg.MinCompactionLagMs > 0 && s.maxTimestamp > lagLimit {
+		if l.config().MinCompactionLagMs > 0 && s.maxTimestamp > lagLimit {
 			p.cleanableEnd, stopped = s.base, true
 			continue
 		}
@@ -254,7 +254,7 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	}
 	st.Keys = len(keys)
 	c := &segmentCleaner{l: l, keys: keys, producerLast: p.producerLastOffsets, st: &st,
-		tombstoneHorizon: now.UnixMilli() - l.cfg.DeleteRetentionMs}
+		tombstoneHorizon: now.UnixMilli() - l.config().DeleteRetentionMs}
 	for _, cs := range p.segs {
 		st.SegmentsScanned++
 		st.BytesRead += cs.size
@@ -543,7 +543,7 @@ func newCleanedWriter(l *Log, base int64) (*cleanedWriter, error) {
 // add appends a batch, with an index entry (and a time index entry when
 // the max timestamp grew) after every index.interval.bytes.
 func (w *cleanedWriter) add(b record.Batch) error {
-	s, cfg := w.s, w.l.cfg
+	s, cfg := w.s, w.l.config()
 	pos := w.size
 	s.observe(b)
 	if w.bytesSince > cfg.IndexIntervalBytes && len(w.idx)/indexEntrySize < cfg.SegmentIndexBytes/indexEntrySize &&
@@ -594,7 +594,7 @@ func (w *cleanedWriter) finish() error {
 	s.entries = len(w.idx) / indexEntrySize
 	s.size = w.size
 	s.bytesSinceIndex = w.bytesSince
-	if err := s.appendTimeIndex(w.l.cfg.SegmentIndexBytes, true); err != nil {
+	if err := s.appendTimeIndex(w.l.config().SegmentIndexBytes, true); err != nil {
 		return fmt.Errorf("%w: time index: %v", ErrStorage, err)
 	}
 	if err := s.sync(); err != nil {

@@ -303,7 +303,11 @@ func TestCleanLeavesActiveSegmentAndLagAlone(t *testing.T) {
 	active, _ := os.ReadFile(segs[3])
 
 	// min.compaction.lag.ms of 10 minutes stops before the recent segment.
-	l.cfg.MinCompactionLagMs = (10 * time.Minute).Milliseconds()
+	lagged := *l.config()
+	lagged.MinCompactionLagMs = (10 * time.Minute).Milliseconds()
+	if err := l.SetConfig(lagged); err != nil {
+		t.Fatal(err)
+	}
 	st, err := l.Clean(time.UnixMilli(testNow))
 	if err != nil {
 		t.Fatal(err)
@@ -319,7 +323,10 @@ func TestCleanLeavesActiveSegmentAndLagAlone(t *testing.T) {
 
 	// Without the lag, up to the active segment: its records stay,
 	// superseded or not, and so do its bytes.
-	l.cfg.MinCompactionLagMs = 0
+	lagged.MinCompactionLagMs = 0
+	if err := l.SetConfig(lagged); err != nil {
+		t.Fatal(err)
+	}
 	if st, err = l.Clean(time.UnixMilli(testNow)); err != nil {
 		t.Fatal(err)
 	}

@@ -253,7 +253,7 @@ func (l *Log) dropFrom(i int) error {
 // rewrites the index and fsyncs both.
 func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err error) {
 	minOffset = max(minOffset, s.base)
-	maxEntries := l.cfg.SegmentIndexBytes / indexEntrySize
+	maxEntries := l.config().SegmentIndexBytes / indexEntrySize
 	var (
 		idx        []byte
 		validEnd   int64
@@ -292,9 +292,9 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 		if l.assignEpochLocked(b.PartitionLeaderEpoch(), b.BaseOffset()) {
 			l.mu.epochsDirty = true
 		}
-		if bytesSince > l.cfg.IndexIntervalBytes && len(idx)/indexEntrySize < maxEntries && s.fitsIndex(b.LastOffset(), pos) {
+		if bytesSince > l.config().IndexIntervalBytes && len(idx)/indexEntrySize < maxEntries && s.fitsIndex(b.LastOffset(), pos) {
 			idx = encodeIndexEntry(idx, s.base, b.LastOffset(), pos)
-			if err := s.appendTimeIndex(l.cfg.SegmentIndexBytes, false); err != nil {
+			if err := s.appendTimeIndex(l.config().SegmentIndexBytes, false); err != nil {
 				return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
 			}
 			bytesSince = 0
@@ -326,7 +326,7 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 	}
 	s.entries = len(idx) / indexEntrySize
 	s.bytesSinceIndex = bytesSince
-	if err := s.appendTimeIndex(l.cfg.SegmentIndexBytes, true); err != nil {
+	if err := s.appendTimeIndex(l.config().SegmentIndexBytes, true); err != nil {
 		return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
 	}
 	if err := s.sync(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/wire/record"
@@ -18,7 +19,7 @@ import (
 type Log struct {
 	dir    string
 	fs     FS
-	cfg    LogConfig
+	cfg    atomic.Pointer[LogConfig] // replaced whole by SetConfig
 	logger *slog.Logger
 	now    func() time.Time
 
@@ -79,7 +80,8 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{dir: dir, fs: opts.FS, cfg: cfg, logger: opts.Logger, now: opts.Now}
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now}
+	l.cfg.Store(&cfg)
 	l.mu.producers = make(producerStateMap)
 	if err := l.load(opts.Clean, opts.RecoveryPoint, opts.LogStartOffset); err != nil {
 		for _, s := range l.mu.segments {
@@ -176,8 +178,8 @@ func (l *Log) validateClientBatch(b record.Batch) error {
 	if err != nil || size != len(b) {
 		return fmt.Errorf("%w: batchLength says %d bytes, got %d", ErrCorrupt, size, len(b))
 	}
-	if len(b) > l.cfg.MaxMessageBytes {
-		return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), l.cfg.MaxMessageBytes)
+	if len(b) > l.config().MaxMessageBytes {
+		return fmt.Errorf("%w: batch of %d bytes exceeds max.message.bytes %d", ErrMessageTooLarge, len(b), l.config().MaxMessageBytes)
 	}
 	if off := b.BaseOffset(); off != 0 {
 		return fmt.Errorf("%w: baseOffset %d from a client, want 0", ErrInvalidRecord, off)
@@ -257,7 +259,7 @@ func (l *Log) appendLocked(b record.Batch) error {
 	}
 	entries := s.entries
 	s.observe(b)
-	if s.bytesSinceIndex > l.cfg.IndexIntervalBytes && s.fitsIndex(b.LastOffset(), pos) {
+	if s.bytesSinceIndex > l.config().IndexIntervalBytes && s.fitsIndex(b.LastOffset(), pos) {
 		entry := encodeIndexEntry(nil, s.base, b.LastOffset(), pos)
 		if _, err := s.idx.WriteAt(entry, int64(entries)*indexEntrySize); err != nil {
 			return l.undoWriteLocked(s, pos, entries, saved, err)
@@ -265,7 +267,7 @@ func (l *Log) appendLocked(b record.Batch) error {
 		s.entries++
 		// Kafka adds a time index entry along with the offset index
 		// entry when the max timestamp grew.
-		if err := s.appendTimeIndex(l.cfg.SegmentIndexBytes, false); err != nil {
+		if err := s.appendTimeIndex(l.config().SegmentIndexBytes, false); err != nil {
 			return l.undoWriteLocked(s, pos, entries, saved, err)
 		}
 		s.bytesSinceIndex = 0
@@ -307,17 +309,17 @@ func (l *Log) maybeRollLocked(b record.Batch) error {
 	}
 	reason := ""
 	switch {
-	case s.size+int64(len(b)) > l.cfg.SegmentBytes:
+	case s.size+int64(len(b)) > l.config().SegmentBytes:
 		reason = "segment.bytes"
-	case l.cfg.SegmentMs > 0 && s.size > 0 && s.firstTimestamp >= 0 &&
-		b.MaxTimestamp()-s.firstTimestamp > l.cfg.SegmentMs.Milliseconds():
+	case l.config().SegmentMs > 0 && s.size > 0 && s.firstTimestamp >= 0 &&
+		b.MaxTimestamp()-s.firstTimestamp > l.config().SegmentMs.Milliseconds():
 		// Kafka measures segment.ms in record time once the segment has
 		// data: the incoming batch's timestamp against the first batch's,
 		// so replaying old data does not roll a segment per batch.
 		reason = "segment.ms"
-	case l.cfg.SegmentMs > 0 && s.firstTimestamp < 0 && l.now().Sub(s.created) > l.cfg.SegmentMs:
+	case l.config().SegmentMs > 0 && s.firstTimestamp < 0 && l.now().Sub(s.created) > l.config().SegmentMs:
 		reason = "segment.ms"
-	case s.indexFull(l.cfg.SegmentIndexBytes), s.timeIndexFull(l.cfg.SegmentIndexBytes):
+	case s.indexFull(l.config().SegmentIndexBytes), s.timeIndexFull(l.config().SegmentIndexBytes):
 		reason = "segment.index.bytes"
 	case !s.fitsIndex(b.LastOffset(), s.size):
 		reason = "offset or position overflow"
@@ -332,7 +334,7 @@ func (l *Log) rollLocked(base int64, reason string) error {
 	old := l.activeLocked()
 	// The final time index entry (Kafka's onBecomeInactiveSegment): the
 	// last entry of an inactive segment holds its max timestamp.
-	if err := old.appendTimeIndex(l.cfg.SegmentIndexBytes, true); err != nil {
+	if err := old.appendTimeIndex(l.config().SegmentIndexBytes, true); err != nil {
 		return fmt.Errorf("%w: time index at roll: %v", ErrStorage, err)
 	}
 	if err := old.sync(); err != nil {
@@ -369,7 +371,7 @@ func (l *Log) rollLocked(base int64, reason string) error {
 // maybeFlushLocked fsyncs when flush.messages says so.
 func (l *Log) maybeFlushLocked(messages int64) error {
 	l.mu.unflushed += messages
-	if l.cfg.FlushMessages > 0 && l.mu.unflushed >= l.cfg.FlushMessages {
+	if l.config().FlushMessages > 0 && l.mu.unflushed >= l.config().FlushMessages {
 		return l.flushLocked()
 	}
 	return nil
@@ -402,7 +404,7 @@ func (l *Log) flushLocked() error {
 func (l *Log) flushIfDue(now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed || l.cfg.FlushInterval <= 0 || now.Sub(l.mu.lastFlush) < l.cfg.FlushInterval {
+	if l.mu.closed || l.config().FlushInterval <= 0 || now.Sub(l.mu.lastFlush) < l.config().FlushInterval {
 		return nil
 	}
 	if l.mu.recoveryPoint == l.mu.logEndOffset {
@@ -610,4 +612,17 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		}
 	}
 	return 0, 0, false, nil
+}
+
+// config returns the log's current configuration.
+func (l *Log) config() *LogConfig { return l.cfg.Load() }
+
+// SetConfig replaces the log's configuration, for topic config changes
+// made while it is open: new appends, rolls, retention and cleaning use it.
+func (l *Log) SetConfig(cfg LogConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("storage: %s: %w", l.dir, err)
+	}
+	l.cfg.Store(&cfg)
+	return nil
 }

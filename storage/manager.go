@@ -290,7 +290,7 @@ func (m *Manager) CleanLogs(ctx context.Context, now time.Time) int {
 	}
 	var logs []*Log
 	for _, l := range m.mu.logs {
-		if l.cfg.Compact() {
+		if l.config().Compact() {
 			logs = append(logs, l)
 		}
 	}
@@ -307,7 +307,7 @@ func (m *Manager) CleanLogs(ctx context.Context, now time.Time) int {
 			}
 			continue
 		}
-		if ratio == 0 || ratio < l.cfg.MinCleanableDirtyRatio {
+		if ratio == 0 || ratio < l.config().MinCleanableDirtyRatio {
 			continue
 		}
 		if _, err := l.Clean(now); err != nil {
@@ -343,7 +343,7 @@ func (m *Manager) applyRetention(now time.Time) {
 		return
 	}
 	for _, l := range m.mu.logs {
-		if n, err := l.ApplyRetention(now, l.cfg.RetentionMs, l.cfg.RetentionBytes); err != nil {
+		if n, err := l.ApplyRetention(now, l.config().RetentionMs, l.config().RetentionBytes); err != nil {
 			m.logger.Error("retention failed", "dir", l.Dir(), "err", err)
 		} else if n > 0 {
 			m.logger.Info("retention deleted segments", "dir", l.Dir(), "segments", n)

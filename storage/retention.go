@@ -65,7 +65,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 	if l.mu.closed {
 		return 0, fmt.Errorf("retention %s: %w", l.dir, ErrClosed)
 	}
-	if !l.cfg.Delete() {
+	if !l.config().Delete() {
 		return 0, nil
 	}
 	segs := l.mu.segments

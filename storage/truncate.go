@@ -205,7 +205,7 @@ func (l *Log) AppendAsFollower(batches []byte) (lastOffset int64, err error) {
 	}
 	var list []record.Batch
 	next := l.mu.logEndOffset
-	compact := l.cfg.Compact()
+	compact := l.config().Compact()
 	for rest := batches; len(rest) > 0; {
 		if len(rest) < record.HeaderSize {
 			return 0, fmt.Errorf("append to %s: %w: %d trailing bytes", l.dir, ErrCorrupt, len(rest))
