@@ -65,7 +65,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 				rp.ErrorCode = refuseAll
 			} else {
 				tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-				part, res, err := n.produceOne(tp, p.Records, req.Acks, now)
+				part, res, err := n.produceOne(tp, p.Records, req.Acks)
 				if err != nil {
 					rp.ErrorCode = errorCode(err)
 					if req.Version >= 8 {
@@ -117,7 +117,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 }
 
 // produceOne appends one partition's records.
-func (n *Node) produceOne(tp replication.TopicPartition, records []byte, acks int16, now time.Time) (*replication.Partition, replication.AppendResult, error) {
+func (n *Node) produceOne(tp replication.TopicPartition, records []byte, acks int16) (*replication.Partition, replication.AppendResult, error) {
 	part, err := n.hostedPartition(tp)
 	if err != nil {
 		return nil, replication.AppendResult{}, err
@@ -131,7 +131,7 @@ func (n *Node) produceOne(tp replication.TopicPartition, records []byte, acks in
 	case len(rest) != 0:
 		return nil, replication.AppendResult{}, fmt.Errorf("%w: more than one batch for a partition", record.ErrInvalid)
 	}
-	res, err := part.AppendAsLeader(batch, acks, now)
+	res, err := part.AppendAsLeader(batch, acks)
 	return part, res, err
 }
 

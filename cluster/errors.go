@@ -39,7 +39,6 @@ var errorCodes = []struct {
 	{replication.ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
 	{replication.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{replication.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-	{replication.ErrInvalidTimestamp, kerr.InvalidTimestamp},
 
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{storage.ErrCorrupt, kerr.CorruptMessage},
@@ -48,6 +47,7 @@ var errorCodes = []struct {
 	{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
 	{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{storage.ErrStorage, kerr.KafkaStorageError},
+	{storage.ErrInvalidTimestamp, kerr.InvalidTimestamp},
 	{storage.ErrClosed, kerr.NotLeaderForPartition},
 
 	{record.ErrMagic, kerr.InvalidRecord},

@@ -435,7 +435,7 @@ func (c *groupCoordinator) store(p int32, recs []record.Record, done func(error)
 		done(kerr.UnknownServerError)
 		return
 	}
-	res, err := part.AppendAsLeader(batch, -1, now)
+	res, err := part.AppendAsLeader(batch, -1)
 	if err != nil {
 		done(storeError(err))
 		return

@@ -11,5 +11,4 @@ var (
 	ErrInvalidRequiredAcks     = errors.New("replication: acks must be -1, 0 or 1")
 	ErrFencedLeaderEpoch       = errors.New("replication: request leader epoch is older than the partition's")
 	ErrUnknownLeaderEpoch      = errors.New("replication: request leader epoch is newer than the partition's")
-	ErrInvalidTimestamp        = errors.New("replication: record timestamp out of the allowed range")
 )

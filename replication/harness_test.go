@@ -295,7 +295,7 @@ func (n *testNode) produce(t *testing.T, tp TopicPartition, acks int16, count in
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := p.AppendAsLeader(b, acks, time.Now()); err != nil {
+		if _, err := p.AppendAsLeader(b, acks); err != nil {
 			t.Fatalf("node %d: append %s-%d: %v", n.id, tag, i, err)
 		}
 	}

@@ -367,6 +367,10 @@ func logConfig(c config.TopicConfig) storage.LogConfig {
 	lc.MaxMessageBytes = int(c.MaxMessageBytes)
 	lc.FlushMessages = c.FlushMessages
 	lc.CleanupPolicy = c.CleanupPolicy
+	lc.CompressionType = c.CompressionType
+	lc.MessageTimestampType = c.MessageTimestampType
+	lc.MessageTimestampBeforeMaxMs = c.MessageTimestampBeforeMaxMs
+	lc.MessageTimestampAfterMaxMs = c.MessageTimestampAfterMaxMs
 	lc.RetentionMs = c.RetentionMs
 	lc.RetentionBytes = c.RetentionBytes
 	if c.FlushMs > 0 && c.FlushMs < int64(time.Duration(1<<62)/time.Millisecond) {

@@ -184,14 +184,15 @@ type AppendResult struct {
 // AppendAsLeader validates and appends one client batch. The checks run
 // in Kafka's order: leadership, then for acks=all the ISR size against the
 // effective min.insync.replicas (before anything is written), then the
-// record-level validation, then the storage append (which assigns offsets
-// under the log's lock).
-func (p *Partition) AppendAsLeader(b record.Batch, requiredAcks int16, now time.Time) (AppendResult, error) {
+// storage append, which validates the batch and its records, recompresses
+// it when the topic's compression.type asks, and assigns offsets under
+// the log's lock.
+func (p *Partition) AppendAsLeader(b record.Batch, requiredAcks int16) (AppendResult, error) {
 	// The read lock is held across the append so that a role change
 	// (update, exclusive) cannot interleave: a batch is appended only
 	// while this broker leads in epoch.
 	p.mu.RLock()
-	res, err := p.appendAsLeaderRLocked(b, requiredAcks, now)
+	res, err := p.appendAsLeaderRLocked(b, requiredAcks)
 	p.mu.RUnlock()
 	if err != nil {
 		return AppendResult{}, err
@@ -207,7 +208,7 @@ func (p *Partition) AppendAsLeader(b record.Batch, requiredAcks int16, now time.
 	return out, nil
 }
 
-func (p *Partition) appendAsLeaderRLocked(b record.Batch, requiredAcks int16, now time.Time) (storage.AppendResult, error) {
+func (p *Partition) appendAsLeaderRLocked(b record.Batch, requiredAcks int16) (storage.AppendResult, error) {
 	leader, epoch, isr, replicas, cfg := p.mu.leader, p.mu.leaderEpoch, len(p.mu.isr), len(p.mu.replicas), p.mu.cfg
 	if leader != p.nodeID {
 		return storage.AppendResult{}, ErrNotLeader
@@ -215,14 +216,10 @@ func (p *Partition) appendAsLeaderRLocked(b record.Batch, requiredAcks int16, no
 	if requiredAcks == -1 && isr < EffectiveMinISR(cfg.MinInsyncReplicas, replicas) {
 		return storage.AppendResult{}, fmt.Errorf("%w: isr %d, min.insync.replicas %d", ErrNotEnoughReplicas, isr, cfg.MinInsyncReplicas)
 	}
-	if int64(len(b)) > int64(cfg.MaxMessageBytes) {
-		return storage.AppendResult{}, fmt.Errorf("%w: batch of %d bytes, max.message.bytes %d", storage.ErrMessageTooLarge, len(b), cfg.MaxMessageBytes)
-	}
-	b, logAppendTime, err := validateForAppend(b, cfg, now)
-	if err != nil {
-		return storage.AppendResult{}, err
-	}
-	return p.log.AppendAsLeader(b, storage.AppendOptions{LeaderEpoch: epoch, LogAppendTimeMs: logAppendTime})
+	// The log validates the batch (header, CRC, size, every record,
+	// timestamps), recompresses it if the topic asks for another codec,
+	// and assigns offsets.
+	return p.log.AppendAsLeader(b, storage.AppendOptions{LeaderEpoch: epoch, LogAppendTimeMs: -1})
 }
 
 // FetchResult is what a read of the partition returns.

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -34,7 +35,25 @@ type LogConfig struct {
 	// MinCompactionLagMs is min.compaction.lag.ms (default 0): segments
 	// holding a record newer than this are not cleaned.
 	MinCompactionLagMs int64 `kafka:"min.compaction.lag.ms"`
+	// CompressionType is compression.type: "producer" (the default: keep
+	// the producer's codec), "uncompressed", gzip, snappy, lz4 or zstd. A
+	// batch in another codec is rebuilt in this one.
+	CompressionType string `kafka:"compression.type"`
+	// MessageTimestampType is message.timestamp.type: CreateTime (the
+	// default) or LogAppendTime.
+	MessageTimestampType string `kafka:"message.timestamp.type"`
+	// MessageTimestampBeforeMaxMs and MessageTimestampAfterMaxMs bound how
+	// far a CreateTime timestamp may lie behind or ahead of the broker's
+	// clock (INVALID_TIMESTAMP otherwise).
+	MessageTimestampBeforeMaxMs int64 `kafka:"message.timestamp.before.max.ms"`
+	MessageTimestampAfterMaxMs  int64 `kafka:"message.timestamp.after.max.ms"`
 }
+
+// Timestamp types (message.timestamp.type values).
+const (
+	TimestampCreateTime    = "CreateTime"
+	TimestampLogAppendTime = "LogAppendTime"
+)
 
 // Cleanup policies (cleanup.policy values).
 const (
@@ -88,6 +107,11 @@ func DefaultLogConfig() LogConfig {
 		MinCleanableDirtyRatio: 0.5,
 		DeleteRetentionMs:      (24 * time.Hour).Milliseconds(),
 		MinCompactionLagMs:     0,
+
+		CompressionType:             "producer",
+		MessageTimestampType:        TimestampCreateTime,
+		MessageTimestampBeforeMaxMs: math.MaxInt64,
+		MessageTimestampAfterMaxMs:  3600000,
 	}
 }
 

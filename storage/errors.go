@@ -22,4 +22,7 @@ var (
 	ErrStorage = errors.New("storage: I/O error")
 	// ErrClosed: the log or manager is closed.
 	ErrClosed = errors.New("storage: closed")
+	// ErrInvalidTimestamp (INVALID_TIMESTAMP): a CreateTime timestamp too
+	// far from the broker's clock.
+	ErrInvalidTimestamp = errors.New("storage: record timestamp out of the allowed range")
 )

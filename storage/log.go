@@ -201,6 +201,13 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	if err := l.validateClientBatch(b); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
+	b, logAppendTime, err := validateForAppend(b, l.config(), l.now())
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
+	if opts.LogAppendTimeMs < 0 {
+		opts.LogAppendTimeMs = logAppendTime
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {

@@ -1,11 +1,10 @@
-package replication
+package storage
 
 import (
 	"bytes"
 	"fmt"
 	"time"
 
-	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -34,15 +33,15 @@ func targetCodec(compressionType string, batch record.Codec) record.Codec {
 }
 
 // validateForAppend is the leader's record-level validation (Kafka's
-// LogValidator): every record is decoded and checked, CreateTime
+// LogValidator), after the header checks of validateClientBatch: every record is decoded and checked, CreateTime
 // timestamps must lie within message.timestamp.{before,after}.max.ms of
 // now, and the batch is rebuilt only when the topic's compression.type
 // asks for a different codec. It returns the batch to append (b itself,
 // untouched, in the common case) and the LogAppendTime to stamp, or -1.
-func validateForAppend(b record.Batch, cfg config.TopicConfig, now time.Time) (record.Batch, int64, error) {
+func validateForAppend(b record.Batch, cfg *LogConfig, now time.Time) (record.Batch, int64, error) {
 	nowMs := now.UnixMilli()
 	logAppendTime := int64(-1)
-	if cfg.MessageTimestampType == "LogAppendTime" {
+	if cfg.MessageTimestampType == TimestampLogAppendTime {
 		logAppendTime = nowMs
 	}
 	target := targetCodec(cfg.CompressionType, b.Codec())

@@ -1,4 +1,4 @@
-package replication
+package storage
 
 import (
 	"errors"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -27,11 +26,10 @@ func batchOf(t *testing.T, codec record.Codec, base int64, deltas ...int64) reco
 	return b
 }
 
-func topicConfig(mut func(*config.TopicConfig)) config.TopicConfig {
-	c := config.Default()
-	tc := c.TopicDefaults()
-	mut(&tc)
-	return tc
+func topicConfig(mut func(*LogConfig)) *LogConfig {
+	c := DefaultLogConfig()
+	mut(&c)
+	return &c
 }
 
 func TestValidateForAppend(t *testing.T) {
@@ -40,21 +38,21 @@ func TestValidateForAppend(t *testing.T) {
 	cases := []struct {
 		name      string
 		batch     record.Batch
-		cfg       func(*config.TopicConfig)
+		cfg       func(*LogConfig)
 		wantCodec record.Codec
 		same      bool  // the very same bytes come back
 		wantLAT   int64 // LogAppendTime, -1 for CreateTime
 		wantErr   error
 	}{
-		{"producer codec kept", batchOf(t, record.CodecGzip, nowMs, 0, 1), func(c *config.TopicConfig) {}, record.CodecGzip, true, -1, nil},
-		{"same codec in place", batchOf(t, record.CodecZstd, nowMs, 0), func(c *config.TopicConfig) { c.CompressionType = "zstd" }, record.CodecZstd, true, -1, nil},
-		{"gzip to lz4 topic", batchOf(t, record.CodecGzip, nowMs, 0, 1, 2), func(c *config.TopicConfig) { c.CompressionType = "lz4" }, record.CodecLZ4, false, -1, nil},
-		{"uncompressed to zstd topic", batchOf(t, record.CodecNone, nowMs, 0, 1), func(c *config.TopicConfig) { c.CompressionType = "zstd" }, record.CodecZstd, false, -1, nil},
-		{"snappy to uncompressed topic", batchOf(t, record.CodecSnappy, nowMs, 0), func(c *config.TopicConfig) { c.CompressionType = "uncompressed" }, record.CodecNone, false, -1, nil},
-		{"LogAppendTime", batchOf(t, record.CodecNone, 5, 0), func(c *config.TopicConfig) { c.MessageTimestampType = "LogAppendTime" }, record.CodecNone, true, nowMs, nil},
-		{"too old", batchOf(t, record.CodecNone, nowMs-10_000, 0), func(c *config.TopicConfig) { c.MessageTimestampBeforeMaxMs = 5_000 }, 0, false, 0, ErrInvalidTimestamp},
-		{"too new", batchOf(t, record.CodecNone, nowMs, 0, 7_200_000), func(c *config.TopicConfig) {}, 0, false, 0, ErrInvalidTimestamp},
-		{"extreme timestamp", batchOf(t, record.CodecNone, math.MinInt64+1, 0), func(c *config.TopicConfig) { c.MessageTimestampBeforeMaxMs = math.MaxInt64 - 1 }, 0, false, 0, ErrInvalidTimestamp},
+		{"producer codec kept", batchOf(t, record.CodecGzip, nowMs, 0, 1), func(c *LogConfig) {}, record.CodecGzip, true, -1, nil},
+		{"same codec in place", batchOf(t, record.CodecZstd, nowMs, 0), func(c *LogConfig) { c.CompressionType = "zstd" }, record.CodecZstd, true, -1, nil},
+		{"gzip to lz4 topic", batchOf(t, record.CodecGzip, nowMs, 0, 1, 2), func(c *LogConfig) { c.CompressionType = "lz4" }, record.CodecLZ4, false, -1, nil},
+		{"uncompressed to zstd topic", batchOf(t, record.CodecNone, nowMs, 0, 1), func(c *LogConfig) { c.CompressionType = "zstd" }, record.CodecZstd, false, -1, nil},
+		{"snappy to uncompressed topic", batchOf(t, record.CodecSnappy, nowMs, 0), func(c *LogConfig) { c.CompressionType = "uncompressed" }, record.CodecNone, false, -1, nil},
+		{"LogAppendTime", batchOf(t, record.CodecNone, 5, 0), func(c *LogConfig) { c.MessageTimestampType = "LogAppendTime" }, record.CodecNone, true, nowMs, nil},
+		{"too old", batchOf(t, record.CodecNone, nowMs-10_000, 0), func(c *LogConfig) { c.MessageTimestampBeforeMaxMs = 5_000 }, 0, false, 0, ErrInvalidTimestamp},
+		{"too new", batchOf(t, record.CodecNone, nowMs, 0, 7_200_000), func(c *LogConfig) {}, 0, false, 0, ErrInvalidTimestamp},
+		{"extreme timestamp", batchOf(t, record.CodecNone, math.MinInt64+1, 0), func(c *LogConfig) { c.MessageTimestampBeforeMaxMs = math.MaxInt64 - 1 }, 0, false, 0, ErrInvalidTimestamp},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
