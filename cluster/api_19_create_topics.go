@@ -77,7 +77,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, _ *RequestContext, kreq k
 			if len(created.Partitions) > 0 {
 				rt.ReplicationFactor = int16(len(created.Partitions[0].Replicas))
 			}
-			for _, e := range n.cfg.TopicConfigEntries(created.Configs) {
+			for _, e := range n.cfg.TopicConfigEntriesIn(img.ClusterConfigs, created.Configs) {
 				c := kmsg.NewCreateTopicsResponseTopicConfig()
 				c.Name = e.Name
 				v := e.Value

@@ -5,7 +5,8 @@ package cluster
 // Topics (resource type 2): every topic-level key with its resolved
 // value, and whether it is the topic's own override or the broker's
 // default. Brokers (type 4, named by node id): this broker's static
-// configuration. ConfigNames narrows the keys; null means all. Other
+// configuration with the cluster-wide dynamic defaults applied (an empty
+// name describes those defaults the same way). ConfigNames narrows the keys; null means all. Other
 // resource types get INVALID_REQUEST.
 
 import (
@@ -34,7 +35,7 @@ func (n *Node) handleDescribeConfigs(_ context.Context, _ *RequestContext, kreq 
 				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			entries = n.cfg.TopicConfigEntries(t.Configs)
+			entries = n.cfg.TopicConfigEntriesIn(img.ClusterConfigs, t.Configs)
 		case kmsg.ConfigResourceTypeBroker:
 			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(n.cfg.NodeID)) {
 				rr.ErrorCode = kerr.InvalidRequest.Code
@@ -42,7 +43,7 @@ func (n *Node) handleDescribeConfigs(_ context.Context, _ *RequestContext, kreq 
 				rr.ErrorMessage = &msg
 				break
 			}
-			entries = n.cfg.BrokerConfigEntries()
+			entries = n.cfg.BrokerConfigEntriesIn(img.ClusterConfigs)
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 		}

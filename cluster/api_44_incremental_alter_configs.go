@@ -4,9 +4,11 @@ package cluster
 //
 // Topic configs (resource type 2): SET and DELETE, and APPEND/SUBTRACT for
 // list-valued keys (cleanup.policy), validated and committed by the
-// controller; validateOnly checks without committing. Broker configs are
-// static in kbroker (set at start): altering them is refused with
-// INVALID_REQUEST and a message saying so.
+// controller; validateOnly checks without committing. Brokers (type 4):
+// the cluster-wide default (empty name) of the broker keys behind topic
+// configs (log.retention.ms, compression.type, min.insync.replicas, ...)
+// can be set and deleted at runtime; other broker keys and per-broker
+// overrides are refused (INVALID_CONFIG / INVALID_REQUEST).
 
 import (
 	"context"
@@ -35,7 +37,11 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, _ *RequestCont
 		case kmsg.ConfigResourceTypeTopic:
 			err = n.alterTopicConfigs(ctx, r, req.ValidateOnly)
 		case kmsg.ConfigResourceTypeBroker:
-			err = fmt.Errorf("%w: broker configs are static in kbroker; set them in the config file, KBROKER_* or --set", kerr.InvalidRequest)
+			if r.ResourceName != "" {
+				err = fmt.Errorf("%w: per-broker dynamic configs are not supported; alter the cluster-wide default (the broker resource with an empty name) or set the key in the broker's config", kerr.InvalidRequest)
+				break
+			}
+			err = n.alterClusterConfigs(ctx, r, req.ValidateOnly)
 		default:
 			err = fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, r.ResourceType)
 		}
@@ -62,7 +68,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterCon
 		if v, ok := t.Configs[name]; ok {
 			return v
 		}
-		for _, e := range n.cfg.TopicConfigEntries(nil) {
+		for _, e := range n.cfg.TopicConfigEntriesIn(n.store.Image().ClusterConfigs, nil) {
 			if e.Name == name {
 				return e.Value
 			}
@@ -103,6 +109,37 @@ func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterCon
 		return nil
 	}
 	if err := n.store.AlterTopicConfigs(ctx, r.ResourceName, set, remove); err != nil {
+		return err
+	}
+	return n.replicas.Apply(n.store.Image())
+}
+
+// alterClusterConfigs applies SET and DELETE to the cluster-wide dynamic
+// broker defaults.
+func (n *Node) alterClusterConfigs(ctx context.Context, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	set := map[string]string{}
+	var remove []string
+	for _, c := range r.Configs {
+		switch c.Op {
+		case kmsg.IncrementalAlterConfigOpSet:
+			if c.Value == nil {
+				return fmt.Errorf("%w: %s: no value", metadata.ErrInvalidConfig, c.Name)
+			}
+			set[c.Name] = *c.Value
+		case kmsg.IncrementalAlterConfigOpDelete:
+			delete(set, c.Name)
+			remove = append(remove, c.Name)
+		default:
+			return fmt.Errorf("%w: config operation %d on a broker config", kerr.InvalidRequest, c.Op)
+		}
+	}
+	if err := config.ValidateClusterConfigs(set); err != nil {
+		return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
+	}
+	if validateOnly {
+		return nil
+	}
+	if err := n.store.AlterClusterConfigs(ctx, set, remove); err != nil {
 		return err
 	}
 	return n.replicas.Apply(n.store.Image())

@@ -104,3 +104,61 @@ func TestCreatePartitions(t *testing.T) {
 	acked := produceAll(t, node.addr, "grow", 500)
 	checkAcked(t, acked, consumeAll(t, node.addr, "grow", 500))
 }
+
+// A cluster-wide dynamic default (broker resource, empty name) changes the
+// default of every topic without one of its own, at runtime.
+func TestClusterDynamicDefaults(t *testing.T) {
+	node := startNode(t, "")
+	createTopic(t, node.addr, "plain", 1, nil)
+	createTopic(t, node.addr, "own", 1, map[string]*string{"retention.ms": ptr("5000")})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	topicValue := func(topic, key string) kadm.Config {
+		t.Helper()
+		rc, err := adm.DescribeTopicConfigs(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := rc.On(topic, nil)
+		if err != nil || r.Err != nil {
+			t.Fatalf("describe %s: %v %v", topic, err, r.Err)
+		}
+		for _, c := range r.Configs {
+			if c.Key == key {
+				return c
+			}
+		}
+		t.Fatalf("%s not described", key)
+		return kadm.Config{}
+	}
+	v := "60000"
+	res, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: &v}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter cluster default: %v %v", err, res)
+	}
+	if c := topicValue("plain", "retention.ms"); c.MaybeValue() != "60000" || c.Source.String() != "DYNAMIC_DEFAULT_BROKER_CONFIG" {
+		t.Fatalf("plain retention.ms %q from %v", c.MaybeValue(), c.Source)
+	}
+	if c := topicValue("own", "retention.ms"); c.MaybeValue() != "5000" {
+		t.Fatalf("a topic override lost to the cluster default: %q", c.MaybeValue())
+	}
+	bad := "7"
+	res, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "num.partitions", Value: &bad}})
+	if err == nil && res[0].Err == nil {
+		t.Fatal("a static broker key was altered dynamically")
+	}
+	res, err = adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.DeleteConfig, Name: "log.retention.ms"}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("delete cluster default: %v %v", err, res)
+	}
+	if c := topicValue("plain", "retention.ms"); c.MaybeValue() != "604800000" {
+		t.Fatalf("plain retention.ms after delete: %q", c.MaybeValue())
+	}
+}

@@ -155,7 +155,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		NodeID:               cfg.NodeID,
 		Logs:                 n.logs,
 		Logger:               n.logger.With("component", "replication"),
-		TopicConfig:          cfg.ResolveTopic,
+		TopicConfig:          n.resolveTopic,
 		InterBrokerListener:  cfg.InterBrokerListenerName,
 		ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
 		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
@@ -306,6 +306,7 @@ func (n *Node) metadataConfig() metadata.Config {
 		Voters:                       voters,
 		Logger:                       n.logger.With("component", "metadata"),
 		ValidateTopicConfig:          config.ValidateTopicConfigs,
+		ValidateClusterConfig:        config.ValidateClusterConfigs,
 		DefaultNumPartitions:         cfg.NumPartitions,
 		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
 		AdvertiseAddr:                advertisedVoterAddr(cfg),
@@ -336,6 +337,13 @@ func advertisedVoterAddr(cfg *config.Config) string {
 		}
 	}
 	return l.Addr()
+}
+
+// resolveTopic is a topic's effective config: this node's static config,
+// then the cluster-wide dynamic defaults from the metadata image, then the
+// topic's own overrides.
+func (n *Node) resolveTopic(overrides map[string]string) config.TopicConfig {
+	return n.cfg.ResolveTopicIn(n.store.Image().ClusterConfigs, overrides)
 }
 
 func isController(cfg *config.Config, name string) bool {

@@ -195,7 +195,19 @@ func ValidateTopicConfigs(overrides map[string]string) error {
 // overrides applied. Overrides should have passed ValidateTopicConfigs;
 // unknown keys and bad values are ignored.
 func (c *Config) ResolveTopic(overrides map[string]string) TopicConfig {
+	return c.ResolveTopicIn(nil, overrides)
+}
+
+// ResolveTopicIn is ResolveTopic with the cluster-wide dynamic defaults
+// (see ValidateClusterConfigs) layered between the broker's static config
+// and the topic's overrides.
+func (c *Config) ResolveTopicIn(cluster, overrides map[string]string) TopicConfig {
 	t := c.TopicDefaults()
+	for name, v := range cluster {
+		if k, ok := topicKeyByBrokerKey[name]; ok {
+			_ = k.parse(&t, v)
+		}
+	}
 	for name, v := range overrides {
 		if k, ok := topicKeyIndex[name]; ok {
 			_ = k.parse(&t, v) // parse leaves t unchanged on error
@@ -206,10 +218,48 @@ func (c *Config) ResolveTopic(overrides map[string]string) TopicConfig {
 
 // Kafka's ConfigSource numbering (DescribeConfigs v1+).
 const (
-	SourceDynamicTopic  int8 = 1 // DYNAMIC_TOPIC_CONFIG
-	SourceStaticBroker  int8 = 4 // STATIC_BROKER_CONFIG
-	SourceDefaultConfig int8 = 5 // DEFAULT_CONFIG
+	SourceDynamicTopic         int8 = 1 // DYNAMIC_TOPIC_CONFIG
+	SourceDynamicDefaultBroker int8 = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
+	SourceStaticBroker         int8 = 4 // STATIC_BROKER_CONFIG
+	SourceDefaultConfig        int8 = 5 // DEFAULT_CONFIG
 )
+
+// topicKeyByBrokerKey finds the topic key a broker key is the default of
+// (log.retention.ms → retention.ms).
+var topicKeyByBrokerKey = func() map[string]*topicKey {
+	m := make(map[string]*topicKey, len(topicKeys))
+	for i := range topicKeys {
+		m[topicKeys[i].brokerKey] = &topicKeys[i]
+	}
+	return m
+}()
+
+// ValidateClusterConfigs checks cluster-wide dynamic broker defaults (set
+// with IncrementalAlterConfigs on the broker resource with an empty name):
+// every key must be a broker key that backs a topic key (log.retention.ms,
+// compression.type, min.insync.replicas, ...), with a value that topic key
+// accepts. These change topic defaults across the cluster at runtime.
+func ValidateClusterConfigs(cluster map[string]string) error {
+	names := make([]string, 0, len(cluster))
+	for k := range cluster {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		k, ok := topicKeyByBrokerKey[name]
+		if !ok {
+			if _, static := keyIndex[name]; static {
+				return &Error{Key: name, Msg: "is not dynamically updatable (only the broker keys behind topic configs are)", Err: ErrInvalid}
+			}
+			return &Error{Key: name, Err: ErrUnknownKey}
+		}
+		var scratch TopicConfig
+		if err := k.parse(&scratch, cluster[name]); err != nil {
+			return &Error{Key: name, Msg: err.Error(), Err: ErrInvalid}
+		}
+	}
+	return nil
+}
 
 // ConfigEntry is one row of a DescribeConfigs response.
 type ConfigEntry struct {
@@ -226,7 +276,13 @@ type ConfigEntry struct {
 // inherited value is STATIC_BROKER_CONFIG when this node's broker key
 // differs from the built-in default, else DEFAULT_CONFIG.
 func (c *Config) TopicConfigEntries(overrides map[string]string) []ConfigEntry {
-	resolved := c.ResolveTopic(overrides)
+	return c.TopicConfigEntriesIn(nil, overrides)
+}
+
+// TopicConfigEntriesIn is TopicConfigEntries with cluster-wide dynamic
+// defaults.
+func (c *Config) TopicConfigEntriesIn(cluster, overrides map[string]string) []ConfigEntry {
+	resolved := c.ResolveTopicIn(cluster, overrides)
 	mine := c.TopicDefaults()
 	d := Default()
 	builtin := d.TopicDefaults()
@@ -237,6 +293,8 @@ func (c *Config) TopicConfigEntries(overrides map[string]string) []ConfigEntry {
 		var scratch TopicConfig
 		if v, ok := overrides[k.name]; ok && k.parse(&scratch, v) == nil {
 			e.Source = SourceDynamicTopic
+		} else if v, ok := cluster[k.brokerKey]; ok && k.parse(&scratch, v) == nil {
+			e.Source = SourceDynamicDefaultBroker
 		} else if k.format(&mine) != k.format(&builtin) {
 			e.Source = SourceStaticBroker
 		} else {
@@ -251,12 +309,21 @@ func (c *Config) TopicConfigEntries(overrides map[string]string) []ConfigEntry {
 // BrokerConfigEntries describes every broker key of this node, sorted by
 // name. All are static (read-only): kbroker has no dynamic broker configs.
 func (c *Config) BrokerConfigEntries() []ConfigEntry {
+	return c.BrokerConfigEntriesIn(nil)
+}
+
+// BrokerConfigEntriesIn is BrokerConfigEntries with the cluster-wide
+// dynamic defaults shown where they apply (and those keys writable).
+func (c *Config) BrokerConfigEntriesIn(cluster map[string]string) []ConfigEntry {
 	d := Default()
 	out := make([]ConfigEntry, 0, len(keys))
 	for i := range keys {
 		k := &keys[i]
-		e := ConfigEntry{Name: k.name, Value: k.format(c), ReadOnly: true}
-		if e.Value == k.format(&d) {
+		_, dynamic := topicKeyByBrokerKey[k.name]
+		e := ConfigEntry{Name: k.name, Value: k.format(c), ReadOnly: !dynamic}
+		if v, ok := cluster[k.name]; ok && dynamic {
+			e.Value, e.Source = v, SourceDynamicDefaultBroker
+		} else if e.Value == k.format(&d) {
 			e.Source, e.IsDefault = SourceDefaultConfig, true
 		} else {
 			e.Source = SourceStaticBroker

@@ -302,6 +302,18 @@ func checkPartitionChange(replicas []int32, leader int32, isr []int32) error {
 }
 
 func applyConfigChange(img *Image, r *configChangeRecord) error {
+	if r.Cluster {
+		c := maps.Clone(img.ClusterConfigs)
+		if c == nil {
+			c = map[string]string{}
+		}
+		for _, k := range r.Remove {
+			delete(c, k)
+		}
+		maps.Copy(c, r.Set)
+		img.ClusterConfigs = c
+		return nil
+	}
 	old, ok := img.TopicsByID[r.TopicID]
 	if !ok {
 		return fmt.Errorf("%w: id %x", ErrUnknownTopic, r.TopicID)

@@ -380,6 +380,39 @@ func (s *Store) AlterTopicConfigs(ctx context.Context, topic string, set map[str
 	return err
 }
 
+// AlterClusterConfigs changes the cluster-wide dynamic broker defaults
+// (Kafka's broker resource with an empty name): set keys, remove others,
+// checked with Config.ValidateClusterConfig on the merged result.
+func (s *Store) AlterClusterConfigs(ctx context.Context, set map[string]string, remove []string) error {
+	_, err := invoke[struct{}](ctx, s, opAlterClusterConfigs, alterConfigsRequest{Set: set, Remove: remove})
+	return err
+}
+
+func (s *Store) alterClusterConfigs(ctx context.Context, set map[string]string, remove []string) error {
+	merged := maps.Clone(s.Image().ClusterConfigs)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	for _, k := range remove {
+		delete(merged, k)
+	}
+	maps.Copy(merged, set)
+	if v := s.cfg.ValidateClusterConfig; v != nil {
+		if err := v(merged); err != nil {
+			return fmt.Errorf("alter cluster configs: %w: %w", ErrInvalidConfig, err)
+		}
+	}
+	_, err := s.propose(ctx, recConfigChange, &configChangeRecord{
+		Cluster: true,
+		Set:     set,
+		Remove:  slices.Sorted(slices.Values(remove)),
+	})
+	if err != nil {
+		return fmt.Errorf("alter cluster configs: %w", err)
+	}
+	return nil
+}
+
 type alterConfigsRequest struct {
 	Topic  string            `json:"topic"`
 	Set    map[string]string `json:"set,omitempty"`
@@ -684,6 +717,11 @@ func (s *Store) execute(ctx context.Context, op string, payload []byte) (any, er
 				return nil, err
 			}
 			return producerIDBlock{first, count}, nil
+		}
+	case opAlterClusterConfigs:
+		var r alterConfigsRequest
+		if decode(&r) {
+			return nil, s.alterClusterConfigs(ctx, r.Set, r.Remove)
 		}
 	case opAlterTopicConfigs:
 		var r alterConfigsRequest

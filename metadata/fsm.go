@@ -107,6 +107,8 @@ type snapshotFile struct {
 	NextProducerID int64     `json:"nextProducerId"`
 	Brokers        []*Broker `json:"brokers"`
 	Topics         []*Topic  `json:"topics"`
+	// ClusterConfigs: added later in version 1; absent means none.
+	ClusterConfigs map[string]string `json:"clusterConfigs,omitempty"`
 }
 
 func writeSnapshot(w io.Writer, img *Image) error {
@@ -121,6 +123,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		Topics: slices.SortedFunc(maps.Values(img.Topics), func(a, b *Topic) int {
 			return cmp.Compare(a.Name, b.Name)
 		}),
+		ClusterConfigs: img.ClusterConfigs,
 	}
 	if err := json.NewEncoder(w).Encode(&sf); err != nil {
 		return fmt.Errorf("metadata: write snapshot: %w", err)
@@ -138,6 +141,7 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	}
 	img := emptyImage()
 	img.Offset = sf.Offset
+	img.ClusterConfigs = sf.ClusterConfigs
 	img.ClusterID = sf.ClusterID
 	img.NextProducerID = sf.NextProducerID
 	for _, b := range sf.Brokers {

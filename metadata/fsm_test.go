@@ -339,6 +339,14 @@ func TestFSMRecords(t *testing.T) {
 		t.Fatalf("configs %v", img.Topics["t"].Configs)
 	}
 	step(recConfigChange, &configChangeRecord{TopicID: [16]byte{7}}, ErrUnknownTopic)
+	step(recConfigChange, &configChangeRecord{Cluster: true, Set: map[string]string{"log.retention.ms": "1000", "compression.type": "zstd"}}, nil)
+	step(recConfigChange, &configChangeRecord{Cluster: true, Remove: []string{"compression.type"}}, nil)
+	if !reflect.DeepEqual(img.ClusterConfigs, map[string]string{"log.retention.ms": "1000"}) {
+		t.Fatalf("cluster configs %v", img.ClusterConfigs)
+	}
+	if restored, err := readSnapshot(bytes.NewReader(snapshotBytes(t, img))); err != nil || !reflect.DeepEqual(restored.ClusterConfigs, img.ClusterConfigs) {
+		t.Fatalf("cluster configs through a snapshot: %v %v", err, restored)
+	}
 
 	if got := step(recProducerIDBlock, &producerIDBlockRecord{BrokerID: 1, FirstProducerID: 0, Count: 1000}, nil); got != int64(0) {
 		t.Fatalf("producer id block result %v", got)

@@ -17,6 +17,9 @@ type Image struct {
 	Topics         map[string]*Topic
 	TopicsByID     map[[16]byte]*Topic
 	NextProducerID int64
+	// ClusterConfigs are the cluster-wide dynamic broker defaults (broker
+	// keys behind topic configs, e.g. log.retention.ms).
+	ClusterConfigs map[string]string
 }
 
 // Endpoint is one listener of a broker.

@@ -115,7 +115,10 @@ type partitionChangeRecord struct {
 	PartitionEpoch int32    `json:"partitionEpoch"`
 }
 
+// configChangeRecord changes a topic's config overrides, or with Cluster
+// set the cluster-wide dynamic broker defaults (TopicID unused).
 type configChangeRecord struct {
+	Cluster bool              `json:"cluster,omitempty"`
 	TopicID [16]byte          `json:"topicId"`
 	Set     map[string]string `json:"set,omitempty"`
 	Remove  []string          `json:"remove,omitempty"`

@@ -41,6 +41,7 @@ const (
 	opDeleteTopics        = "DeleteTopics"
 	opAllocateProducerIDs = "AllocateProducerIDs"
 	opAlterTopicConfigs   = "AlterTopicConfigs"
+	opAlterClusterConfigs = "AlterClusterConfigs"
 	opChangePartition     = "ChangePartition"
 	opFenceBroker         = "FenceBroker"
 	opUnfenceBroker       = "UnfenceBroker"

@@ -34,8 +34,11 @@ type Config struct {
 	// ValidateTopicConfig checks topic config overrides (nil = accept all);
 	// its error text names the key.
 	ValidateTopicConfig func(map[string]string) error
-	SnapshotInterval    time.Duration // how often raft checks whether to snapshot; default 2m
-	SnapshotThreshold   uint64        // log entries since the last snapshot that trigger one; default 8192
+	// ValidateClusterConfig checks the cluster-wide dynamic broker
+	// defaults (nil = accept all); its error text names the key.
+	ValidateClusterConfig func(map[string]string) error
+	SnapshotInterval      time.Duration // how often raft checks whether to snapshot; default 2m
+	SnapshotThreshold     uint64        // log entries since the last snapshot that trigger one; default 8192
 
 	// Placement defaults used when a TopicSpec says -1. Default 1 each.
 	DefaultNumPartitions     int32
