@@ -163,6 +163,9 @@ func (m *Manager) proposeISRExpand(p *Partition, replicaID int32) {
 		return
 	}
 	c := p.changeLocked(append(slices.Clone(p.mu.isr), replicaID))
+	if !slices.Contains(p.mu.expanding, replicaID) {
+		p.mu.expanding = append(p.mu.expanding, replicaID)
+	}
 	p.mu.Unlock()
 	m.proposeISR(p, c)
 }
@@ -190,15 +193,22 @@ func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
 	p.mu.RLock()
 	prevISR := len(p.mu.isr)
 	p.mu.RUnlock()
-	clear := func() {
+	clear := func(refused bool) {
 		p.mu.Lock()
 		if p.mu.pendingISR && p.mu.pendingEpoch == c.PartitionEpoch {
 			p.mu.pendingISR = false
+			if refused {
+				// Definitely not committed: stop counting the proposed
+				// followers. After a timeout or a lost controller the
+				// outcome is unknown, so they keep counting until the
+				// image says.
+				p.mu.expanding = nil
+			}
 		}
 		p.mu.Unlock()
 	}
 	if m.cfg.ISR == nil {
-		clear()
+		clear(true)
 		return
 	}
 	started := m.spawn(func(ctx context.Context) {
@@ -212,7 +222,7 @@ func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
 				m.cfg.Logger.Info("ISR change not applied", "topic", c.Topic, "partition", c.Partition,
 					"isr", c.ISR, "partition_epoch", c.PartitionEpoch, "err", err)
 			}
-			clear()
+			clear(errors.Is(err, metadata.ErrInvalidPartitionChange))
 			return
 		}
 		if len(c.ISR) < prevISR {
@@ -222,7 +232,7 @@ func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
 		}
 	})
 	if !started {
-		clear()
+		clear(true)
 	}
 }
 

@@ -52,6 +52,13 @@ type Partition struct {
 		// pendingEpoch is in flight or awaiting the image.
 		pendingISR   bool
 		pendingEpoch int32
+		// expanding holds followers proposed for the ISR whose outcome is
+		// not yet known here (Kafka's maximal ISR, KIP-497): the
+		// controller may already have committed them, and may then elect
+		// one of them, so the high watermark must count them from the
+		// moment they are proposed. Cleared when the image brings a new
+		// partition epoch or the controller definitely refuses.
+		expanding []int32
 	}
 
 	hooks *hooks
@@ -140,7 +147,11 @@ func (p *Partition) Log() *storage.Log { return p.log }
 // log end offsets allow (see HighWatermark) and reports whether it moved.
 func (p *Partition) maybeAdvanceHighWatermark() bool {
 	p.mu.RLock()
-	target := HighWatermark(p.log.LogEndOffset(), p.nodeID, p.mu.isr, p.mu.followerLEO,
+	isr := p.mu.isr
+	if len(p.mu.expanding) > 0 {
+		isr = append(slices.Clone(isr), p.mu.expanding...)
+	}
+	target := HighWatermark(p.log.LogEndOffset(), p.nodeID, isr, p.mu.followerLEO,
 		EffectiveMinISR(p.mu.cfg.MinInsyncReplicas, len(p.mu.replicas)))
 	p.mu.RUnlock()
 	for {
@@ -260,6 +271,7 @@ func (p *Partition) update(leader, leaderEpoch, partitionEpoch int32, replicas, 
 	rc.leaderOrEpoch = p.mu.leader != leader || p.mu.leaderEpoch != leaderEpoch
 	if partitionEpoch != p.mu.partitionEpoch || rc.leaderOrEpoch {
 		p.mu.pendingISR = false
+		p.mu.expanding = nil
 	}
 	p.mu.leader = leader
 	p.mu.leaderEpoch = leaderEpoch
