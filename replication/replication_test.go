@@ -199,9 +199,18 @@ func TestKIP279DoubleFailover(t *testing.T) {
 	a = c.start(1)
 	waitFor(t, "A leads", func() bool { _, err := a.m.LeaderPartition(tp0); return err == nil })
 	a.produce(t, tp0, 1, 1, "z")
-	// B comes back as follower.
+	// B comes back as follower. Its old log also ends at offset 6
+	// (shared + y), so "caught up" alone would hold before it truncated:
+	// wait until it holds A's epoch 2 batch.
 	b = c.start(2)
-	waitFor(t, "B follows", caughtUp(t, a, b))
+	waitFor(t, "B follows", func() bool {
+		p, err := b.m.Partition(tp0)
+		if err != nil {
+			return false
+		}
+		epoch, ok := p.Log().LatestEpoch()
+		return ok && epoch == 2 && caughtUp(t, a, b)()
+	})
 	sameSegments(t, a, b)
 	if leo := b.partition(t, tp0).LogEndOffset(); leo != 6 {
 		t.Fatalf("follower log end offset %d, want 6", leo)
