@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/kbroker/kbroker/storage"
 	"io"
 	"net"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -194,69 +193,15 @@ func rawProduce(t testing.TB, addr, topic string, partition int32, acks int16, v
 	return p.ErrorCode, p.BaseOffset
 }
 
-// segmentFiles lists the .log files of a partition directory in base-offset
-// order.
-func segmentFiles(t testing.TB, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("reading %s: %v", dir, err)
-	}
-	type seg struct {
-		base int64
-		path string
-	}
-	var segs []seg
-	for _, e := range ents {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".log") {
-			continue
-		}
-		base, err := strconv.ParseInt(strings.TrimSuffix(name, ".log"), 10, 64)
-		if err != nil {
-			continue
-		}
-		segs = append(segs, seg{base, filepath.Join(dir, name)})
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
-	var out []string
-	for _, s := range segs {
-		out = append(out, s.path)
-	}
-	return out
-}
-
 // logUpTo returns the concatenated segments of topic-partition in log dir,
-// cut at the first batch whose base offset is >= hw. It fails if the bytes
-// before hw do not parse as whole batches or end before reaching hw.
+// cut at the first batch whose base offset is >= hw.
 func logUpTo(t testing.TB, logDir, topic string, partition int32, hw int64) []byte {
 	t.Helper()
-	var all []byte
-	for _, f := range segmentFiles(t, filepath.Join(logDir, fmt.Sprintf("%s-%d", topic, partition))) {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatalf("reading %s: %v", f, err)
-		}
-		all = append(all, data...)
+	log, err := storage.ReadLogBelow(filepath.Join(logDir, fmt.Sprintf("%s-%d", topic, partition)), hw)
+	if err != nil {
+		t.Errorf("%s %s-%d: %v", logDir, topic, partition, err)
 	}
-	rest := all
-	pos := 0
-	for {
-		if len(rest) == 0 {
-			break
-		}
-		b, next, err := record.Parse(rest)
-		if err != nil {
-			t.Errorf("%s %s-%d: unparseable batch at byte %d (before the high watermark %d): %v", logDir, topic, partition, pos, hw, err)
-			return all[:pos]
-		}
-		if b.BaseOffset() >= hw {
-			break
-		}
-		pos += len(b)
-		rest = next
-	}
-	return all[:pos]
+	return log
 }
 
 // lastOffsetIn returns the last offset of the last whole batch in log.

@@ -5,10 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,55 +15,6 @@ import (
 
 	"github.com/kbroker/kbroker/wire/record"
 )
-
-// logUpTo returns the concatenated segment files of a partition directory
-// cut before the first batch whose base offset is >= hw.
-func logUpTo(dir string, hw int64) ([]byte, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	type seg struct {
-		base int64
-		path string
-	}
-	var segs []seg
-	for _, e := range ents {
-		name := e.Name()
-		if e.IsDir() || !strings.HasSuffix(name, ".log") {
-			continue
-		}
-		base, err := strconv.ParseInt(strings.TrimSuffix(name, ".log"), 10, 64)
-		if err != nil {
-			continue
-		}
-		segs = append(segs, seg{base, filepath.Join(dir, name)})
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
-	var all []byte
-	for _, s := range segs {
-		data, err := os.ReadFile(s.path)
-		if err != nil {
-			return nil, err
-		}
-		all = append(all, data...)
-	}
-	pos, rest := 0, all
-	for len(rest) > 0 {
-		b, next, err := record.Parse(rest)
-		if err != nil {
-			// A torn tail past the high watermark is fine; one before
-			// it shows up as a short log.
-			break
-		}
-		if b.BaseOffset() >= hw {
-			break
-		}
-		pos += len(b)
-		rest = next
-	}
-	return all[:pos], nil
-}
 
 // lastOffsetIn returns the last offset of the last whole batch in log.
 func lastOffsetIn(log []byte) int64 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/kbroker/kbroker/storage"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -249,7 +250,7 @@ func (t *composeTarget) replicaLogs(topic string, p int32, hw int64) (map[int32]
 		if _, err := docker("docker", "cp", src, dst); err != nil {
 			return nil, fmt.Sprintf("replica comparison skipped: docker cp failed: %v", err), nil
 		}
-		b, err := logUpTo(dst, hw)
+		b, err := storage.ReadLogBelow(dst, hw)
 		if err != nil {
 			return nil, "", fmt.Errorf("kb%d: %v", id, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/kbroker/kbroker/storage"
 	"net"
 	"os"
 	"os/exec"
@@ -346,7 +347,7 @@ func (t *procTarget) heal() error {
 func (t *procTarget) replicaLogs(topic string, p int32, hw int64) (map[int32][]byte, string, error) {
 	out := map[int32][]byte{}
 	for _, n := range t.nodes {
-		b, err := logUpTo(filepath.Join(n.dataDir, fmt.Sprintf("%s-%d", topic, p)), hw)
+		b, err := storage.ReadLogBelow(filepath.Join(n.dataDir, fmt.Sprintf("%s-%d", topic, p)), hw)
 		if err != nil {
 			return nil, "", fmt.Errorf("node %d: %v", n.id, err)
 		}
