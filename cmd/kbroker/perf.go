@@ -188,15 +188,8 @@ func parseProduceFlags(args []string, stderr io.Writer) (produceConfig, error) {
 		return c, flagErr("record-size", "must be positive, got %d", c.recordSize)
 	}
 	c.numRecords, c.duration = *numRecords, *duration
-	switch {
-	case c.numRecords < 0:
-		return c, flagErr("num-records", "must be positive, got %d", c.numRecords)
-	case c.duration < 0:
-		return c, flagErr("duration", "must be positive, got %v", c.duration)
-	case c.numRecords == 0 && c.duration == 0:
-		return c, errors.New("one of --num-records or --duration is required")
-	case c.numRecords > 0 && c.duration > 0:
-		return c, errors.New("--num-records and --duration are exclusive")
+	if err := checkAmount(c.numRecords, c.duration); err != nil {
+		return c, err
 	}
 	c.acksName = strings.ToLower(*acks)
 	switch c.acksName {
@@ -519,15 +512,8 @@ func parseConsumeFlags(args []string, stderr io.Writer) (consumeConfig, error) {
 	}
 	c.group = *group
 	c.numRecords, c.duration = *numRecords, *duration
-	switch {
-	case c.numRecords < 0:
-		return c, flagErr("num-records", "must be positive, got %d", c.numRecords)
-	case c.duration < 0:
-		return c, flagErr("duration", "must be positive, got %v", c.duration)
-	case c.numRecords == 0 && c.duration == 0:
-		return c, errors.New("one of --num-records or --duration is required")
-	case c.numRecords > 0 && c.duration > 0:
-		return c, errors.New("--num-records and --duration are exclusive")
+	if err := checkAmount(c.numRecords, c.duration); err != nil {
+		return c, err
 	}
 	if c.timeout = *timeout; c.timeout <= 0 {
 		return c, flagErr("timeout", "must be positive, got %v", c.timeout)
@@ -655,6 +641,22 @@ loop:
 			return fmt.Errorf("%s; first fetch error: %w", msg, firstErr)
 		}
 		return errors.New(msg)
+	}
+	return nil
+}
+
+// checkAmount validates --num-records and --duration: exactly one of
+// them, and not negative.
+func checkAmount(numRecords int64, duration time.Duration) error {
+	switch {
+	case numRecords < 0:
+		return flagErr("num-records", "must be positive, got %d", numRecords)
+	case duration < 0:
+		return flagErr("duration", "must be positive, got %v", duration)
+	case numRecords == 0 && duration == 0:
+		return errors.New("one of --num-records or --duration is required")
+	case numRecords > 0 && duration > 0:
+		return errors.New("--num-records and --duration are exclusive")
 	}
 	return nil
 }

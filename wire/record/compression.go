@@ -138,9 +138,20 @@ func gunzip(dst, src []byte, limit int) ([]byte, error) {
 var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
 
 func gzipCompress(dst, src []byte) ([]byte, error) {
+	return compressPooled[*gzip.Writer](&gzipWriters, dst, src)
+}
+
+// resettableWriter is a pooled stream compressor (gzip, lz4).
+type resettableWriter interface {
+	io.WriteCloser
+	Reset(io.Writer)
+}
+
+// compressPooled appends src compressed by a writer from pool to dst.
+func compressPooled[W resettableWriter](pool *sync.Pool, dst, src []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(dst)
-	w := gzipWriters.Get().(*gzip.Writer)
-	defer gzipWriters.Put(w)
+	w := pool.Get().(W)
+	defer pool.Put(w)
 	w.Reset(buf)
 	if _, err := w.Write(src); err != nil {
 		return dst, err
@@ -242,18 +253,7 @@ var lz4Writers = sync.Pool{New: func() any {
 }}
 
 func lz4Compress(dst, src []byte) ([]byte, error) {
-	buf := bytes.NewBuffer(dst)
-	w := lz4Writers.Get().(*lz4.Writer)
-	defer lz4Writers.Put(w)
-	w.Reset(buf)
-	if _, err := w.Write(src); err != nil {
-		return dst, err
-	}
-	if err := w.Close(); err != nil {
-		return dst, err
-	}
-	w.Reset(nil)
-	return buf.Bytes(), nil
+	return compressPooled[*lz4.Writer](&lz4Writers, dst, src)
 }
 
 // --- zstd ---
