@@ -1,0 +1,98 @@
+// Package cluster puts one kbroker node together: it opens the storage,
+// metadata and replication layers, serves the Kafka protocol on the
+// broker listeners, and stops everything again in order.
+//
+// # What it owns
+//
+//   - Node (node.go): construction from a config.Config, Run, and the glue
+//     between the layers: the replica manager's hooks wake the produce and
+//     fetch purgatories and the group coordinator; the effective topic
+//     config is resolved against the image's dynamic defaults.
+//   - The connection layer (server.go, conn.go): an acceptor per listener,
+//     a reader and a writer goroutine per connection, responses written in
+//     request order, at most 64 requests in flight per connection.
+//   - Dispatch and the API registry: each handler file
+//     api_NN_name.go (NN the API key) serves one Kafka API; the registry
+//     of served APIs and their version ranges is the single source of
+//     ApiVersions. Dispatch decodes the body with kmsg, runs the
+//     cross-cutting steps (metrics; authorization belongs here) and calls
+//     the handler with a RequestContext.
+//   - The one mapping from internal errors to Kafka error codes
+//     (errors.go).
+//   - The group coordinator (groups.go) over __consumer_offsets, around
+//     the pure state machine of package cluster/group.
+//   - Liveness (liveness.go): the heartbeat loop, memberlist deaths turned
+//     into fencing, the controlled shutdown.
+//   - Metrics and the admin HTTP server (metrics.go, state_metrics.go,
+//     admin.go).
+//
+// It decides nothing the layers below decide: leadership, the high
+// watermark, validation of batches and metadata changes stay in
+// replication, storage and metadata. The design of the whole broker is
+// in docs/ARCHITECTURE.md at the root of the repository.
+//
+// # Goroutines and their owners
+//
+// Node.Run starts every goroutine of the node and returns only after all
+// have stopped:
+//
+//   - the request server: one acceptor per broker listener and, per
+//     connection, a reader (which runs the handlers) and a writer; stopped
+//     by the serving context, which closes the listeners and unblocks each
+//     reader; Serve waits for them all;
+//   - the replica manager's Run (image watcher; it owns the fetchers, the
+//     ISR checker and the ISR proposals), the storage manager's Run
+//     (flushes, retention, checkpoints, cleaning), the group coordinator's
+//     run (ticks, offset expiry, and one loader per __consumer_offsets
+//     partition being loaded), the admin HTTP server, memberlist gossip and
+//     its watcher: all on the background context, cancelled after the
+//     server has stopped, and joined by a WaitGroup;
+//   - the heartbeat loop, on Run's own context, so it ends as soon as
+//     shutdown begins;
+//   - the shutdown goroutine (context.AfterFunc on Run's context) and the
+//     drain backstop (context.AfterFunc on the serving context); Run
+//     waits for the first and cancels the second before returning.
+//
+// The purgatories start no goroutines (their deadlines are timers,
+// stopped by Close). The metadata store owns raft's goroutines and its
+// controller-listener goroutines; Store.Close, deferred in Run, stops
+// them.
+//
+// # Shutdown order
+//
+// When Run's context ends:
+//
+//  1. the heartbeat loop stops, so nothing unfences the broker again;
+//  2. the controlled shutdown asks the controller to move this broker's
+//     leaderships away while it still serves (bounded at 15s);
+//  3. the server stops accepting and reading; the produce, fetch and
+//     group purgatories are closed, which expires every waiting request,
+//     so each connection writes its last responses and closes (after
+//     drainTimeout, connections still waiting are abandoned);
+//  4. the background goroutines are cancelled and joined;
+//  5. the metadata store closes (raft stops), the listeners are closed if
+//     still open, and the logs are flushed and closed, which writes the
+//     clean-shutdown marker.
+//
+// The Node type's comment in node.go lists the same goroutines.
+//
+// # Locks
+//
+// In the order they may be nested (see docs/LOCKING.md for every lock of
+// the broker and the code paths behind each nesting):
+//
+//	groupCoordinator.createMu
+//	producerIDAllocator.mu                 held across one controller call (10s at most)
+//	purgatory operation lock               held while TryComplete/OnExpire run
+//	delayedProduce.mu
+//	groupCoordinator.mu
+//	replication locks, then storage locks  (taken inside those packages)
+//	slot completion, Server.mu, Node.mu    leaves
+//
+// Rules: replication's hooks run without replication's locks, and may
+// take groupCoordinator.mu. Nothing is appended to a log and nothing is
+// added to or closed in a purgatory while groupCoordinator.mu is held,
+// because a write's completion takes that lock on the same goroutine.
+// RequestContext.Respond never blocks, so it may be called under any of
+// these locks.
+package cluster
