@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"regexp"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -75,6 +76,17 @@ func errorMessage(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := err.Error()
+	s := redactPaths(err.Error())
 	return &s
+}
+
+// filesystemPath matches an absolute or dotted-relative Unix path, the only
+// kind of path our errors carry (log directories, segment files).
+var filesystemPath = regexp.MustCompile(`(?:\.{0,2}/[\w.\-]+)+/?`)
+
+// redactPaths removes filesystem paths from an error message sent to a
+// client: where the broker keeps its files is none of the client's
+// business, and the full error is in the broker's log.
+func redactPaths(msg string) string {
+	return filesystemPath.ReplaceAllString(msg, "<path>")
 }

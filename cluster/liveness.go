@@ -100,6 +100,7 @@ func (n *Node) startMembership(ctx context.Context, wg *sync.WaitGroup) error {
 		NodeID:   n.cfg.NodeID,
 		BindAddr: n.cfg.GossipListener,
 		Seeds:    n.cfg.GossipSeeds,
+		KeyFile:  n.cfg.GossipSecretKeyFile,
 		Logger:   n.logger.With("component", "membership"),
 		// Tighter than memberlist's LAN profile (1s probes, suspicion
 		// ×4): a broker cluster is a handful of nodes on one network,
@@ -110,7 +111,10 @@ func (n *Node) startMembership(ctx context.Context, wg *sync.WaitGroup) error {
 		SuspicionMult: 3,
 	})
 	if err != nil {
-		return fmt.Errorf("gossip.listener: %w", err)
+		return fmt.Errorf("gossip: %w", err)
+	}
+	if n.cfg.GossipSecretKeyFile == "" {
+		n.logger.Warn("gossip is unauthenticated: anyone who reaches gossip.listener can join and spread liveness rumours; set gossip.secret.key.file")
 	}
 	wg.Add(2)
 	go func() {

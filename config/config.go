@@ -141,7 +141,10 @@ type Config struct {
 	BrokerRack     string   `kafka:"broker.rack"`
 	GossipListener string   `kafka:"gossip.listener"`
 	GossipSeeds    []string `kafka:"gossip.seeds"`
-	AdminListener  string   `kafka:"admin.listener"`
+	// GossipSecretKeyFile holds the keys that encrypt and authenticate
+	// gossip; see cluster/membership's keyring.go for the format.
+	GossipSecretKeyFile string `kafka:"gossip.secret.key.file"`
+	AdminListener       string `kafka:"admin.listener"`
 }
 
 // Default returns the configuration of a single node that is both broker

@@ -353,6 +353,8 @@ var keys = []brokerKey{
 		func(c *Config) *string { return &c.GossipListener }),
 	listKey("gossip.seeds", "", "Comma-separated host:port of gossip peers to join.",
 		func(c *Config) *[]string { return &c.GossipSeeds }),
+	stringKey("gossip.secret.key.file", "", "File of base64 AES keys (16, 24 or 32 bytes), one per line, primary first, that encrypt and authenticate gossip; re-read every 5s for rotation. Empty: gossip is unauthenticated (a warning is logged).",
+		func(c *Config) *string { return &c.GossipSecretKeyFile }),
 	hostPortKey("admin.listener", "host:port of the admin HTTP server (/metrics); empty is off.",
 		func(c *Config) *string { return &c.AdminListener }),
 }

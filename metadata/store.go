@@ -204,7 +204,7 @@ func Open(cfg Config) (*Store, error) {
 		return nil, err
 	}
 	log := cfg.Logger.With("component", "metadata", "node", cfg.NodeID)
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Dir, 0o750); err != nil {
 		return nil, fmt.Errorf("metadata: %w", err)
 	}
 	rlog := newRaftLogger(log)

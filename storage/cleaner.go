@@ -525,7 +525,7 @@ func newCleanedWriter(l *Log, base int64) (*cleanedWriter, error) {
 	w := &cleanedWriter{l: l}
 	var files [3]File
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		f, err := l.fs.OpenFile(cleanedName(l.dir, base, suffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+		f, err := l.fs.OpenFile(cleanedName(l.dir, base, suffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
 		if err != nil {
 			for _, g := range files[:i] {
 				g.Close()

@@ -5,6 +5,14 @@ import (
 	"os"
 )
 
+// Permissions of what the log creates: partition data is readable by the
+// broker's group (backup agents, kbroker dump-log run by an operator in that
+// group) and by nobody else.
+const (
+	FilePerm os.FileMode = 0o640
+	DirPerm  os.FileMode = 0o750
+)
+
 // File is the part of *os.File the log uses. Writes are positional
 // (WriteAt) so that a failed write can be undone by truncating back to the
 // previous size and the next write lands at the right place.
@@ -87,7 +95,7 @@ func readFile(fsys FS, name string) ([]byte, error) {
 // new contents after a crash.
 func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
 	tmp := name + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
 	if err != nil {
 		return err
 	}

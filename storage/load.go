@@ -13,7 +13,7 @@ import (
 // clean, and rebuilds the producer state. It runs before l is shared, so
 // it touches l.mu's fields without locking.
 func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
-	if err := l.fs.MkdirAll(l.dir, 0o755); err != nil {
+	if err := l.fs.MkdirAll(l.dir, DirPerm); err != nil {
 		return fmt.Errorf("%w: create %s: %v", ErrStorage, l.dir, err)
 	}
 	ents, err := l.fs.ReadDir(l.dir)

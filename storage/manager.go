@@ -108,7 +108,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 }
 
 func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
-	if err := fsys.MkdirAll(path, 0o755); err != nil {
+	if err := fsys.MkdirAll(path, DirPerm); err != nil {
 		return nil, fmt.Errorf("%w: create log dir %s: %v", ErrStorage, path, err)
 	}
 	d := &logDir{path: path, partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{},

@@ -81,25 +81,25 @@ func openSegment(fsys FS, dir string, base int64, create bool, now time.Time) (*
 	if create {
 		flag |= os.O_CREATE
 	}
-	lf, err := fsys.OpenFile(fileName(dir, base, logSuffix), flag, 0o644)
+	lf, err := fsys.OpenFile(fileName(dir, base, logSuffix), flag, FilePerm)
 	if err != nil {
 		return nil, err
 	}
 	indexMissing := false
-	xf, err := fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR, 0o644)
+	xf, err := fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR, FilePerm)
 	if errors.Is(err, os.ErrNotExist) {
 		indexMissing = true
-		xf, err = fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+		xf, err = fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR|os.O_CREATE, FilePerm)
 	}
 	if err != nil {
 		lf.Close()
 		return nil, err
 	}
 	timeMissing := false
-	tf, err := fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR, 0o644)
+	tf, err := fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR, FilePerm)
 	if errors.Is(err, os.ErrNotExist) {
 		timeMissing = true
-		tf, err = fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+		tf, err = fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR|os.O_CREATE, FilePerm)
 	}
 	if err != nil {
 		lf.Close()

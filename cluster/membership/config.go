@@ -53,6 +53,14 @@ type Config struct {
 	// JoinRetryInterval is how often the seeds are retried until another
 	// node is reached (zero: DefaultJoinRetryInterval).
 	JoinRetryInterval time.Duration
+
+	// KeyFile is gossip.secret.key.file: the keys that encrypt and
+	// authenticate gossip (see keyring.go). Empty: gossip is plaintext and
+	// unauthenticated.
+	KeyFile string
+	// KeyReloadInterval is how often KeyFile is re-read (zero:
+	// DefaultKeyReloadInterval).
+	KeyReloadInterval time.Duration
 }
 
 // nodeName is the memberlist node name of a kbroker node id.
@@ -94,6 +102,9 @@ func (c *Config) validate() (bindHost string, bindPort int, advHost string, advP
 		if d < 0 {
 			return "", 0, "", 0, bad(key, d, "must be >= 0")
 		}
+	}
+	if c.KeyReloadInterval < 0 {
+		return "", 0, "", 0, bad("KeyReloadInterval", c.KeyReloadInterval, "must be >= 0")
 	}
 	if c.SuspicionMult < 0 {
 		return "", 0, "", 0, bad("SuspicionMult", c.SuspicionMult, "must be >= 0")

@@ -36,6 +36,8 @@ type Membership struct {
 	advPort  int
 	conf     memberlistTiming
 
+	keys [][]byte // from cfg.KeyFile, primary first; nil: no encryption
+
 	events chan Event
 	kick   chan struct{} // capacity 1: "pending events exist"
 	ran    atomic.Bool
@@ -47,6 +49,7 @@ type Membership struct {
 	mu struct {
 		sync.Mutex
 		list    *memberlist.Memberlist // nil before Run creates it and after Run returns
+		ring    *memberlist.Keyring    // the list's keyring, nil without a key file
 		crashed bool                   // set by the test hook: skip Leave
 		stopped bool                   // Run returned: ignore late delegate calls
 		alive   map[int32]struct{}
@@ -79,6 +82,12 @@ func New(cfg Config) (*Membership, error) {
 		return nil, fmt.Errorf("%w: ProbeTimeout=%v must be less than ProbeInterval=%v",
 			ErrInvalidConfig, t.probeTimeout, t.probeInterval)
 	}
+	var keys [][]byte
+	if cfg.KeyFile != "" {
+		if keys, err = LoadKeyFile(cfg.KeyFile); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		}
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -91,6 +100,7 @@ func New(cfg Config) (*Membership, error) {
 		advHost:  advHost,
 		advPort:  advPort,
 		conf:     t,
+		keys:     keys,
 		events:   make(chan Event, eventBuffer),
 		kick:     make(chan struct{}, 1),
 	}
@@ -149,11 +159,15 @@ func (m *Membership) Run(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	m.mu.list = list
+	m.mu.ring = conf.Keyring
 	m.mu.Unlock()
 	self := list.LocalNode().Address()
 	m.log.Info("gossip started", "name", conf.Name, "addr", self)
 
 	var wg sync.WaitGroup
+	if conf.Keyring != nil {
+		wg.Go(func() { m.watchKeyFile(ctx, conf.Keyring, m.keys) })
+	}
 	if seeds := otherSeeds(m.cfg.Seeds, self, m.cfg.BindAddr, m.cfg.AdvertiseAddr); len(seeds) > 0 {
 		wg.Go(func() { m.joinLoop(ctx, list, seeds) })
 	}
@@ -222,6 +236,18 @@ func (m *Membership) memberlistConfig(ctx context.Context) (*memberlist.Config, 
 	conf.Events = d
 	conf.Alive = d
 	conf.Logger = log.New(slogWriter{m.log.With("component", "memberlist")}, "", 0)
+	if m.keys != nil {
+		ring, err := newKeyring(m.keys)
+		if err != nil {
+			return nil, fmt.Errorf("membership: %s: %w", m.cfg.KeyFile, err)
+		}
+		// Both verifications default to true with a keyring; set them
+		// anyway: a message that is not encrypted with a key we hold
+		// must be dropped, never trusted.
+		conf.Keyring = ring
+		conf.GossipVerifyIncoming = true
+		conf.GossipVerifyOutgoing = true
+	}
 	return conf, nil
 }
 
