@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
@@ -347,26 +346,9 @@ func (mc *memConn) target() (*testNode, error) {
 	return mc.c.node(mc.leader), nil
 }
 
-func testErrorCode(err error) int16 {
-	for _, e := range []struct {
-		err  error
-		code *kerr.Error
-	}{
-		{ErrNotLeader, kerr.NotLeaderForPartition},
-		{ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
-		{ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-		{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-		{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
-	} {
-		if errors.Is(err, e.err) {
-			return e.code.Code
-		}
-	}
-	return kerr.UnknownServerError.Code
-}
-
-// Fetch serves a follower fetch as the cluster handler does: records up
-// to the leader's log end offset, waiting up to MaxWaitMillis for data.
+// Fetch serves a follower fetch with the leader's ReadFollowerFetch, the
+// code the Kafka Fetch handler runs, waiting up to MaxWaitMillis for
+// MinBytes as the handler's purgatory does.
 func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	n, err := mc.target()
 	if err != nil {
@@ -375,8 +357,8 @@ func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fet
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		signal := n.appendSignal()
-		resp, bytes, stop := mc.read(n, req)
-		if stop || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
+		resp, bytes, answerNow := n.m.ReadFollowerFetch(req, FetchPeer{Broker: true}, time.Now())
+		if answerNow || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 			return resp, nil
 		}
 		t := time.NewTimer(time.Until(deadline))
@@ -394,36 +376,6 @@ func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fet
 	}
 }
 
-func (mc *memConn) read(n *testNode, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	total, stop := 0, false
-	for _, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			res, err := n.m.ReadForFollower(req.ReplicaID, TopicPartition{t.Topic, p.Partition}, p.FetchOffset,
-				p.CurrentLeaderEpoch, p.LastFetchedEpoch, int(p.PartitionMaxBytes), true, time.Now())
-			rp.HighWatermark, rp.LogStartOffset = res.HighWatermark, res.LogStartOffset
-			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
-			if err != nil {
-				rp.ErrorCode = testErrorCode(err)
-				stop = true
-			} else {
-				rp.RecordBatches = res.Records
-				total += len(res.Records)
-				if res.DivergingEpoch >= 0 || res.DivergingEndOffset >= 0 {
-					stop = true
-				}
-			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, total, stop
-}
-
 func (mc *memConn) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
 	n, err := mc.target()
 	if err != nil {
@@ -438,7 +390,7 @@ func (mc *memConn) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLe
 			rp.Partition = p.Partition
 			epoch, end, err := n.m.EndOffsetForEpoch(TopicPartition{t.Topic, p.Partition}, p.CurrentLeaderEpoch, p.LeaderEpoch)
 			if err != nil {
-				rp.ErrorCode = testErrorCode(err)
+				rp.ErrorCode = errorCode(err)
 			} else {
 				rp.LeaderEpoch, rp.EndOffset = epoch, end
 			}
