@@ -97,6 +97,37 @@ func (f *fakeImages) update(topic string, p int32, mut func(*metadata.Partition)
 	return nil
 }
 
+// setBroker publishes a copy of the image with broker id registered (or
+// changed) by mut.
+func (f *fakeImages) setBroker(id int32, mut func(*metadata.Broker)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next := *f.img
+	next.Offset++
+	next.Brokers = maps.Clone(f.img.Brokers)
+	b := metadata.Broker{ID: id, Endpoints: []metadata.Endpoint{
+		{Listener: "REPLICATION", Host: "mem", Port: id, SecurityProtocol: "PLAINTEXT"}}}
+	if old, ok := next.Brokers[id]; ok {
+		b = *old
+	}
+	mut(&b)
+	next.Brokers[id] = &b
+	f.img = &next
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// waitApplied waits until n's manager has applied the current image.
+func (c *testCluster) waitApplied(t *testing.T, n *testNode) {
+	t.Helper()
+	want := c.images.Image().Offset
+	waitFor(t, fmt.Sprintf("node %d to apply image %d", n.id, want), func() bool {
+		n.m.mu.RLock()
+		defer n.m.mu.RUnlock()
+		return n.m.mu.applied >= want
+	})
+}
+
 // elect makes leader the leader of topic-p with isr, bumping both epochs.
 func (f *fakeImages) elect(t *testing.T, topic string, p int32, replicas []int32, leader int32, isr ...int32) {
 	t.Helper()
