@@ -24,7 +24,7 @@ import (
 
 // waitFor polls cond every few milliseconds until it holds, failing the
 // test after 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -118,7 +118,7 @@ func (f *fakeImages) setBroker(id int32, mut func(*metadata.Broker)) {
 }
 
 // waitApplied waits until n's manager has applied the current image.
-func (c *testCluster) waitApplied(t *testing.T, n *testNode) {
+func (c *testCluster) waitApplied(t testing.TB, n *testNode) {
 	t.Helper()
 	want := c.images.Image().Offset
 	waitFor(t, fmt.Sprintf("node %d to apply image %d", n.id, want), func() bool {
@@ -129,7 +129,7 @@ func (c *testCluster) waitApplied(t *testing.T, n *testNode) {
 }
 
 // elect makes leader the leader of topic-p with isr, bumping both epochs.
-func (f *fakeImages) elect(t *testing.T, topic string, p int32, replicas []int32, leader int32, isr ...int32) {
+func (f *fakeImages) elect(t testing.TB, topic string, p int32, replicas []int32, leader int32, isr ...int32) {
 	t.Helper()
 	if err := f.update(topic, p, func(mp *metadata.Partition) error {
 		if mp.Replicas != nil {
@@ -168,7 +168,7 @@ func (f *fakeImages) ChangePartition(_ context.Context, c metadata.PartitionChan
 
 // testCluster is a set of Managers with real logs, connected in memory.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	images *fakeImages
 	lagMax time.Duration
 	// skipEpochRequest makes followers rely on diverging-epoch fetch
@@ -203,7 +203,7 @@ func (n *testNode) appendSignal() <-chan struct{} {
 	return n.appended
 }
 
-func newTestCluster(t *testing.T, ids ...int32) *testCluster {
+func newTestCluster(t testing.TB, ids ...int32) *testCluster {
 	c := &testCluster{t: t, images: newFakeImages(ids...), lagMax: 30 * time.Second, base: t.TempDir(),
 		nodes: map[int32]*testNode{}, down: map[int32]bool{}}
 	t.Cleanup(func() {
@@ -305,7 +305,7 @@ func (c *testCluster) isDown(id int32) bool {
 }
 
 // partition returns a node's partition, failing if it is not hosted.
-func (n *testNode) partition(t *testing.T, tp TopicPartition) *Partition {
+func (n *testNode) partition(t testing.TB, tp TopicPartition) *Partition {
 	t.Helper()
 	p, err := n.m.Partition(tp)
 	if err != nil {
@@ -315,7 +315,7 @@ func (n *testNode) partition(t *testing.T, tp TopicPartition) *Partition {
 }
 
 // produce appends count single-record batches to the leader n, tagged.
-func (n *testNode) produce(t *testing.T, tp TopicPartition, acks int16, count int, tag string) {
+func (n *testNode) produce(t testing.TB, tp TopicPartition, acks int16, count int, tag string) {
 	t.Helper()
 	p := n.partition(t, tp)
 	for i := range count {
@@ -332,7 +332,7 @@ func (n *testNode) produce(t *testing.T, tp TopicPartition, acks int16, count in
 }
 
 // segmentBytes returns the concatenated .log files of a node's partition.
-func (n *testNode) segmentBytes(t *testing.T, tp TopicPartition) []byte {
+func (n *testNode) segmentBytes(t testing.TB, tp TopicPartition) []byte {
 	t.Helper()
 	dir := filepath.Join(n.dir, tp.String())
 	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
