@@ -16,6 +16,7 @@ var (
 	ErrInvalidRequiredAcks     = errors.New("replication: acks must be -1, 0 or 1")
 	ErrFencedLeaderEpoch       = errors.New("replication: request leader epoch is older than the partition's")
 	ErrUnknownLeaderEpoch      = errors.New("replication: request leader epoch is newer than the partition's")
+	ErrUnknownTopicID          = errors.New("replication: unknown topic id")
 	// ErrReplicaNotAuthorized refuses a follower fetch from a connection
 	// that may not act for a broker (Kafka: no ClusterAction on the
 	// cluster).
@@ -36,6 +37,7 @@ var kafkaErrors = []struct {
 	{ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
 	{ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
 	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
+	{ErrUnknownTopicID, kerr.UnknownTopicID},
 	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
 
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},

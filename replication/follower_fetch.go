@@ -99,6 +99,11 @@ func (m *Manager) ReadFollowerFetch(req *kmsg.FetchRequest, peer FetchPeer, now 
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		topicErr := refused
+		if req.Version >= 13 && topicErr == nil {
+			// From v13 topics travel by id only (KIP-516).
+			rt.Topic, topicErr = m.topicName(t.TopicID)
+		}
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
@@ -112,7 +117,7 @@ func (m *Manager) ReadFollowerFetch(req *kmsg.FetchRequest, peer FetchPeer, now 
 			ff := followerFetch{
 				replicaID:          replicaID,
 				brokerEpoch:        brokerEpoch,
-				tp:                 TopicPartition{Topic: t.Topic, Partition: p.Partition},
+				tp:                 TopicPartition{Topic: rt.Topic, Partition: p.Partition},
 				fetchOffset:        p.FetchOffset,
 				currentLeaderEpoch: p.CurrentLeaderEpoch,
 				lastFetchedEpoch:   p.LastFetchedEpoch,
@@ -126,7 +131,7 @@ func (m *Manager) ReadFollowerFetch(req *kmsg.FetchRequest, peer FetchPeer, now 
 				ff.lastFetchedEpoch = -1
 			}
 			var res FollowerFetchResult
-			err := refused
+			err := topicErr
 			if err == nil {
 				res, err = m.readForFollower(ff, now)
 			}
@@ -261,6 +266,20 @@ func (m *Manager) checkFollower(replicas []int32, ff followerFetch) error {
 		return fmt.Errorf("%w: broker %d fetches at broker epoch %d, registered at %d", ErrNotLeader, id, ff.brokerEpoch, b.Epoch)
 	}
 	return nil
+}
+
+// topicName returns the name of the topic with id in the image applied
+// last.
+func (m *Manager) topicName(id [16]byte) (string, error) {
+	m.mu.RLock()
+	img := m.mu.image
+	m.mu.RUnlock()
+	if img != nil {
+		if t, ok := img.TopicsByID[id]; ok {
+			return t.Name, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %x", ErrUnknownTopicID, id)
 }
 
 // notHosted is the error for a partition this broker does not host:

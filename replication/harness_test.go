@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,12 @@ func (f *fakeImages) Changed() <-chan struct{} {
 	return f.changed
 }
 
+// testTopicID is the id the fake images give topic.
+func testTopicID(topic string) [16]byte {
+	h := sha256.Sum256([]byte(topic))
+	return [16]byte(h[:16])
+}
+
 // update publishes a copy of the image with topic's partition p changed
 // by mut (or created with it), under a new offset.
 func (f *fakeImages) update(topic string, p int32, mut func(*metadata.Partition) error) error {
@@ -74,7 +81,8 @@ func (f *fakeImages) update(topic string, p int32, mut func(*metadata.Partition)
 	next.Topics = maps.Clone(f.img.Topics)
 	next.TopicsByID = maps.Clone(f.img.TopicsByID)
 	old, ok := next.Topics[topic]
-	t := &metadata.Topic{Name: topic, ID: [16]byte{byte(len(topic)), 1}}
+	// Distinct names get distinct ids: v13+ fetches name topics by id.
+	t := &metadata.Topic{Name: topic, ID: testTopicID(topic)}
 	if ok {
 		c := *old
 		t = &c

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/metadata"
+	"github.com/kbroker/kbroker/wire/record"
 )
 
 // followerFetchRequest is a one-partition follower fetch as replica
@@ -20,7 +21,11 @@ func followerFetchRequest(version int16, replica int32, brokerEpoch int64, topic
 	req.ReplicaState.ID, req.ReplicaState.Epoch = replica, brokerEpoch
 	req.MaxBytes = 1 << 20
 	ft := kmsg.NewFetchRequestTopic()
-	ft.Topic = topic
+	if version >= 13 {
+		ft.TopicID = testTopicID(topic) // the name is not sent
+	} else {
+		ft.Topic = topic
+	}
 	fp := kmsg.NewFetchRequestTopicPartition()
 	fp.FetchOffset = offset
 	fp.PartitionMaxBytes = 1 << 20
@@ -100,5 +105,66 @@ func TestForgedFollowerFetchRefused(t *testing.T) {
 				t.Fatalf("follower %d log end offset recorded %v (%d) after error %d", tc.fetcher, recorded, leo, rp.ErrorCode)
 			}
 		})
+	}
+}
+
+// From v13 a follower fetch names topics by id: a known id reads the
+// topic, an unknown one is UNKNOWN_TOPIC_ID.
+func TestReadFollowerFetchByTopicID(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
+	n1 := c.start(1)
+	c.waitApplied(t, n1)
+	n1.produce(t, tp0, 1, 2, "a")
+	known := followerFetchRequest(15, 2, 0, tp0.Topic, 0, 0)
+	unknown := followerFetchRequest(15, 2, 0, "gone", 0, 0)
+	for _, tc := range []struct {
+		name     string
+		req      *kmsg.FetchRequest
+		wantCode int16
+	}{
+		{"known id", known, 0},
+		{"unknown id", unknown, kerr.UnknownTopicID.Code},
+	} {
+		resp, n, _ := n1.m.ReadFollowerFetch(tc.req, FetchPeer{Broker: true}, time.Now())
+		rt := resp.Topics[0]
+		if rt.TopicID != tc.req.Topics[0].TopicID {
+			t.Errorf("%s: response topic id %x, want %x", tc.name, rt.TopicID, tc.req.Topics[0].TopicID)
+		}
+		if code := rt.Partitions[0].ErrorCode; code != tc.wantCode || (code == 0) != (n > 0) {
+			t.Errorf("%s: error %v, %d bytes", tc.name, kerr.ErrorForCode(code), n)
+		}
+	}
+}
+
+// A follower fetch response holds at most MaxBytes, except that the
+// first partition with data returns at least one whole batch.
+func TestReadFollowerFetchMaxBytes(t *testing.T) {
+	c := newTestCluster(t, 1, 2)
+	tp1 := TopicPartition{Topic: tp0.Topic, Partition: 1}
+	c.images.elect(t, tp0.Topic, 0, []int32{1, 2}, 1, 1, 2)
+	c.images.elect(t, tp1.Topic, 1, []int32{1, 2}, 1, 1, 2)
+	n1 := c.start(1)
+	c.waitApplied(t, n1)
+	n1.produce(t, tp0, 1, 3, "a")
+	n1.produce(t, tp1, 1, 3, "b")
+	req := followerFetchRequest(12, 2, -1, tp0.Topic, 0, 0)
+	p1 := req.Topics[0].Partitions[0]
+	p1.Partition = 1
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, p1)
+	req.MaxBytes = 1 // less than one batch
+	resp, n, _ := n1.m.ReadFollowerFetch(req, FetchPeer{Broker: true}, time.Now())
+	got := resp.Topics[0].Partitions
+	if len(got) != 2 || got[0].ErrorCode != 0 || got[1].ErrorCode != 0 {
+		t.Fatalf("partitions %+v", got)
+	}
+	// Exactly the first batch: its length field counts the bytes after
+	// the offset and length fields (12 bytes).
+	recs := got[0].RecordBatches
+	if len(recs) < record.HeaderSize || len(recs) != n || int(record.Batch(recs).BatchLength())+12 != len(recs) {
+		t.Fatalf("partition 0: %d bytes (response total %d), want exactly one batch", len(recs), n)
+	}
+	if len(got[1].RecordBatches) != 0 || got[1].RecordBatches == nil {
+		t.Fatalf("partition 1: %d bytes past MaxBytes (nil %v)", len(got[1].RecordBatches), got[1].RecordBatches == nil)
 	}
 }
