@@ -28,7 +28,11 @@ func forgedFollowerFetch(topic string, replica int32, offset int64, leaderEpoch 
 // The controller accepts an explicit assignment only to registered
 // brokers, so broker 9 registers (nothing runs behind it) and is fenced
 // before the topic is created with replicas [1, 9]: the new partition's
-// ISR is [1, 9] and the acks=all produce waits for broker 9. A Fetch with
+// ISR is [1, 9] and the acks=all produce waits for broker 9. (Kafka's
+// controller puts only unfenced brokers in a new partition's ISR, KIP-841;
+// ours puts every replica. Should it follow Kafka, a fenced ISR member is
+// unreachable here and replication's TestForgedFollowerFetchRefused
+// covers the check alone.) A Fetch with
 // ReplicaId 9 at the log end offset used to record 9's log end offset and
 // move the high watermark, acknowledging the produce with one copy.
 //
