@@ -13,13 +13,14 @@ package cluster
 // purgatory until appends provide them or MaxWaitMillis passes; an idle
 // consumer therefore costs one request per MaxWaitMillis, not a spin.
 //
-// A fetch with ReplicaID >= 0 comes from a follower broker: each
-// partition goes through the replica manager's ReadForFollower, which
-// returns batches up to the log end offset (not the high watermark),
-// records the follower's position (moving the high watermark and the
-// ISR), and reports a diverging log in the DivergingEpoch tagged field
-// (v12+, KIP-320). Such fetches wait for MinBytes in the same purgatory,
-// woken by leader appends.
+// A fetch with ReplicaID >= 0 comes from a follower broker: the replica
+// manager's ReadFollowerFetch answers it (batches up to the log end
+// offset, not the high watermark; the follower's position, moving the
+// high watermark and the ISR; a diverging log in the DivergingEpoch
+// tagged field, v12+, KIP-320), after checking that the claimed replica
+// is a registered, unfenced broker of the partition's replica set.
+// Such fetches wait for MinBytes in the same purgatory, woken by leader
+// appends.
 //
 // Fetch sessions (KIP-227) are not kept: every response has session id 0,
 // which tells the client to send full fetch requests, as Kafka does when
@@ -38,7 +39,7 @@ import (
 
 func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	f := &delayedFetch{node: n, rc: rc, req: req}
+	f := &delayedFetch{node: n, rc: rc, req: req, peer: n.fetchPeer(rc)}
 	resp, bytes, stop := f.read()
 	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(req.Topics) == 0 {
 		n.countBytesOut(resp)
@@ -60,6 +61,17 @@ type delayedFetch struct {
 	node *Node
 	rc   *RequestContext
 	req  *kmsg.FetchRequest
+	peer replication.FetchPeer // for follower fetches
+}
+
+// fetchPeer is what the connection vouches for about the sender of a
+// follower fetch. Every listener is PLAINTEXT, with no principal to
+// check, so every connection may fetch as a broker, as in Kafka without
+// an authorizer; the replica manager still checks the claimed replica
+// against the image. With authentication, this is where a follower fetch
+// gets bound to a broker principal on the inter-broker listener.
+func (n *Node) fetchPeer(*RequestContext) replication.FetchPeer {
+	return replication.FetchPeer{Broker: true}
 }
 
 func (f *delayedFetch) TryComplete() bool {
@@ -83,6 +95,9 @@ func (f *delayedFetch) OnExpire() {
 // request should be answered at once rather than wait.
 func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 	req := f.req
+	if replica, _ := replication.FetchReplica(req); replica >= 0 {
+		return f.node.replicas.ReadFollowerFetch(req, f.peer, time.Now())
+	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	remaining := math.MaxInt32
 	if req.Version >= 3 && req.MaxBytes > 0 {
@@ -106,19 +121,6 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 			rp.RecordBatches = []byte{}
 			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			limit := min(int(p.PartitionMaxBytes), remaining)
-			if req.ReplicaID >= 0 {
-				n := f.readFollowerPartition(&rp, tp, p, limit, minOneBatch)
-				if rp.ErrorCode != 0 || rp.DivergingEpoch.EndOffset >= 0 || rp.DivergingEpoch.Epoch >= 0 {
-					stop = true
-				}
-				if n > 0 {
-					minOneBatch = false
-					total += n
-					remaining = max(0, remaining-n)
-				}
-				rt.Partitions = append(rt.Partitions, rp)
-				continue
-			}
 			res, err := f.node.readPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -142,33 +144,6 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, total, stop
-}
-
-// readFollowerPartition reads one partition for a follower into rp and
-// returns the number of record bytes.
-func (f *delayedFetch) readFollowerPartition(rp *kmsg.FetchResponseTopicPartition, tp replication.TopicPartition, p kmsg.FetchRequestTopicPartition, limit int, minOneBatch bool) int {
-	lastFetchedEpoch := p.LastFetchedEpoch
-	if f.req.Version < 12 {
-		lastFetchedEpoch = -1
-	}
-	res, err := f.node.replicas.ReadForFollower(f.req.ReplicaID, tp, p.FetchOffset, p.CurrentLeaderEpoch,
-		lastFetchedEpoch, limit, minOneBatch, time.Now())
-	if err != nil {
-		if _, herr := f.node.hostedPartition(tp); herr != nil {
-			err = herr // UNKNOWN_TOPIC_OR_PARTITION vs NOT_LEADER_OR_FOLLOWER
-		}
-		rp.ErrorCode = errorCode(err)
-		if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
-			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-		}
-		return 0
-	}
-	rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
-	rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
-	if len(res.Records) > 0 {
-		rp.RecordBatches = res.Records
-	}
-	return len(res.Records)
 }
 
 // readPartition reads one partition for a consumer, checking leadership

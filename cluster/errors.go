@@ -8,18 +8,24 @@ import (
 
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
-	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
 // errorCode turns an error from the layers below into the Kafka error code
-// a client sees. This is the one place where that choice is made.
+// a client sees. This is the one place where that choice is made, but for
+// the errors of the partition layer and its logs, which
+// replication.KafkaError maps.
 func errorCode(err error) int16 {
 	if err == nil {
 		return 0
 	}
 	var ke *kerr.Error
 	if errors.As(err, &ke) {
+		return ke.Code
+	}
+	// The partition layer and its logs keep their own table, shared with
+	// the follower-fetch serving code in package replication.
+	if ke := replication.KafkaError(err); ke != nil {
 		return ke.Code
 	}
 	for _, m := range errorCodes {
@@ -34,23 +40,6 @@ var errorCodes = []struct {
 	err  error
 	code *kerr.Error
 }{
-	{replication.ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
-	{replication.ErrNotLeader, kerr.NotLeaderForPartition},
-	{replication.ErrNotEnoughReplicas, kerr.NotEnoughReplicas},
-	{replication.ErrInvalidRequiredAcks, kerr.InvalidRequiredAcks},
-	{replication.ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-	{replication.ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-
-	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
-	{storage.ErrCorrupt, kerr.CorruptMessage},
-	{storage.ErrInvalidRecord, kerr.InvalidRecord},
-	{storage.ErrMessageTooLarge, kerr.MessageTooLarge},
-	{storage.ErrOutOfOrderSequence, kerr.OutOfOrderSequenceNumber},
-	{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
-	{storage.ErrStorage, kerr.KafkaStorageError},
-	{storage.ErrInvalidTimestamp, kerr.InvalidTimestamp},
-	{storage.ErrClosed, kerr.NotLeaderForPartition},
-
 	{record.ErrMagic, kerr.InvalidRecord},
 	{record.ErrInvalid, kerr.InvalidRecord},
 	{record.ErrCorrupt, kerr.CorruptMessage},

@@ -20,12 +20,22 @@
 // # Leader side
 //
 // The Fetch handler passes follower fetches (ReplicaID >= 0) to
-// ReadForFollower: it checks the leader epoch, detects a diverging log
-// from the follower's last fetched epoch (KIP-320: the answer is the
-// leader's end offset of that epoch, no records), records the follower's
-// log end offset and catch-up time (CaughtUpTime), advances the high
-// watermark to the minimum log end offset over the ISR (HighWatermark)
-// and returns records up to the log end offset. A follower outside the
+// ReadFollowerFetch, which builds the whole response (the in-memory test
+// transport calls it too; waiting for MinBytes is the caller's). For each
+// partition it checks the leader epoch, then who is asking: the replica
+// id must name one of the partition's replicas, a registered and
+// unfenced broker in the image, at its registered broker epoch when the
+// request carries one (v15+, KIP-903), and the connection must vouch for
+// a broker (FetchPeer; with security on, a broker principal on the
+// inter-broker listener). Otherwise the fetch is refused and nothing
+// moves: a forged replica id must not advance the high watermark. It
+// then detects a diverging log from the follower's last fetched epoch
+// (KIP-320: the answer is the leader's end offset of that epoch, no
+// records), records the follower's log end offset and catch-up time
+// (CaughtUpTime), advances the high watermark to the minimum log end
+// offset over the ISR (HighWatermark) and returns records up to the log
+// end offset. KafkaError is the one table from this package's and the
+// storage log's errors to Kafka error codes. A follower outside the
 // ISR that reached the high watermark and the start of the leader's epoch
 // (CanJoinISR) is proposed for the ISR; every replica.lag.time.max.ms / 2
 // the ISR checker proposes removing the followers that have not caught up

@@ -2,6 +2,7 @@ package replication
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
@@ -25,7 +25,7 @@ import (
 
 // waitFor polls cond every few milliseconds until it holds, failing the
 // test after 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -65,6 +65,12 @@ func (f *fakeImages) Changed() <-chan struct{} {
 	return f.changed
 }
 
+// testTopicID is the id the fake images give topic.
+func testTopicID(topic string) [16]byte {
+	h := sha256.Sum256([]byte(topic))
+	return [16]byte(h[:16])
+}
+
 // update publishes a copy of the image with topic's partition p changed
 // by mut (or created with it), under a new offset.
 func (f *fakeImages) update(topic string, p int32, mut func(*metadata.Partition) error) error {
@@ -75,7 +81,8 @@ func (f *fakeImages) update(topic string, p int32, mut func(*metadata.Partition)
 	next.Topics = maps.Clone(f.img.Topics)
 	next.TopicsByID = maps.Clone(f.img.TopicsByID)
 	old, ok := next.Topics[topic]
-	t := &metadata.Topic{Name: topic, ID: [16]byte{byte(len(topic)), 1}}
+	// Distinct names get distinct ids: v13+ fetches name topics by id.
+	t := &metadata.Topic{Name: topic, ID: testTopicID(topic)}
 	if ok {
 		c := *old
 		t = &c
@@ -98,8 +105,39 @@ func (f *fakeImages) update(topic string, p int32, mut func(*metadata.Partition)
 	return nil
 }
 
+// setBroker publishes a copy of the image with broker id registered (or
+// changed) by mut.
+func (f *fakeImages) setBroker(id int32, mut func(*metadata.Broker)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	next := *f.img
+	next.Offset++
+	next.Brokers = maps.Clone(f.img.Brokers)
+	b := metadata.Broker{ID: id, Endpoints: []metadata.Endpoint{
+		{Listener: "REPLICATION", Host: "mem", Port: id, SecurityProtocol: "PLAINTEXT"}}}
+	if old, ok := next.Brokers[id]; ok {
+		b = *old
+	}
+	mut(&b)
+	next.Brokers[id] = &b
+	f.img = &next
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// waitApplied waits until n's manager has applied the current image.
+func (c *testCluster) waitApplied(t testing.TB, n *testNode) {
+	t.Helper()
+	want := c.images.Image().Offset
+	waitFor(t, fmt.Sprintf("node %d to apply image %d", n.id, want), func() bool {
+		n.m.mu.RLock()
+		defer n.m.mu.RUnlock()
+		return n.m.mu.applied >= want
+	})
+}
+
 // elect makes leader the leader of topic-p with isr, bumping both epochs.
-func (f *fakeImages) elect(t *testing.T, topic string, p int32, replicas []int32, leader int32, isr ...int32) {
+func (f *fakeImages) elect(t testing.TB, topic string, p int32, replicas []int32, leader int32, isr ...int32) {
 	t.Helper()
 	if err := f.update(topic, p, func(mp *metadata.Partition) error {
 		if mp.Replicas != nil {
@@ -138,7 +176,7 @@ func (f *fakeImages) ChangePartition(_ context.Context, c metadata.PartitionChan
 
 // testCluster is a set of Managers with real logs, connected in memory.
 type testCluster struct {
-	t      *testing.T
+	t      testing.TB
 	images *fakeImages
 	lagMax time.Duration
 	// skipEpochRequest makes followers rely on diverging-epoch fetch
@@ -173,7 +211,7 @@ func (n *testNode) appendSignal() <-chan struct{} {
 	return n.appended
 }
 
-func newTestCluster(t *testing.T, ids ...int32) *testCluster {
+func newTestCluster(t testing.TB, ids ...int32) *testCluster {
 	c := &testCluster{t: t, images: newFakeImages(ids...), lagMax: 30 * time.Second, base: t.TempDir(),
 		nodes: map[int32]*testNode{}, down: map[int32]bool{}}
 	t.Cleanup(func() {
@@ -275,7 +313,7 @@ func (c *testCluster) isDown(id int32) bool {
 }
 
 // partition returns a node's partition, failing if it is not hosted.
-func (n *testNode) partition(t *testing.T, tp TopicPartition) *Partition {
+func (n *testNode) partition(t testing.TB, tp TopicPartition) *Partition {
 	t.Helper()
 	p, err := n.m.Partition(tp)
 	if err != nil {
@@ -285,7 +323,7 @@ func (n *testNode) partition(t *testing.T, tp TopicPartition) *Partition {
 }
 
 // produce appends count single-record batches to the leader n, tagged.
-func (n *testNode) produce(t *testing.T, tp TopicPartition, acks int16, count int, tag string) {
+func (n *testNode) produce(t testing.TB, tp TopicPartition, acks int16, count int, tag string) {
 	t.Helper()
 	p := n.partition(t, tp)
 	for i := range count {
@@ -302,7 +340,7 @@ func (n *testNode) produce(t *testing.T, tp TopicPartition, acks int16, count in
 }
 
 // segmentBytes returns the concatenated .log files of a node's partition.
-func (n *testNode) segmentBytes(t *testing.T, tp TopicPartition) []byte {
+func (n *testNode) segmentBytes(t testing.TB, tp TopicPartition) []byte {
 	t.Helper()
 	dir := filepath.Join(n.dir, tp.String())
 	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
@@ -347,26 +385,9 @@ func (mc *memConn) target() (*testNode, error) {
 	return mc.c.node(mc.leader), nil
 }
 
-func testErrorCode(err error) int16 {
-	for _, e := range []struct {
-		err  error
-		code *kerr.Error
-	}{
-		{ErrNotLeader, kerr.NotLeaderForPartition},
-		{ErrUnknownTopicOrPartition, kerr.UnknownTopicOrPartition},
-		{ErrFencedLeaderEpoch, kerr.FencedLeaderEpoch},
-		{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
-		{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
-	} {
-		if errors.Is(err, e.err) {
-			return e.code.Code
-		}
-	}
-	return kerr.UnknownServerError.Code
-}
-
-// Fetch serves a follower fetch as the cluster handler does: records up
-// to the leader's log end offset, waiting up to MaxWaitMillis for data.
+// Fetch serves a follower fetch with the leader's ReadFollowerFetch, the
+// code the Kafka Fetch handler runs, waiting up to MaxWaitMillis for
+// MinBytes as the handler's purgatory does.
 func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	n, err := mc.target()
 	if err != nil {
@@ -375,8 +396,8 @@ func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fet
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		signal := n.appendSignal()
-		resp, bytes, stop := mc.read(n, req)
-		if stop || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
+		resp, bytes, answerNow := n.m.ReadFollowerFetch(req, FetchPeer{Broker: true}, time.Now())
+		if answerNow || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 			return resp, nil
 		}
 		t := time.NewTimer(time.Until(deadline))
@@ -394,36 +415,6 @@ func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fet
 	}
 }
 
-func (mc *memConn) read(n *testNode, req *kmsg.FetchRequest) (*kmsg.FetchResponse, int, bool) {
-	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	total, stop := 0, false
-	for _, t := range req.Topics {
-		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
-			rp := kmsg.NewFetchResponseTopicPartition()
-			rp.Partition = p.Partition
-			res, err := n.m.ReadForFollower(req.ReplicaID, TopicPartition{t.Topic, p.Partition}, p.FetchOffset,
-				p.CurrentLeaderEpoch, p.LastFetchedEpoch, int(p.PartitionMaxBytes), true, time.Now())
-			rp.HighWatermark, rp.LogStartOffset = res.HighWatermark, res.LogStartOffset
-			rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = res.DivergingEpoch, res.DivergingEndOffset
-			if err != nil {
-				rp.ErrorCode = testErrorCode(err)
-				stop = true
-			} else {
-				rp.RecordBatches = res.Records
-				total += len(res.Records)
-				if res.DivergingEpoch >= 0 || res.DivergingEndOffset >= 0 {
-					stop = true
-				}
-			}
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
-	}
-	return resp, total, stop
-}
-
 func (mc *memConn) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
 	n, err := mc.target()
 	if err != nil {
@@ -438,7 +429,7 @@ func (mc *memConn) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLe
 			rp.Partition = p.Partition
 			epoch, end, err := n.m.EndOffsetForEpoch(TopicPartition{t.Topic, p.Partition}, p.CurrentLeaderEpoch, p.LeaderEpoch)
 			if err != nil {
-				rp.ErrorCode = testErrorCode(err)
+				rp.ErrorCode = errorCode(err)
 			} else {
 				rp.LeaderEpoch, rp.EndOffset = epoch, end
 			}

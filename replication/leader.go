@@ -3,80 +3,12 @@ package replication
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/storage"
 )
-
-// FollowerFetchResult is what a leader answers a follower's fetch of one
-// partition. DivergingEpoch and DivergingEndOffset are -1 unless the
-// follower's log diverges from the leader's (KIP-320): then Records is
-// empty and the follower must truncate to at most DivergingEndOffset.
-type FollowerFetchResult struct {
-	Records            []byte
-	HighWatermark      int64
-	LogStartOffset     int64
-	LogEndOffset       int64
-	DivergingEpoch     int32
-	DivergingEndOffset int64
-}
-
-// ReadForFollower serves a follower's fetch (ReplicaID >= 0) of a
-// partition this broker leads: it checks leadership and the follower's
-// leader epoch, detects a diverging log from lastFetchedEpoch (-1 = not
-// known), records the follower's log end offset (fetchOffset) and
-// catch-up time, advances the high watermark, proposes the follower for
-// the ISR when it has caught up, and returns batches from fetchOffset up
-// to the log end offset (not the high watermark).
-//
-// On ErrOffsetOutOfRange the result still carries the high watermark and
-// the log start and end offsets, so the follower can restart.
-func (m *Manager) ReadForFollower(replicaID int32, tp TopicPartition, fetchOffset int64, currentLeaderEpoch, lastFetchedEpoch int32, maxBytes int, minOneBatch bool, now time.Time) (FollowerFetchResult, error) {
-	res := FollowerFetchResult{DivergingEpoch: -1, DivergingEndOffset: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
-	p, err := m.Partition(tp)
-	if err != nil {
-		return res, err
-	}
-	p.mu.RLock()
-	leader, replicas := p.mu.leader, p.mu.replicas
-	p.mu.RUnlock()
-	if leader != m.cfg.NodeID || replicaID == m.cfg.NodeID || !slices.Contains(replicas, replicaID) {
-		return res, ErrNotLeader
-	}
-	if err := p.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
-		return res, err
-	}
-	res.HighWatermark = p.HighWatermark()
-	res.LogStartOffset = p.log.LogStartOffset()
-	leo := p.log.LogEndOffset()
-	res.LogEndOffset = leo
-	if lastFetchedEpoch >= 0 {
-		epoch, end, err := p.endOffsetForEpoch(lastFetchedEpoch)
-		if err != nil {
-			return res, err
-		}
-		if epoch != lastFetchedEpoch || end < fetchOffset {
-			res.DivergingEpoch, res.DivergingEndOffset = epoch, end
-			return res, nil
-		}
-	}
-	recs, err := p.log.Read(fetchOffset, maxBytes, math.MaxInt64, minOneBatch)
-	if err != nil {
-		return res, err
-	}
-	res.Records = recs
-	if p.recordFollowerFetch(replicaID, fetchOffset, leo, now) {
-		m.proposeISRExpand(p, replicaID)
-	}
-	if p.maybeAdvanceHighWatermark() {
-		p.hooks.highWatermark(tp)
-	}
-	res.HighWatermark = p.HighWatermark()
-	return res, nil
-}
 
 // recordFollowerFetch updates a follower's log end offset and catch-up
 // time after a fetch at fetchOffset while the leader's log ended at
@@ -85,7 +17,9 @@ func (m *Manager) ReadForFollower(replicaID int32, tp TopicPartition, fetchOffse
 func (p *Partition) recordFollowerFetch(replicaID int32, fetchOffset, leaderLEO int64, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mu.leader != p.nodeID {
+	// The role may have changed since the fetch was checked: a replica
+	// reassigned away must not be counted again.
+	if p.mu.leader != p.nodeID || !slices.Contains(p.mu.replicas, replicaID) {
 		return false
 	}
 	p.mu.followerLEO[replicaID] = fetchOffset

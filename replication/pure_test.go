@@ -100,6 +100,10 @@ func TestReadForFollowerChecks(t *testing.T) {
 	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
 	n1.produce(t, tp0, 1, 3, "a")
 	now := time.Now()
+	read := func(replica int32, tp TopicPartition, offset int64, epoch, lastEpoch int32) (FollowerFetchResult, error) {
+		return n1.m.readForFollower(followerFetch{replicaID: replica, brokerEpoch: -1, tp: tp, fetchOffset: offset,
+			currentLeaderEpoch: epoch, lastFetchedEpoch: lastEpoch, maxBytes: 1 << 20, minOneBatch: true}, now)
+	}
 	cases := []struct {
 		name          string
 		replica       int32
@@ -115,13 +119,17 @@ func TestReadForFollowerChecks(t *testing.T) {
 		{"at the end", 2, tp0, 3, 0, 0, nil, -1, -1, false},
 		{"fenced epoch", 2, tp0, 0, -2 + 1, -1, nil, -1, -1, true}, // -1: no check
 		{"newer epoch", 2, tp0, 0, 1, -1, ErrUnknownLeaderEpoch, -1, -1, false},
-		{"not a replica", 3, tp0, 0, 0, -1, ErrNotLeader, -1, -1, false},
+		// Kafka: the follower may know of a reassignment the leader has
+		// not applied yet, so with a leader epoch it is told to retry.
+		{"not a replica, with a leader epoch", 3, tp0, 0, 0, -1, ErrUnknownLeaderEpoch, -1, -1, false},
+		{"not a replica, no leader epoch", 3, tp0, 0, -1, -1, ErrNotLeader, -1, -1, false},
+		{"this broker", 1, tp0, 0, 0, -1, ErrNotLeader, -1, -1, false},
 		{"unknown partition", 2, TopicPartition{"nope", 0}, 0, 0, -1, ErrUnknownTopicOrPartition, -1, -1, false},
 		{"past the end", 2, tp0, 9, 0, -1, ErrOffsetOutOfRangeForTest, -1, -1, false},
 		{"diverging: epoch unknown to the leader", 2, tp0, 5, 0, 7, nil, -1, -1, false},
 	}
 	for _, tc := range cases {
-		res, err := n1.m.ReadForFollower(tc.replica, tc.tp, tc.offset, tc.epoch, tc.lastEp, 1<<20, true, now)
+		res, err := read(tc.replica, tc.tp, tc.offset, tc.epoch, tc.lastEp)
 		if tc.wantErr != nil {
 			if !errorsIs(err, tc.wantErr) {
 				t.Errorf("%s: err %v, want %v", tc.name, err, tc.wantErr)
@@ -139,11 +147,11 @@ func TestReadForFollowerChecks(t *testing.T) {
 	// A new leader epoch: the old one is fenced.
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
 	waitFor(t, "epoch 1", func() bool { return n1.partition(t, tp0).State().LeaderEpoch == 1 })
-	if _, err := n1.m.ReadForFollower(2, tp0, 0, 0, -1, 1<<20, true, now); !errorsIs(err, ErrFencedLeaderEpoch) {
+	if _, err := read(2, tp0, 0, 0, -1); !errorsIs(err, ErrFencedLeaderEpoch) {
 		t.Fatalf("old epoch: %v", err)
 	}
 	// Epoch 0 ended at 3 on the leader: a follower at 5 in epoch 0 diverges.
-	res, err := n1.m.ReadForFollower(2, tp0, 5, 1, 0, 1<<20, true, now)
+	res, err := read(2, tp0, 5, 1, 0)
 	if err != nil || res.DivergingEpoch != 0 || res.DivergingEndOffset != 3 || len(res.Records) != 0 {
 		t.Fatalf("divergence: %+v, %v", res, err)
 	}
