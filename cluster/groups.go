@@ -339,7 +339,7 @@ func (c *groupCoordinator) groupLocked(id string, create bool) (*group.Group, er
 	return g, nil
 }
 
-// isCurrent reports whether g is still the coordinated group of its id:
+// isCurrentLocked reports whether g is still the coordinated group of its id:
 // a write's completion applies to it only then (the group may have been
 // dropped, deleted or reloaded meanwhile).
 func (c *groupCoordinator) isCurrentLocked(g *group.Group) bool {
