@@ -17,21 +17,16 @@ package cluster
 
 import (
 	"context"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
-	"github.com/kbroker/kbroker/wire/record"
 )
-
-// offsetMetadataMaxBytes is offset.metadata.max.bytes' default.
-const offsetMetadataMaxBytes = 4096
 
 func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	var offsets []partitionOffset
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
@@ -39,71 +34,28 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq km
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			rt.Partitions = append(rt.Partitions, rp)
+			po := partitionOffset{
+				TP:          group.TopicPartition{Topic: t.Topic, Partition: p.Partition},
+				Offset:      p.Offset,
+				LeaderEpoch: -1,
+				Metadata:    deref(p.Metadata),
+			}
+			if req.Version >= 6 {
+				po.LeaderEpoch = p.LeaderEpoch
+			}
+			offsets = append(offsets, po)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	setAll := func(err error) {
-		for i := range resp.Topics {
-			for j := range resp.Topics[i].Partitions {
-				if resp.Topics[i].Partitions[j].ErrorCode == 0 {
-					resp.Topics[i].Partitions[j].ErrorCode = errorCode(err)
-				}
+	by := commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation}
+	n.groups.commitOffsets(req.Group, by, offsets, func(errs []error) {
+		i := 0
+		for ti := range resp.Topics {
+			ps := resp.Topics[ti].Partitions
+			for pi := range ps {
+				ps[pi].ErrorCode = errorCode(errs[i])
+				i++
 			}
-		}
-	}
-	if req.Group == "" {
-		setAll(kerr.InvalidGroupID)
-		return resp, nil
-	}
-
-	c := n.groups
-	now := time.Now()
-	c.mu.Lock()
-	g, err := c.groupLocked(req.Group, req.Generation < 0)
-	if err == nil && g == nil {
-		err = kerr.IllegalGeneration
-	}
-	if err == nil {
-		err = g.ValidateCommit(req.MemberID, deref(req.InstanceID), req.Generation, now)
-	}
-	if err != nil {
-		c.mu.Unlock()
-		setAll(err)
-		return resp, nil
-	}
-	offsets := map[group.TopicPartition]group.Offset{}
-	var recs []record.Record
-	for i, t := range req.Topics {
-		for j, p := range t.Partitions {
-			md := deref(p.Metadata)
-			if len(md) > offsetMetadataMaxBytes {
-				resp.Topics[i].Partitions[j].ErrorCode = kerr.OffsetMetadataTooLarge.Code
-				continue
-			}
-			tp := group.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			o := group.Offset{Offset: p.Offset, LeaderEpoch: -1, Metadata: md, CommitTimestamp: now.UnixMilli()}
-			if req.Version >= 6 {
-				o.LeaderEpoch = p.LeaderEpoch
-			}
-			offsets[tp] = o
-			recs = append(recs, record.Record{Key: group.OffsetKey(req.Group, tp), Value: group.OffsetValue(o)})
-		}
-	}
-	p := c.partitionFor(req.Group)
-	c.mu.Unlock()
-	if len(recs) == 0 {
-		return resp, nil
-	}
-	c.store(p, recs, func(err error) {
-		c.mu.Lock()
-		if err == nil {
-			if cur := c.mu.groups[req.Group]; cur == g {
-				g.CommitOffsets(offsets)
-			}
-		}
-		c.mu.Unlock()
-		if err != nil {
-			setAll(err)
 		}
 		rc.Respond(resp)
 	})

@@ -11,70 +11,9 @@ package cluster
 
 import (
 	"context"
-	"maps"
-	"slices"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kbroker/kbroker/cluster/group"
 )
-
-// fetchedTopic is one topic of a group's answer.
-type fetchedTopic struct {
-	topic      string
-	partitions []fetchedOffset
-}
-
-type fetchedOffset struct {
-	partition int32
-	offset    group.Offset
-	err       error
-}
-
-// fetchOffsets reads a group's offsets; topics nil means all.
-func (c *groupCoordinator) fetchOffsets(groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
-	if groupID == "" {
-		return nil, kerr.InvalidGroupID
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.groupLocked(groupID, false)
-	if err != nil {
-		return nil, err
-	}
-	if topics == nil {
-		if g == nil {
-			return nil, nil
-		}
-		byTopic := map[string][]fetchedOffset{}
-		for tp, o := range g.Offsets {
-			byTopic[tp.Topic] = append(byTopic[tp.Topic], fetchedOffset{partition: tp.Partition, offset: o})
-		}
-		var out []fetchedTopic
-		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
-			ps := byTopic[t]
-			slices.SortFunc(ps, func(a, b fetchedOffset) int { return int(a.partition - b.partition) })
-			out = append(out, fetchedTopic{topic: t, partitions: ps})
-		}
-		return out, nil
-	}
-	var out []fetchedTopic
-	for _, t := range order {
-		ft := fetchedTopic{topic: t}
-		for _, p := range topics[t] {
-			o := group.Offset{Offset: -1, LeaderEpoch: -1}
-			if g != nil {
-				if got, ok := g.Offsets[group.TopicPartition{Topic: t, Partition: p}]; ok {
-					o = got
-				}
-			}
-			ft.partitions = append(ft.partitions, fetchedOffset{partition: p, offset: o})
-		}
-		out = append(out, ft)
-	}
-	return out, nil
-}
 
 func (n *Node) handleOffsetFetch(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)

@@ -16,7 +16,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
@@ -51,13 +50,6 @@ func (n *Node) handleJoinGroup(_ context.Context, rc *RequestContext, kreq kmsg.
 		}
 		rc.Respond(resp)
 	}
-	fail := func(err error) (kmsg.Response, error) {
-		respond(group.JoinResult{Err: err, MemberID: req.MemberID, Generation: -1})
-		return nil, nil
-	}
-	if req.Group == "" {
-		return fail(kerr.InvalidGroupID)
-	}
 	jr := group.JoinRequest{
 		MemberID:             req.MemberID,
 		ClientID:             deref(rc.Header.ClientID),
@@ -76,18 +68,7 @@ func (n *Node) handleJoinGroup(_ context.Context, rc *RequestContext, kreq kmsg.
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-
-	c := n.groups
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.groupLocked(req.Group, req.MemberID == "")
-	switch {
-	case err != nil:
-		return fail(err)
-	case g == nil:
-		return fail(kerr.UnknownMemberID)
-	}
-	g.Join(jr, time.Now(), respond)
+	n.groups.join(req.Group, jr, respond)
 	return nil, nil
 }
 

@@ -9,30 +9,14 @@ package cluster
 
 import (
 	"context"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func (n *Node) handleHeartbeat(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp, nil
-	}
-	c := n.groups
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	g, err := c.groupLocked(req.Group, false)
-	switch {
-	case err != nil:
-	case g == nil:
-		err = kerr.UnknownMemberID
-	default:
-		err = g.Heartbeat(req.MemberID, deref(req.InstanceID), req.Generation, time.Now())
-	}
+	err := n.groups.heartbeat(req.Group, req.MemberID, deref(req.InstanceID), req.Generation)
 	resp.ErrorCode = errorCode(err)
 	return resp, nil
 }

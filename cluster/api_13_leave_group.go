@@ -8,9 +8,7 @@ package cluster
 
 import (
 	"context"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
@@ -27,27 +25,7 @@ func (n *Node) handleLeaveGroup(_ context.Context, _ *RequestContext, kreq kmsg.
 			leaving = append(leaving, group.LeaveMember{MemberID: m.MemberID, InstanceID: deref(m.InstanceID)})
 		}
 	}
-	var groupErr error
-	var errs []error
-	if req.Group == "" {
-		groupErr = kerr.InvalidGroupID
-	} else {
-		c := n.groups
-		c.mu.Lock()
-		g, err := c.groupLocked(req.Group, false)
-		switch {
-		case err != nil:
-			groupErr = err
-		case g == nil:
-			errs = make([]error, len(leaving))
-			for i := range errs {
-				errs[i] = kerr.UnknownMemberID
-			}
-		default:
-			errs = g.Leave(leaving, time.Now())
-		}
-		c.mu.Unlock()
-	}
+	errs, groupErr := n.groups.leave(req.Group, leaving)
 	if req.Version < 3 {
 		if groupErr == nil {
 			groupErr = errs[0]

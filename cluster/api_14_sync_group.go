@@ -11,13 +11,10 @@ package cluster
 
 import (
 	"context"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
-	"github.com/kbroker/kbroker/wire/record"
 )
 
 func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -32,10 +29,6 @@ func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.
 		}
 		rc.Respond(resp)
 	}
-	if req.Group == "" {
-		respond(group.SyncResult{Err: kerr.InvalidGroupID})
-		return nil, nil
-	}
 	sr := group.SyncRequest{
 		MemberID:     req.MemberID,
 		InstanceID:   deref(req.InstanceID),
@@ -47,33 +40,6 @@ func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.
 	for _, a := range req.GroupAssignment {
 		sr.Assignments[a.MemberID] = a.MemberAssignment
 	}
-
-	c := n.groups
-	c.mu.Lock()
-	g, err := c.groupLocked(req.Group, false)
-	if err != nil || g == nil {
-		c.mu.Unlock()
-		if err == nil {
-			err = kerr.UnknownMemberID
-		}
-		respond(group.SyncResult{Err: err})
-		return nil, nil
-	}
-	if !g.Sync(sr, time.Now(), respond) {
-		c.mu.Unlock()
-		return nil, nil
-	}
-	gen := g.Generation()
-	rec := record.Record{Key: group.GroupKey(req.Group), Value: g.MetadataValue()}
-	p := c.partitionFor(req.Group)
-	c.mu.Unlock()
-
-	c.store(p, []record.Record{rec}, func(err error) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if cur := c.mu.groups[req.Group]; cur == g {
-			g.AssignmentStored(gen, err, time.Now())
-		}
-	})
+	n.groups.syncGroup(req.Group, sr, respond)
 	return nil, nil
 }

@@ -13,33 +13,20 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kbroker/kbroker/cluster/group"
 )
 
 func (n *Node) handleDescribeGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	c := n.groups
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = -2147483648
-		c.mu.Lock()
-		g, err := c.groupLocked(id, false)
-		switch {
-		case err != nil:
-			rg.ErrorCode = errorCode(err)
-		case g == nil || g.State() == group.Dead:
-			rg.State = group.Dead.String()
-		default:
-			rg.State = g.State().String()
-			rg.ProtocolType = g.ProtocolType()
-			stable := g.State() == group.Stable
-			if stable {
-				rg.Protocol = g.Protocol()
-			}
-			for _, m := range g.Members() {
+		s, err := n.groups.describe(id)
+		rg.ErrorCode = errorCode(err)
+		if err == nil {
+			rg.State, rg.ProtocolType, rg.Protocol = s.State, s.ProtocolType, s.Protocol
+			for _, m := range s.Members {
 				rm := kmsg.NewDescribeGroupsResponseGroupMember()
 				rm.MemberID = m.ID
 				if m.InstanceID != "" {
@@ -47,14 +34,10 @@ func (n *Node) handleDescribeGroups(_ context.Context, _ *RequestContext, kreq k
 					rm.InstanceID = &id
 				}
 				rm.ClientID, rm.ClientHost = m.ClientID, m.ClientHost
-				if stable {
-					rm.ProtocolMetadata = m.Metadata(g.Protocol())
-					rm.MemberAssignment = m.Assignment
-				}
+				rm.ProtocolMetadata, rm.MemberAssignment = m.Metadata, m.Assignment
 				rg.Members = append(rg.Members, rm)
 			}
 		}
-		c.mu.Unlock()
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kbroker/kbroker/cluster/group"
 )
 
 func (n *Node) handleListGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -29,20 +27,14 @@ func (n *Node) handleListGroups(_ context.Context, _ *RequestContext, kreq kmsg.
 		}
 		return false
 	}
-	c := n.groups
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, g := range c.listGroupsLocked() {
-		if g.State() == group.Dead {
-			continue
-		}
-		if !matches(req.StatesFilter, g.State().String()) || !matches(req.TypesFilter, "classic") {
+	for _, g := range n.groups.list() {
+		if !matches(req.StatesFilter, g.State) || !matches(req.TypesFilter, "classic") {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()
 		rg.Group = g.ID
-		rg.ProtocolType = g.ProtocolType()
-		rg.GroupState = g.State().String()
+		rg.ProtocolType = g.ProtocolType
+		rg.GroupState = g.State
 		rg.GroupType = "classic"
 		resp.Groups = append(resp.Groups, rg)
 	}

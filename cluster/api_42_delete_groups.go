@@ -10,72 +10,21 @@ package cluster
 
 import (
 	"context"
-	"sync"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kbroker/kbroker/cluster/group"
-	"github.com/kbroker/kbroker/wire/record"
 )
 
 func (n *Node) handleDeleteGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	c := n.groups
-	type write struct {
-		idx  int
-		p    int32
-		recs []record.Record
-	}
-	var writes []write
-	now := time.Now()
-	c.mu.Lock()
-	for i, id := range req.Groups {
-		rg := kmsg.NewDeleteGroupsResponseGroup()
-		rg.Group = id
-		resp.Groups = append(resp.Groups, rg)
-		if id == "" {
-			resp.Groups[i].ErrorCode = kerr.InvalidGroupID.Code
-			continue
+	n.groups.deleteGroups(req.Groups, func(errs []error) {
+		for i, id := range req.Groups {
+			rg := kmsg.NewDeleteGroupsResponseGroup()
+			rg.Group = id
+			rg.ErrorCode = errorCode(errs[i])
+			resp.Groups = append(resp.Groups, rg)
 		}
-		g, err := c.groupLocked(id, false)
-		switch {
-		case err != nil:
-			resp.Groups[i].ErrorCode = errorCode(err)
-			continue
-		case g == nil || g.State() == group.Dead:
-			resp.Groups[i].ErrorCode = kerr.GroupIDNotFound.Code
-			continue
-		case g.State() != group.Empty:
-			resp.Groups[i].ErrorCode = kerr.NonEmptyGroup.Code
-			continue
-		}
-		var recs []record.Record
-		for tp := range g.Offsets {
-			recs = append(recs, record.Record{Key: group.OffsetKey(id, tp)})
-		}
-		recs = append(recs, record.Record{Key: group.GroupKey(id)})
-		g.MarkDead(now)
-		delete(c.mu.groups, id)
-		writes = append(writes, write{idx: i, p: c.partitionFor(id), recs: recs})
-	}
-	c.mu.Unlock()
-	if len(writes) == 0 {
-		return resp, nil
-	}
-	var mu sync.Mutex
-	left := len(writes)
-	for _, w := range writes {
-		c.store(w.p, w.recs, func(err error) {
-			mu.Lock()
-			defer mu.Unlock()
-			resp.Groups[w.idx].ErrorCode = errorCode(err)
-			if left--; left == 0 {
-				rc.Respond(resp)
-			}
-		})
-	}
+		rc.Respond(resp)
+	})
 	return nil, nil
 }

@@ -12,70 +12,36 @@ package cluster
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
-	"github.com/kbroker/kbroker/wire/record"
 )
 
 func (n *Node) handleOffsetDelete(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	if req.Group == "" {
-		resp.ErrorCode = kerr.InvalidGroupID.Code
-		return resp, nil
-	}
-	c := n.groups
-	c.mu.Lock()
-	g, err := c.groupLocked(req.Group, false)
-	switch {
-	case err != nil:
-	case g == nil || g.State() == group.Dead:
-		err = kerr.GroupIDNotFound
-	}
-	var subscribed map[string]bool
-	if err == nil && g.HasMembers() {
-		subs, known := g.SubscribedTopics()
-		if !known {
-			err = kerr.NonEmptyGroup
-		}
-		subscribed = subs
-	}
-	if err != nil {
-		c.mu.Unlock()
-		resp.ErrorCode = errorCode(err)
-		return resp, nil
-	}
-	var recs []record.Record
+	var tps []group.TopicPartition
 	for _, t := range req.Topics {
-		rt := kmsg.NewOffsetDeleteResponseTopic()
-		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
-			rp.Partition = p.Partition
-			tp := group.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-			switch {
-			case subscribed[t.Topic]:
-				rp.ErrorCode = kerr.GroupSubscribedToTopic.Code
-			default:
-				if _, ok := g.Offsets[tp]; ok {
-					delete(g.Offsets, tp)
-					recs = append(recs, record.Record{Key: group.OffsetKey(req.Group, tp)})
-				}
-			}
-			rt.Partitions = append(rt.Partitions, rp)
+			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
-		resp.Topics = append(resp.Topics, rt)
 	}
-	p := c.partitionFor(req.Group)
-	c.mu.Unlock()
-	if len(recs) == 0 {
-		return resp, nil
-	}
-	c.store(p, recs, func(err error) {
-		if err != nil {
-			resp.ErrorCode = errorCode(err)
+	n.groups.deleteOffsets(req.Group, tps, func(partErrs []error, err error) {
+		resp.ErrorCode = errorCode(err)
+		if partErrs != nil {
+			i := 0
+			for _, t := range req.Topics {
+				rt := kmsg.NewOffsetDeleteResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetDeleteResponseTopicPartition()
+					rp.Partition = p.Partition
+					rp.ErrorCode = errorCode(partErrs[i])
+					i++
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
 		}
 		rc.Respond(resp)
 	})

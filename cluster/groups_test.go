@@ -189,8 +189,12 @@ func TestConsumerGroupsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := lg["g1"]; !ok {
-		t.Fatalf("ListGroups: %v", lg.Groups())
+	if g, ok := lg["g1"]; !ok || g.ProtocolType != "consumer" || g.State != "Empty" {
+		t.Fatalf("ListGroups: %+v, want g1 Empty with protocol type consumer", lg)
+	}
+	// An Empty group keeps its protocol type, as in Kafka.
+	if d, err := adm.DescribeGroups(ctx, "g1"); err != nil || d["g1"].ProtocolType != "consumer" {
+		t.Fatalf("DescribeGroups of the Empty group: %+v %v, want protocol type consumer", d["g1"], err)
 	}
 	checkCommitted := func(want int64) {
 		t.Helper()

@@ -78,8 +78,8 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		ready:          make(chan struct{}),
 		served:         make(chan struct{}),
 	}
-	n.producerIDs.node = n
-	n.groups = newGroupCoordinator(n)
+	n.producerIDs.controller = nodeController{n}
+	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
 	n.server = newServer(logger, n.apis(), cfg.SocketRequestMaxBytes, n.metrics)
 	return n, nil
@@ -377,13 +377,27 @@ func newIncarnationID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// producerIDBlocks is what the producer id allocator needs of the
+// controller: a new block of ids for this broker.
+type producerIDBlocks interface {
+	AllocateProducerIDs(ctx context.Context) (first, count int64, err error)
+}
+
+// nodeController is the producerIDBlocks of a Node: its metadata store
+// (opened by Run, before any request is served), for its broker id.
+type nodeController struct{ n *Node }
+
+func (c nodeController) AllocateProducerIDs(ctx context.Context) (int64, int64, error) {
+	return c.n.store.AllocateProducerIDs(ctx, c.n.cfg.NodeID)
+}
+
 // producerIDAllocator hands out producer ids from blocks the controller
 // allocates through Raft, so ids are unique across brokers and restarts.
 type producerIDAllocator struct {
-	node *Node
-	mu   sync.Mutex
-	next int64
-	end  int64 // exclusive
+	controller producerIDBlocks
+	mu         sync.Mutex
+	next       int64
+	end        int64 // exclusive
 }
 
 func (a *producerIDAllocator) allocate(ctx context.Context) (int64, error) {
@@ -392,7 +406,7 @@ func (a *producerIDAllocator) allocate(ctx context.Context) (int64, error) {
 	if a.next >= a.end {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		first, count, err := a.node.store.AllocateProducerIDs(ctx, a.node.cfg.NodeID)
+		first, count, err := a.controller.AllocateProducerIDs(ctx)
 		if err != nil {
 			return -1, err
 		}

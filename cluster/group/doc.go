@@ -3,7 +3,7 @@
 // so tests drive it with a fake clock.
 //
 // A Group is not safe for concurrent use: the coordinator (package
-// cluster, groups.go) holds a lock around every call.
+// cluster, groups*.go) holds its lock around every call.
 //
 // # The caller's duties
 //

@@ -517,8 +517,10 @@ func (g *Group) completeJoin(now time.Time) {
 	g.initialDelay = false
 	g.generation++
 	if len(g.members) == 0 {
+		// Kafka's initNextGeneration clears the protocol but keeps the
+		// protocol type: an Empty consumer group still shows "consumer"
+		// in DescribeGroups and ListGroups, and in its metadata record.
 		g.protocol = ""
-		g.protocolType = ""
 		g.leader = ""
 		g.transition(Empty, now)
 		g.dirty = true

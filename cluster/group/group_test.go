@@ -266,6 +266,39 @@ func TestLeaveRebalancesAndLastLeaveEmpties(t *testing.T) {
 	wantErr(t, "simple commit to an empty group", h.g.ValidateCommit("", "", -1, h.now), nil)
 }
 
+func TestEmptyGroupKeepsProtocolType(t *testing.T) {
+	h := newHarness(t, time.Second)
+	ids := h.stableGroup(2)
+	h.g.Leave([]LeaveMember{{MemberID: ids[0]}, {MemberID: ids[1]}}, h.now)
+	h.wantState(Empty)
+	if got := h.g.ProtocolType(); got != "consumer" {
+		t.Fatalf("protocol type of the Empty group %q, want consumer", got)
+	}
+	if got := h.g.Protocol(); got != "" {
+		t.Fatalf("protocol of the Empty group %q, want none", got)
+	}
+	// The metadata record written for the Empty group carries it, and a
+	// coordinator that loads the record shows it too.
+	e, err := Decode(GroupKey("g"), h.g.MetadataValue())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Restore("g", &e.Metadata, nil, 0, h.now)
+	if r.State() != Empty || r.ProtocolType() != "consumer" {
+		t.Fatalf("restored Empty group: state %v, protocol type %q", r.State(), r.ProtocolType())
+	}
+	// A member of another protocol type may still start the group anew,
+	// as in Kafka (an Empty group accepts any type).
+	req := JoinRequest{MemberID: "", ProtocolType: "connect", Protocols: []Protocol{{Name: "default"}},
+		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second}
+	var res *JoinResult
+	h.g.Join(req, h.now, func(r JoinResult) { res = &r })
+	h.advance(time.Second)
+	if res == nil || res.Err != nil || h.g.ProtocolType() != "connect" {
+		t.Fatalf("join of another protocol type into the Empty group: %+v, type %q", res, h.g.ProtocolType())
+	}
+}
+
 func TestSessionExpiry(t *testing.T) {
 	h := newHarness(t, 3*time.Second)
 	ids := h.stableGroup(2)

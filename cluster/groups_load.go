@@ -1,0 +1,133 @@
+package cluster
+
+// Loading a __consumer_offsets partition when this broker becomes its
+// leader: the log is read without the coordinator's lock, and the groups
+// are installed under it only if the partition is still led in the same
+// term (token) when the read ends.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/storage"
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+// loadedPartition is what a partition's log says: the latest offsets and
+// metadata record of every group (a tombstone deletes).
+type loadedPartition struct {
+	offsets map[string]map[group.TopicPartition]group.Offset
+	metas   map[string]*kmsg.GroupMetadataValue
+	records int
+}
+
+// load reads partition p and installs its groups if p is still led under
+// token when done.
+func (c *groupCoordinator) load(ctx context.Context, p int32, part offsetsReplica, token uint64) {
+	start := time.Now()
+	lp, err := c.readPartition(ctx, p, part)
+	if err != nil {
+		c.logger.Error("loading __consumer_offsets", "partition", p, "err", err)
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.mu.parts[p]
+	if c.mu.closed || !ok || st.token != token || ctx.Err() != nil {
+		return
+	}
+	ids := map[string]bool{}
+	for id := range lp.offsets {
+		ids[id] = true
+	}
+	for id := range lp.metas {
+		ids[id] = true
+	}
+	for id := range ids {
+		if len(lp.offsets[id]) == 0 && lp.metas[id] == nil {
+			continue
+		}
+		c.mu.groups[id] = group.Restore(id, lp.metas[id], lp.offsets[id], c.cfg.InitialRebalanceDelay, now)
+	}
+	st.loading = false
+	c.logger.Info("loaded __consumer_offsets partition", "partition", p, "groups", len(ids), "records", lp.records, "took", time.Since(start))
+}
+
+// readPartition reads part from its log start to its log end, as it is
+// when the read starts, until ctx ends.
+func (c *groupCoordinator) readPartition(ctx context.Context, p int32, part offsetsReplica) (*loadedPartition, error) {
+	lp := &loadedPartition{
+		offsets: map[string]map[group.TopicPartition]group.Offset{},
+		metas:   map[string]*kmsg.GroupMetadataValue{},
+	}
+	off, end := part.LogStartOffset(), part.LogEndOffset()
+	for off < end && ctx.Err() == nil {
+		data, err := part.ReadLog(off, offsetsLoadBufferSize, end)
+		if err != nil {
+			if errors.Is(err, storage.ErrOffsetOutOfRange) && off < part.LogStartOffset() {
+				// Retention or the cleaner moved the log start on.
+				off = part.LogStartOffset()
+				continue
+			}
+			return nil, fmt.Errorf("reading at offset %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			break
+		}
+		for len(data) > 0 {
+			b, rest, err := record.Parse(data)
+			if err != nil {
+				break
+			}
+			data = rest
+			off = b.LastOffset() + 1
+			if b.IsControl() {
+				continue
+			}
+			if err := record.IterateCompacted(b, 64<<20, func(r *record.Record) error {
+				lp.apply(c, p, r)
+				return nil
+			}); err != nil {
+				c.logger.Warn("skipping unreadable __consumer_offsets batch", "partition", p, "offset", b.BaseOffset(), "err", err)
+			}
+		}
+	}
+	return lp, nil
+}
+
+// apply folds one record of partition p into lp.
+func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record) {
+	key := append([]byte(nil), r.Key...)
+	var value []byte
+	if r.Value != nil {
+		value = append([]byte{}, r.Value...)
+	}
+	e, err := group.Decode(key, value)
+	if err != nil {
+		c.logger.Debug("skipping __consumer_offsets record", "partition", p, "err", err)
+		return
+	}
+	lp.records++
+	switch {
+	case e.IsOffset && e.Tombstone:
+		delete(lp.offsets[e.Group], e.TP)
+	case e.IsOffset:
+		if lp.offsets[e.Group] == nil {
+			lp.offsets[e.Group] = map[group.TopicPartition]group.Offset{}
+		}
+		lp.offsets[e.Group][e.TP] = e.Offset
+	case e.Tombstone:
+		delete(lp.metas, e.Group)
+		// Kafka writes offset tombstones with a group's; a group
+		// tombstone on its own leaves offsets alone.
+	default:
+		md := e.Metadata
+		lp.metas[e.Group] = &md
+	}
+}

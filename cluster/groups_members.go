@@ -1,0 +1,243 @@
+package cluster
+
+// The coordinator's side of the membership requests (JoinGroup,
+// SyncGroup, Heartbeat, LeaveGroup) and of the group admin requests
+// (DescribeGroups, ListGroups, DeleteGroups). Each takes the lock itself;
+// writes to __consumer_offsets happen after it is released.
+
+import (
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+// join routes a JoinGroup to its group. respond is called exactly once:
+// at once with the error when the group cannot be joined here, or when
+// the group completes the join phase. An unknown group is created only for
+// a member without a member id (UNKNOWN_MEMBER_ID otherwise).
+func (c *groupCoordinator) join(groupID string, req group.JoinRequest, respond func(group.JoinResult)) {
+	fail := func(err error) {
+		respond(group.JoinResult{Err: err, MemberID: req.MemberID, Generation: -1})
+	}
+	if groupID == "" {
+		fail(kerr.InvalidGroupID)
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(groupID, req.MemberID == "")
+	switch {
+	case err != nil:
+		fail(err)
+	case g == nil:
+		fail(kerr.UnknownMemberID)
+	default:
+		g.Join(req, time.Now(), respond)
+	}
+}
+
+// syncGroup routes a SyncGroup to its group. respond is called exactly
+// once. The leader's assignment is written to the group's partition, and
+// the members waiting for it are answered once the write is replicated
+// (or with its error).
+func (c *groupCoordinator) syncGroup(groupID string, req group.SyncRequest, respond func(group.SyncResult)) {
+	if groupID == "" {
+		respond(group.SyncResult{Err: kerr.InvalidGroupID})
+		return
+	}
+	c.mu.Lock()
+	g, err := c.groupLocked(groupID, false)
+	if err == nil && g == nil {
+		err = kerr.UnknownMemberID
+	}
+	if err != nil {
+		c.mu.Unlock()
+		respond(group.SyncResult{Err: err})
+		return
+	}
+	if !g.Sync(req, time.Now(), respond) {
+		c.mu.Unlock()
+		return
+	}
+	gen := g.Generation()
+	rec := record.Record{Key: group.GroupKey(groupID), Value: g.MetadataValue()}
+	p := c.partitionFor(groupID)
+	c.mu.Unlock()
+
+	c.store(p, []record.Record{rec}, func(err error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.isCurrentLocked(g) {
+			g.AssignmentStored(gen, err, time.Now())
+		}
+	})
+}
+
+// heartbeat keeps a member's session alive; the error tells it to rejoin
+// or that it was fenced.
+func (c *groupCoordinator) heartbeat(groupID, memberID, instanceID string, generation int32) error {
+	if groupID == "" {
+		return kerr.InvalidGroupID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(groupID, false)
+	switch {
+	case err != nil:
+		return err
+	case g == nil:
+		return kerr.UnknownMemberID
+	}
+	return g.Heartbeat(memberID, instanceID, generation, time.Now())
+}
+
+// leave removes members from a group: the group's error, or one error
+// per member.
+func (c *groupCoordinator) leave(groupID string, members []group.LeaveMember) ([]error, error) {
+	if groupID == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(groupID, false)
+	switch {
+	case err != nil:
+		return nil, err
+	case g == nil:
+		errs := make([]error, len(members))
+		for i := range errs {
+			errs[i] = kerr.UnknownMemberID
+		}
+		return errs, nil
+	}
+	return g.Leave(members, time.Now()), nil
+}
+
+// groupSummary is a group as DescribeGroups shows it.
+type groupSummary struct {
+	State        string
+	ProtocolType string
+	// Protocol, and the members' Metadata and Assignment, are shown only
+	// when the group is Stable, as Kafka does.
+	Protocol string
+	Members  []memberSummary
+}
+
+type memberSummary struct {
+	ID, InstanceID       string
+	ClientID, ClientHost string
+	Metadata, Assignment []byte
+}
+
+// describe summarizes a group. An unknown group is Dead, without error.
+func (c *groupCoordinator) describe(groupID string) (groupSummary, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(groupID, false)
+	switch {
+	case err != nil:
+		return groupSummary{}, err
+	case g == nil || g.State() == group.Dead:
+		return groupSummary{State: group.Dead.String()}, nil
+	}
+	s := groupSummary{State: g.State().String(), ProtocolType: g.ProtocolType()}
+	stable := g.State() == group.Stable
+	if stable {
+		s.Protocol = g.Protocol()
+	}
+	for _, m := range g.Members() {
+		ms := memberSummary{ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+		if stable {
+			ms.Metadata = m.Metadata(g.Protocol())
+			ms.Assignment = m.Assignment
+		}
+		s.Members = append(s.Members, ms)
+	}
+	return s, nil
+}
+
+// groupOverview is a group as ListGroups shows it.
+type groupOverview struct {
+	ID, ProtocolType, State string
+}
+
+// list returns the groups this broker coordinates (loaded ones, not
+// Dead), by id.
+func (c *groupCoordinator) list() []groupOverview {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]groupOverview, 0, len(c.mu.groups))
+	for _, id := range slices.Sorted(maps.Keys(c.mu.groups)) {
+		g := c.mu.groups[id]
+		if g.State() == group.Dead {
+			continue
+		}
+		out = append(out, groupOverview{ID: id, ProtocolType: g.ProtocolType(), State: g.State().String()})
+	}
+	return out
+}
+
+// deleteGroups deletes groups without members: each becomes Dead at once
+// and tombstones for its offsets and its metadata are written. done gets
+// one error per id once every write is replicated (or failed); it may
+// run before deleteGroups returns.
+func (c *groupCoordinator) deleteGroups(ids []string, done func([]error)) {
+	errs := make([]error, len(ids))
+	type write struct {
+		idx  int
+		p    int32
+		recs []record.Record
+	}
+	var writes []write
+	now := time.Now()
+	c.mu.Lock()
+	for i, id := range ids {
+		if id == "" {
+			errs[i] = kerr.InvalidGroupID
+			continue
+		}
+		g, err := c.groupLocked(id, false)
+		switch {
+		case err != nil:
+			errs[i] = err
+			continue
+		case g == nil || g.State() == group.Dead:
+			errs[i] = kerr.GroupIDNotFound
+			continue
+		case g.State() != group.Empty:
+			errs[i] = kerr.NonEmptyGroup
+			continue
+		}
+		var recs []record.Record
+		for tp := range g.Offsets {
+			recs = append(recs, record.Record{Key: group.OffsetKey(id, tp)})
+		}
+		recs = append(recs, record.Record{Key: group.GroupKey(id)})
+		g.MarkDead(now)
+		delete(c.mu.groups, id)
+		writes = append(writes, write{idx: i, p: c.partitionFor(id), recs: recs})
+	}
+	c.mu.Unlock()
+	if len(writes) == 0 {
+		done(errs)
+		return
+	}
+	var mu sync.Mutex // guards errs and left against the writes' completions
+	left := len(writes)
+	for _, w := range writes {
+		c.store(w.p, w.recs, func(err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			errs[w.idx] = err
+			if left--; left == 0 {
+				done(errs)
+			}
+		})
+	}
+}

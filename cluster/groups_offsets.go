@@ -1,0 +1,243 @@
+package cluster
+
+// The coordinator's side of the offset requests (OffsetCommit,
+// OffsetFetch, OffsetDelete) and the offsets.retention.minutes sweep.
+// Each takes the lock itself; writes to __consumer_offsets happen after
+// it is released, and committed offsets are applied to the group only
+// once replicated.
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+// offsetMetadataMaxBytes is offset.metadata.max.bytes' default.
+const offsetMetadataMaxBytes = 4096
+
+// commitMember is who commits: a member of the group's current
+// generation, or a simple consumer (generation -1, no member id).
+type commitMember struct {
+	MemberID, InstanceID string
+	Generation           int32
+}
+
+// partitionOffset is one partition's offset in an OffsetCommit.
+type partitionOffset struct {
+	TP          group.TopicPartition
+	Offset      int64
+	LeaderEpoch int32
+	Metadata    string
+}
+
+// commitOffsets validates a commit and writes its offsets. done gets one
+// error per entry of offsets once they are replicated (or failed):
+// OFFSET_METADATA_TOO_LARGE for an entry whose metadata is longer than
+// offset.metadata.max.bytes, the group's error for all of them when the
+// commit is refused, the write's error otherwise. It may run before
+// commitOffsets returns. A simple consumer may commit to a group without
+// members, which is created Empty if needed.
+func (c *groupCoordinator) commitOffsets(groupID string, by commitMember, offsets []partitionOffset, done func([]error)) {
+	errs := make([]error, len(offsets))
+	failAll := func(err error) {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = err
+			}
+		}
+	}
+	if groupID == "" {
+		failAll(kerr.InvalidGroupID)
+		done(errs)
+		return
+	}
+	now := time.Now()
+	c.mu.Lock()
+	g, err := c.groupLocked(groupID, by.Generation < 0)
+	if err == nil && g == nil {
+		err = kerr.IllegalGeneration
+	}
+	if err == nil {
+		err = g.ValidateCommit(by.MemberID, by.InstanceID, by.Generation, now)
+	}
+	if err != nil {
+		c.mu.Unlock()
+		failAll(err)
+		done(errs)
+		return
+	}
+	accepted := map[group.TopicPartition]group.Offset{}
+	var recs []record.Record
+	for i, po := range offsets {
+		if len(po.Metadata) > offsetMetadataMaxBytes {
+			errs[i] = kerr.OffsetMetadataTooLarge
+			continue
+		}
+		o := group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: now.UnixMilli()}
+		accepted[po.TP] = o
+		recs = append(recs, record.Record{Key: group.OffsetKey(groupID, po.TP), Value: group.OffsetValue(o)})
+	}
+	p := c.partitionFor(groupID)
+	c.mu.Unlock()
+	if len(recs) == 0 {
+		done(errs)
+		return
+	}
+	c.store(p, recs, func(err error) {
+		if err == nil {
+			c.mu.Lock()
+			if c.isCurrentLocked(g) {
+				g.CommitOffsets(accepted)
+			}
+			c.mu.Unlock()
+		} else {
+			failAll(err)
+		}
+		done(errs)
+	})
+}
+
+// fetchedTopic is one topic of a group's answer.
+type fetchedTopic struct {
+	topic      string
+	partitions []fetchedOffset
+}
+
+type fetchedOffset struct {
+	partition int32
+	offset    group.Offset
+	err       error
+}
+
+// fetchOffsets reads a group's offsets (replicated ones only) of topics
+// in order; topics nil means all, by topic and partition. A partition
+// without an offset gets offset -1.
+func (c *groupCoordinator) fetchOffsets(groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
+	if groupID == "" {
+		return nil, kerr.InvalidGroupID
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(groupID, false)
+	if err != nil {
+		return nil, err
+	}
+	if topics == nil {
+		if g == nil {
+			return nil, nil
+		}
+		byTopic := map[string][]fetchedOffset{}
+		for tp, o := range g.Offsets {
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], fetchedOffset{partition: tp.Partition, offset: o})
+		}
+		var out []fetchedTopic
+		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
+			ps := byTopic[t]
+			slices.SortFunc(ps, func(a, b fetchedOffset) int { return int(a.partition - b.partition) })
+			out = append(out, fetchedTopic{topic: t, partitions: ps})
+		}
+		return out, nil
+	}
+	var out []fetchedTopic
+	for _, t := range order {
+		ft := fetchedTopic{topic: t}
+		for _, p := range topics[t] {
+			o := group.Offset{Offset: -1, LeaderEpoch: -1}
+			if g != nil {
+				if got, ok := g.Offsets[group.TopicPartition{Topic: t, Partition: p}]; ok {
+					o = got
+				}
+			}
+			ft.partitions = append(ft.partitions, fetchedOffset{partition: p, offset: o})
+		}
+		out = append(out, ft)
+	}
+	return out, nil
+}
+
+// deleteOffsets deletes a group's offsets of partitions whose topics no
+// member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others). done
+// is called exactly once, possibly before deleteOffsets returns: with
+// the group's error and no partition errors when the group refuses (not
+// found, NON_EMPTY_GROUP when its members' subscriptions cannot be read),
+// or with one error per entry of tps and the write's error once the
+// tombstones are replicated.
+func (c *groupCoordinator) deleteOffsets(groupID string, tps []group.TopicPartition, done func(partErrs []error, err error)) {
+	if groupID == "" {
+		done(nil, kerr.InvalidGroupID)
+		return
+	}
+	c.mu.Lock()
+	g, err := c.groupLocked(groupID, false)
+	switch {
+	case err != nil:
+	case g == nil || g.State() == group.Dead:
+		err = kerr.GroupIDNotFound
+	}
+	var subscribed map[string]bool
+	if err == nil && g.HasMembers() {
+		subs, known := g.SubscribedTopics()
+		if !known {
+			err = kerr.NonEmptyGroup
+		}
+		subscribed = subs
+	}
+	if err != nil {
+		c.mu.Unlock()
+		done(nil, err)
+		return
+	}
+	partErrs := make([]error, len(tps))
+	var recs []record.Record
+	for i, tp := range tps {
+		if subscribed[tp.Topic] {
+			partErrs[i] = kerr.GroupSubscribedToTopic
+			continue
+		}
+		if _, ok := g.Offsets[tp]; ok {
+			delete(g.Offsets, tp)
+			recs = append(recs, record.Record{Key: group.OffsetKey(groupID, tp)})
+		}
+	}
+	p := c.partitionFor(groupID)
+	c.mu.Unlock()
+	if len(recs) == 0 {
+		done(partErrs, nil)
+		return
+	}
+	c.store(p, recs, func(err error) { done(partErrs, err) })
+}
+
+// expireOffsets is the offsets.retention.minutes sweep.
+func (c *groupCoordinator) expireOffsets(now time.Time) {
+	retention := c.cfg.OffsetsRetention
+	byPart := map[int32][]record.Record{}
+	c.mu.Lock()
+	for id, g := range c.mu.groups {
+		p := c.partitionFor(id)
+		if st, ok := c.mu.parts[p]; !ok || st.loading {
+			continue
+		}
+		for _, tp := range g.ExpireOffsets(retention, now) {
+			byPart[p] = append(byPart[p], record.Record{Key: group.OffsetKey(id, tp)})
+		}
+		if g.State() == group.Empty && len(g.Offsets) == 0 && now.Sub(g.StateTimestamp()) >= retention {
+			g.MarkDead(now)
+			delete(c.mu.groups, id)
+			byPart[p] = append(byPart[p], record.Record{Key: group.GroupKey(id)})
+		}
+	}
+	c.mu.Unlock()
+	for p, recs := range byPart {
+		c.store(p, recs, func(err error) {
+			if err != nil {
+				c.logger.Warn("writing expired offsets tombstones", "partition", p, "err", err)
+			}
+		})
+	}
+}
