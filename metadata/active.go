@@ -188,7 +188,7 @@ func (s *Store) joinLoop() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, 2*transportTimeout)
-		_, err := invoke[struct{}](ctx, s, opAddNonvoter, addNonvoterRequest{ID: s.cfg.NodeID, Addr: s.advertise})
+		_, err := call(ctx, s, opAddNonvoter, addNonvoterRequest{ID: s.cfg.NodeID, Addr: s.advertise})
 		cancel()
 		if err == nil {
 			return

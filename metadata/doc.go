@@ -82,9 +82,17 @@
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
 // UnfenceBroker, Heartbeat, ReportBrokerDead and ControlledShutdown may be
-// called on any node. invoke runs one on this node when it is the raft
-// leader (the active controller), and otherwise sends it over the
-// controller RPC to the leader, which runs the same code (Store.execute).
+// called on any node. Each is declared once (ops.go) as an
+// op[Req, Resp]: its wire name, its request and response types, its
+// implementation on the active controller, and which node it acts for
+// (actsFor, see Authentication). defineOp registers the server end of
+// the op under its name; call(ctx, s, op, req) runs op.run on this node
+// when it is the raft leader (the active controller), passing req as is,
+// and otherwise sends req as JSON over the controller RPC to the leader,
+// whose registered handler decodes it into Req, runs the same op.run and
+// answers the Resp, which call decodes into Resp. A caller and the
+// implementation cannot disagree on types (a mismatch does not compile),
+// and adding an operation is one defineOp declaration.
 // The leader validates against its current image, proposes records with
 // raft.Apply and answers when they are committed and applied to its image
 // (not necessarily yet to the caller's: WaitReady or Changed for that).
@@ -93,7 +101,7 @@
 // is an unfenced registered broker, the ISR is all replicas, and both
 // epochs start at 0.
 //
-// invoke retries while ctx allows when the leader answers NOT_CONTROLLER or
+// call retries while ctx allows when the leader answers NOT_CONTROLLER or
 // the connection fails (the leader moves during elections); a node that
 // knows no leader asks the voters of Config.Voters, whose NOT_CONTROLLER
 // answers name the leader they know. After Config.noLeaderWait (5s)
@@ -210,7 +218,7 @@
 //   - on a broker-only node, joinLoop until it is added as a non-voter.
 //
 // Store.Close cancels the Store's context (which ends controllerLoop,
-// joinLoop, invoke's retries and the RPCs being served), closes the
+// joinLoop, call's retries and the RPCs being served), closes the
 // listener (ending the accept loop), calls raft.Shutdown (which stops
 // raft's goroutines and closes the transport), closes every accepted
 // connection still open (ending serveRPC and raft's connection handlers),

@@ -47,6 +47,10 @@ var (
 	// ErrUnsupportedRecord: a record type or version this code does not know
 	// (written by a newer kbroker).
 	ErrUnsupportedRecord = errors.New("metadata: unsupported record")
+	// ErrNotAuthorized: the authenticated peer of the controller listener
+	// may not send this request (it acts for another node). Kafka:
+	// CLUSTER_AUTHORIZATION_FAILED.
+	ErrNotAuthorized = errors.New("metadata: peer not authorized")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("metadata: store closed")
 )

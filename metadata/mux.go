@@ -59,7 +59,7 @@ func (s *Store) route(c net.Conn) {
 		// raft's connection handler ends; raft's own Close untracks it.
 		s.stream.deliver(&raftConn{Conn: c, s: s})
 	case preambleRPC:
-		s.serveRPC(c)
+		s.serveRPC(c, peerIdentity{})
 		s.untrack(c)
 		c.Close()
 	default:

@@ -36,11 +36,11 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 
 func TestFrames(t *testing.T) {
 	var buf bytes.Buffer
-	if err := writeFrame(&buf, &rpcRequest{Op: opReadIndex}); err != nil {
+	if err := writeFrame(&buf, &rpcRequest{Op: opReadIndex.name}); err != nil {
 		t.Fatal(err)
 	}
 	var req rpcRequest
-	if err := readFrame(&buf, &req); err != nil || req.Op != opReadIndex {
+	if err := readFrame(&buf, &req); err != nil || req.Op != opReadIndex.name {
 		t.Fatalf("%+v %v", req, err)
 	}
 	huge := []byte{0xff, 0xff, 0xff, 0xff}
@@ -71,7 +71,7 @@ func TestListenerMux(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	raw, err := s.callRemote(ctx, addr, opReadIndex, []byte("{}"))
+	raw, err := s.callRemote(ctx, addr, opReadIndex.name, []byte("{}"))
 	if err != nil || len(raw) == 0 {
 		t.Fatalf("ReadIndex over RPC: %s %v", raw, err)
 	}

@@ -412,7 +412,7 @@ func (s *Store) WaitReady(ctx context.Context) error {
 			return ErrClosed
 		}
 		if s.ControllerID() >= 0 {
-			res, err := invoke[readIndexResult](ctx, s, opReadIndex, struct{}{})
+			res, err := call(ctx, s, opReadIndex, none{})
 			if err == nil {
 				return s.waitApplied(ctx, res.Index)
 			}
@@ -463,6 +463,9 @@ func (s *Store) readIndex(ctx context.Context) (readIndexResult, error) {
 	}
 	return readIndexResult{Index: s.Image().Offset}, nil
 }
+
+var opReadIndex = defineOp("ReadIndex", nil,
+	func(s *Store, ctx context.Context, _ none) (readIndexResult, error) { return s.readIndex(ctx) })
 
 type readIndexResult struct {
 	Index uint64 `json:"index"`
