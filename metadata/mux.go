@@ -20,19 +20,51 @@ const (
 	preambleRaft    byte = 'R'
 	preambleRPC     byte = 'C'
 	preambleTimeout      = 5 * time.Second
+
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+	acceptLogEvery   = 5 * time.Second
 )
 
 // acceptLoop accepts connections on the controller listener until it is
 // closed (Store.Close) and hands each to route on its own goroutine.
+//
+// Any other Accept error (EMFILE/ENFILE when the process is out of file
+// descriptors, ECONNABORTED, ...) is survived: the loop backs off
+// (acceptBackoffMin doubling to acceptBackoffMax, reset by a successful
+// Accept) so that it neither spins nor stops serving raft and the RPC
+// for good, and logs at most once per acceptLogEvery with the number of
+// errors in between.
 func (s *Store) acceptLoop() {
+	var (
+		backoff    time.Duration
+		lastLog    time.Time
+		suppressed int
+	)
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				s.log.Warn("controller listener stopped", "err", err)
+			if errors.Is(err, net.ErrClosed) || s.ctx.Err() != nil {
+				return
 			}
-			return
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			if now := time.Now(); now.Sub(lastLog) >= acceptLogEvery {
+				s.log.Warn("controller listener: accept failed; retrying",
+					"err", err, "backoff", backoff, "errorsSinceLastLog", suppressed)
+				lastLog, suppressed = now, 0
+			} else {
+				suppressed++
+			}
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
 		}
+		backoff = 0
 		if !s.track(c) {
 			c.Close()
 			return

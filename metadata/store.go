@@ -67,6 +67,9 @@ type Config struct {
 
 	// tuneRaft, set by tests, adjusts the raft config (shorter timeouts).
 	tuneRaft func(*raft.Config)
+	// wrapListener, set by tests, wraps the controller listener (to make
+	// Accept fail).
+	wrapListener func(net.Listener) net.Listener
 	// noLeaderWait is how long a forwarded operation looks for a leader
 	// before it fails with ErrNotController. Default 5s.
 	noLeaderWait time.Duration
@@ -229,6 +232,9 @@ func Open(cfg Config) (*Store, error) {
 	}
 	if adv == nil {
 		adv = ln.Addr()
+	}
+	if cfg.wrapListener != nil {
+		ln = cfg.wrapListener(ln)
 	}
 	stream := newRaftStream(adv)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
