@@ -225,12 +225,22 @@ func (s *Store) currentBroker(id int32, epoch int64) (*Broker, error) {
 // broker dead. A broker that is alive after all unfences itself with its
 // next heartbeat.
 func (s *Store) ReportBrokerDead(ctx context.Context, brokerID int32) error {
-	_, err := call(ctx, s, opReportBrokerDead, brokerAtEpoch{BrokerID: brokerID})
+	_, err := call(ctx, s, opReportBrokerDead, deadReport{BrokerID: brokerID, ReportedBy: s.cfg.NodeID})
 	return err
 }
 
-var opReportBrokerDead = defineOp("ReportBrokerDead", nil,
-	func(s *Store, ctx context.Context, r brokerAtEpoch) (none, error) {
+// deadReport is a ReportBrokerDead request: broker ReportedBy says broker
+// BrokerID is dead.
+type deadReport struct {
+	BrokerID   int32 `json:"brokerId"`
+	ReportedBy int32 `json:"reportedBy"`
+}
+
+// opReportBrokerDead acts for the reporter: a node may only report in its
+// own name.
+var opReportBrokerDead = defineOp("ReportBrokerDead",
+	func(_ *Image, r deadReport) int32 { return r.ReportedBy },
+	func(s *Store, ctx context.Context, r deadReport) (none, error) {
 		return none{}, s.reportBrokerDead(ctx, r.BrokerID)
 	})
 
@@ -515,13 +525,15 @@ func (s *Store) ChangePartition(ctx context.Context, c PartitionChange) error {
 }
 
 // opChangePartition is AlterPartition: only the partition's current leader
-// may send it (the controller's own elections are local).
+// may send it (the controller's own elections are local). A change based
+// on an older leader epoch fails with ErrFencedLeaderEpoch whoever sends
+// it, as a deposed leader expects.
 var opChangePartition = defineOp("ChangePartition",
 	func(img *Image, c PartitionChange) int32 {
-		if p, ok := img.Partition(c.Topic, c.Partition); ok {
+		if p, ok := img.Partition(c.Topic, c.Partition); ok && p.LeaderEpoch == c.LeaderEpoch {
 			return p.Leader // NoLeader matches no node
 		}
-		return anyNode // fails as an unknown topic or partition
+		return anyNode // fails as unknown or fenced
 	},
 	func(s *Store, ctx context.Context, c PartitionChange) (none, error) {
 		return none{}, s.changePartition(ctx, c)

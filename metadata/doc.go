@@ -114,12 +114,52 @@
 //
 // Every node, voter or broker-only, calls Open with BindAddr = its
 // controller listener; Open listens there itself. The first byte a dialer
-// writes on a new connection picks the protocol (mux.go): 'R' is raft (a
+// writes on a new connection (inside TLS, see Authentication) picks the
+// protocol (mux.go): 'R' is raft (a
 // raft.NetworkTransport over raftStream, whose Dial writes the 'R'), 'C'
 // is the controller RPC; another byte, or none within 5s, closes the
 // connection. A node's raft address is its controller listener address
 // (Config.AdvertiseAddr, else its Voters entry, else the bound address), so
 // the leader's raft address is where its RPC is served.
+//
+// The accept loop survives Accept errors (EMFILE/ENFILE when the process
+// runs out of file descriptors, ECONNABORTED): it backs off from 5ms
+// doubling to 1s, reset by the next successful Accept, and logs at most
+// once per 5s with the count of errors in between. It ends only when the
+// listener is closed.
+//
+// # Authentication
+//
+// With Config.ServerTLS set, every connection accepted on the controller
+// listener does a TLS handshake before anything else, with a client
+// certificate required and verified (ClientAuth is forced to
+// RequireAndVerifyClientCert), and Config.AuthorizePeer maps the verified
+// peer to a node id or refuses it (the connection is closed). The preamble
+// is then read inside TLS, so raft (a raft.NetworkTransport whose
+// raftStream dials and accepts TLS connections) and the controller RPC both
+// run over mutual TLS; nodes dial with Config.ClientTLS. A plain socket, a
+// client without a certificate or with one of another CA never gets past
+// the handshake, so neither a forged AppendEntries nor a forged controller
+// request reaches raft or an operation.
+//
+// Beyond Kafka, a node id is bound to its principal: each op names the
+// node a request acts for (actsFor), and the server refuses it with
+// ErrNotAuthorized (CLUSTER_AUTHORIZATION_FAILED) unless the authenticated
+// peer is that node:
+//
+//	RegisterBroker, Heartbeat, ControlledShutdown   the broker
+//	AllocateProducerIDs, AddNonvoter                the broker / node
+//	ChangePartition (AlterPartition)                the partition's current leader
+//	                                                (a change at an older leader epoch
+//	                                                fails as fenced for anybody)
+//	ReportBrokerDead                                the reporter (reportedBy)
+//	the others (admin operations a broker forwards  any authenticated node
+//	for its clients, ReadIndex, Fence/Unfence)
+//
+// Operations this node runs itself (it is the active controller) are not
+// checked: the process acts for itself. With no TLS (PLAINTEXT) nothing is
+// checked, as before, and Open logs a warning that the controller listener
+// is unauthenticated.
 //
 // The RPC (rpc.go) carries frames of a 4-byte big-endian length and a JSON
 // document, at most 16 MiB:
@@ -139,10 +179,12 @@
 //	FenceBroker          {brokerId, epoch}                         -
 //	UnfenceBroker        {brokerId, epoch}                         -
 //	Heartbeat            {brokerId, epoch}                         {fenced}
-//	ReportBrokerDead     {brokerId}                                -
+//	ReportBrokerDead     {brokerId, reportedBy}                    -
 //	ControlledShutdown   {brokerId, epoch}                         -
 //	AddNonvoter          {id, addr}                                -
 //	ReadIndex            {}                                        {index}
+//
+// An operation without a result answers {} as its result.
 //
 // Each sentinel error has a stable code (errorCodes: TOPIC_ALREADY_EXISTS,
 // NOT_CONTROLLER, ...); the caller gets an error whose text is the
@@ -210,7 +252,9 @@
 // connection handlers. The Store owns, through goFunc and its WaitGroup:
 //
 //   - the accept loop of the controller listener (acceptLoop), and one
-//     goroutine per accepted connection (route): it reads the preamble,
+//     goroutine per accepted connection (route): it authenticates the peer
+//     (TLS handshake and AuthorizePeer, bounded by 5s and Close), reads the
+//     preamble,
 //     then hands the connection to raft's transport or serves the RPC
 //     (serveRPC) until the connection closes;
 //   - controllerLoop, which does the active controller's duties (sessions,

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"errors"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -76,40 +77,56 @@ func (s *Store) acceptLoop() {
 // route reads a connection's preamble and serves it: raft connections are
 // handed to raft's transport, RPC connections are served here until they
 // close.
+//
+// On an authenticated listener (Config.ServerTLS) the TLS handshake and
+// AuthorizePeer come first (authenticate), and the preamble is read inside
+// TLS. c, the accepted socket, is what the Store tracks and closes.
 func (s *Store) route(c net.Conn) {
-	var b [1]byte
-	c.SetReadDeadline(time.Now().Add(preambleTimeout))
-	if _, err := c.Read(b[:]); err != nil {
+	conn, peer, err := s.authenticate(c)
+	if err != nil {
+		if errors.Is(err, errPeerRefused) {
+			s.log.Warn("controller listener: peer refused", "remote", c.RemoteAddr(), "err", err)
+		} else {
+			s.log.Debug("controller listener: peer not authenticated", "remote", c.RemoteAddr(), "err", err)
+		}
 		s.untrack(c)
 		c.Close()
 		return
 	}
-	c.SetReadDeadline(time.Time{})
+	var b [1]byte
+	conn.SetReadDeadline(time.Now().Add(preambleTimeout))
+	if _, err := io.ReadFull(conn, b[:]); err != nil {
+		s.untrack(c)
+		c.Close()
+		return
+	}
+	conn.SetReadDeadline(time.Time{})
 	switch b[0] {
 	case preambleRaft:
 		// Still tracked: Close closes it after raft shut down, so that
 		// raft's connection handler ends; raft's own Close untracks it.
-		s.stream.deliver(&raftConn{Conn: c, s: s})
+		s.stream.deliver(&raftConn{Conn: conn, raw: c, s: s})
 	case preambleRPC:
-		s.serveRPC(c, peerIdentity{})
+		s.serveRPC(conn, peer)
 		s.untrack(c)
-		c.Close()
+		conn.Close()
 	default:
 		s.log.Debug("controller listener: unknown preamble", "byte", b[0], "remote", c.RemoteAddr())
 		s.untrack(c)
-		c.Close()
+		conn.Close()
 	}
 }
 
 // raftConn is an accepted raft connection that leaves the Store's set of
 // tracked connections when raft closes it.
 type raftConn struct {
-	net.Conn
-	s *Store
+	net.Conn          // the socket, or TLS over it
+	raw      net.Conn // the tracked socket
+	s        *Store
 }
 
 func (c *raftConn) Close() error {
-	c.s.untrack(c.Conn)
+	c.s.untrack(c.raw)
 	return c.Conn.Close()
 }
 
@@ -118,13 +135,14 @@ func (c *raftConn) Close() error {
 // Store's accept loop routed to raft.
 type raftStream struct {
 	addr  net.Addr // advertised address
+	dial  dialer
 	conns chan net.Conn
 	once  sync.Once
 	done  chan struct{}
 }
 
-func newRaftStream(addr net.Addr) *raftStream {
-	return &raftStream{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+func newRaftStream(addr net.Addr, d dialer) *raftStream {
+	return &raftStream{addr: addr, dial: d, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 var _ raft.StreamLayer = (*raftStream)(nil)
@@ -158,7 +176,9 @@ func (l *raftStream) Close() error {
 func (l *raftStream) Addr() net.Addr { return l.addr }
 
 func (l *raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	c, err := net.DialTimeout("tcp", string(address), timeout)
+	ctx, cancel := handshakeDeadline(timeout)
+	defer cancel()
+	c, err := l.dial.dial(ctx, string(address))
 	if err != nil {
 		return nil, err
 	}

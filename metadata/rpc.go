@@ -230,8 +230,12 @@ func (s *Store) serverContext(timeoutMs int64) (context.Context, context.CancelF
 // raw result. A transport failure is returned as is; an error answered by
 // the server as a *remoteError.
 func (s *Store) callRemote(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	return s.dialer.call(ctx, addr, op, payload)
+}
+
+// call sends one request to addr on a new connection (see callRemote).
+func (d dialer) call(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
+	c, err := d.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}

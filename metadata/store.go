@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,6 +65,31 @@ type Config struct {
 	// unclean.leader.election.enable (topics may override it). Default
 	// false.
 	UncleanLeaderElection bool
+
+	// ServerTLS, when set, authenticates the controller listener: every
+	// accepted connection does a TLS handshake first, with a client
+	// certificate required and verified against ServerTLS.ClientCAs
+	// (ClientAuth is forced to RequireAndVerifyClientCert), and
+	// AuthorizePeer decides which node the peer is. Raft and the
+	// controller RPC then run inside TLS. nil: PLAINTEXT, and Open logs a
+	// warning.
+	ServerTLS *tls.Config
+	// ClientTLS dials the other nodes' controller listeners (the raft
+	// transport and forwarded controller operations): it must present
+	// this node's certificate (Certificates or GetClientCertificate) and
+	// trust theirs (RootCAs). An empty ServerName is set to the dialed
+	// host. Required with ServerTLS, and only with it.
+	ClientTLS *tls.Config
+	// AuthorizePeer maps the verified TLS state of a peer of the
+	// controller listener to the node id it is (e.g. from its
+	// certificate's principal, as the caller maps broker principals and
+	// super.users); ok false, or a negative id, refuses the connection.
+	// A controller operation that acts for a broker (RegisterBroker,
+	// Heartbeat, ControlledShutdown, AllocateProducerIDs, AddNonvoter,
+	// ChangePartition of a partition it leads, ReportBrokerDead by its
+	// reporter) is refused with ErrNotAuthorized unless the peer is that
+	// node. Required with ServerTLS.
+	AuthorizePeer func(tls.ConnectionState) (nodeID int32, ok bool)
 
 	// tuneRaft, set by tests, adjusts the raft config (shorter timeouts).
 	tuneRaft func(*raft.Config)
@@ -141,6 +167,12 @@ func (c Config) validate() error {
 	if c.BindAddr == "" {
 		return errors.New("metadata: bind address is required")
 	}
+	if (c.ServerTLS == nil) != (c.ClientTLS == nil) {
+		return errors.New("metadata: controller listener TLS needs both a server and a client config, or neither")
+	}
+	if c.ServerTLS != nil && c.AuthorizePeer == nil {
+		return errors.New("metadata: controller listener TLS needs AuthorizePeer")
+	}
 	if c.DefaultNumPartitions < 1 {
 		return fmt.Errorf("metadata: num.partitions=%d: must be >= 1", c.DefaultNumPartitions)
 	}
@@ -169,6 +201,8 @@ type Store struct {
 	bolt      *raftboltdb.BoltStore
 	ln        net.Listener
 	stream    *raftStream
+	dialer    dialer       // dials other nodes' controller listeners
+	serverTLS *tls.Config  // nil: PLAINTEXT controller listener
 	advertise string       // this node's raft and RPC address
 	close     func() error // runs once
 
@@ -236,7 +270,8 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.wrapListener != nil {
 		ln = cfg.wrapListener(ln)
 	}
-	stream := newRaftStream(adv)
+	dial := dialer{tls: cfg.ClientTLS}
+	stream := newRaftStream(adv, dial)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: transportMaxPool,
@@ -275,7 +310,8 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
-	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String()}
+	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String(),
+		dialer: dial, serverTLS: serverTLS(cfg.ServerTLS)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = map[net.Conn]struct{}{}
 	s.close = sync.OnceValue(func() error {
@@ -309,6 +345,7 @@ func Open(cfg Config) (*Store, error) {
 		log.Info("bootstrapped metadata quorum", "voters", len(boot.Servers), "addr", s.advertise)
 	}
 
+	s.warnPlaintext()
 	s.goFunc(s.acceptLoop)
 	s.goFunc(s.controllerLoop)
 	if !cfg.isVoter() {
