@@ -253,10 +253,9 @@
 //
 //   - the accept loop of the controller listener (acceptLoop), and one
 //     goroutine per accepted connection (route): it authenticates the peer
-//     (TLS handshake and AuthorizePeer, bounded by 5s and Close), reads the
-//     preamble,
-//     then hands the connection to raft's transport or serves the RPC
-//     (serveRPC) until the connection closes;
+//     (TLS handshake and AuthorizePeer, bounded by 5s and Close), reads
+//     the preamble, then hands the connection to raft's transport or
+//     serves the RPC (serveRPC) until the connection closes;
 //   - controllerLoop, which does the active controller's duties (sessions,
 //     preferred leaders) while this node is the raft leader;
 //   - on a broker-only node, joinLoop until it is added as a non-voter.

@@ -11,10 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -264,5 +266,46 @@ func TestTLSConfigValidation(t *testing.T) {
 			s.Close()
 			t.Errorf("%s: Open accepted it", tc.name)
 		}
+	}
+}
+
+// countingHandler counts the records whose message contains substr.
+type countingHandler struct {
+	substr string
+	n      *atomic.Int32
+}
+
+func (h countingHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, h.substr) {
+		h.n.Add(1)
+	}
+	return nil
+}
+
+func (h countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h countingHandler) WithGroup(string) slog.Handler            { return h }
+
+// TestPlaintextWarning: a PLAINTEXT controller listener is announced once
+// at Open; a TLS one is not.
+func TestPlaintextWarning(t *testing.T) {
+	ca := newTestCA(t, "ca")
+	for _, tc := range []struct {
+		name string
+		tls  bool
+		want int32
+	}{{"plaintext", false, 1}, {"tls", true, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n atomic.Int32
+			cfg := testConfig(t.TempDir())
+			cfg.Logger = slog.New(countingHandler{substr: "unauthenticated", n: &n})
+			if tc.tls {
+				withMutualTLS(t, ca)(&cfg)
+			}
+			openReady(t, cfg)
+			if got := n.Load(); got != tc.want {
+				t.Fatalf("%d warnings, want %d", got, tc.want)
+			}
+		})
 	}
 }
