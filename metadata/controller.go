@@ -220,10 +220,13 @@ func (s *Store) currentBroker(id int32, epoch int64) (*Broker, error) {
 	return b, nil
 }
 
-// ReportBrokerDead fences a broker at its current epoch now, on the active
-// controller (forwarded); the membership layer calls it when it declares a
-// broker dead. A broker that is alive after all unfences itself with its
-// next heartbeat.
+// ReportBrokerDead tells the active controller (forwarded) that the
+// membership layer declared a broker dead. A report only speeds up
+// detection; the controller's own heartbeat record decides: it fences the
+// broker (at its current epoch) when it has not heard from it for
+// Config.DeadReportGrace, at once or as soon as that is true; a heartbeat
+// after the report clears it. A report about a fenced or unregistered
+// broker is ignored.
 func (s *Store) ReportBrokerDead(ctx context.Context, brokerID int32) error {
 	_, err := call(ctx, s, opReportBrokerDead, deadReport{BrokerID: brokerID, ReportedBy: s.cfg.NodeID})
 	return err
@@ -247,11 +250,23 @@ var opReportBrokerDead = defineOp("ReportBrokerDead",
 func (s *Store) reportBrokerDead(ctx context.Context, id int32) error {
 	b, ok := s.Image().Brokers[id]
 	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+		// Gossip may name a node that never registered (a stray
+		// member, a typo'd node id): nothing to fence.
+		s.log.Info("ignoring a dead report about an unregistered broker", "broker", id)
+		return nil
 	}
 	if b.Fenced {
 		return nil
 	}
+	now := time.Now()
+	if s.sessions.silence(id, now) < s.cfg.DeadReportGrace {
+		// It heartbeated recently: gossip may be wrong (a partition
+		// between it and the reporter only). Fence it once it stays
+		// silent for the grace (fenceSuspects).
+		s.sessions.suspect(id, b.Epoch, now)
+		return nil
+	}
+	s.log.Info("fencing broker reported dead", "broker", id, "epoch", b.Epoch)
 	return s.fenceBroker(ctx, id, b.Epoch, true, false)
 }
 

@@ -233,6 +233,15 @@
 //     registered broker a full session from that moment. An unfenced
 //     broker silent for Config.SessionTimeout (9s) is fenced. A heartbeat
 //     at a stale epoch fails with ErrStaleBrokerEpoch.
+//   - dead reports: ReportBrokerDead (gossip) only speeds detection up; the
+//     controller's own heartbeat record decides. A report about an
+//     unregistered or fenced broker is ignored. A broker silent for
+//     Config.DeadReportGrace (default SessionTimeout/3; the node sets two
+//     heartbeat intervals) is fenced at once; one heard from more
+//     recently becomes a suspect, fenced by controllerLoop as soon as it
+//     has been silent for the grace, and forgotten when it heartbeats
+//     after the report (or re-registers, or the leader changes). A wrong
+//     report therefore cannot fence a live broker.
 //   - controlled shutdown: one FenceBroker record with clean elections only:
 //     leadership moves to another alive ISR member, the broker leaves ISRs
 //     (never below one) and is fenced. A partition whose only ISR member it

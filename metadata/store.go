@@ -54,6 +54,12 @@ type Config struct {
 	// fences an unfenced broker that has not sent a heartbeat for this
 	// long. Default 9s; negative disables session fencing.
 	SessionTimeout time.Duration
+	// DeadReportGrace: ReportBrokerDead (gossip) fences a broker only
+	// when the active controller has not heard a heartbeat from it for
+	// this long, so a wrong report cannot fence a live broker. Set it
+	// above broker.heartbeat.interval.ms. Default SessionTimeout/3 (3s),
+	// or 3s with session fencing disabled.
+	DeadReportGrace time.Duration
 	// AutoLeaderRebalance (auto.leader.rebalance.enable): the active
 	// controller moves leadership back to preferred replicas every
 	// LeaderImbalanceCheckInterval. nil means true.
@@ -133,6 +139,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = defaultSessionTimeout
+	}
+	if c.DeadReportGrace <= 0 {
+		c.DeadReportGrace = defaultSessionTimeout / 3
+		if c.SessionTimeout > 0 {
+			c.DeadReportGrace = c.SessionTimeout / 3
+		}
 	}
 	if c.AutoLeaderRebalance == nil {
 		t := true
