@@ -316,6 +316,8 @@ func (n *Node) metadataConfig() metadata.Config {
 		DeadReportGrace:              2 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		AutoLeaderRebalance:          &cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		MaxPartitions:                int64(cfg.MaxPartitions),
+		MaxBrokerPartitions:          int64(cfg.MaxBrokerPartitions),
 		UncleanLeaderElection:        cfg.UncleanLeaderElectionEnable,
 	}
 }

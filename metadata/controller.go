@@ -342,6 +342,8 @@ func (s *Store) createTopics(ctx context.Context, specs []TopicSpec, validateOnl
 		partitions: s.cfg.DefaultNumPartitions,
 		rf:         s.cfg.DefaultReplicationFactor,
 		validate:   s.cfg.ValidateTopicConfig,
+		limits:     s.limits(),
+		counts:     countPartitions(img),
 	}
 	futures := make([]raft.ApplyFuture, len(specs))
 	for i, sp := range specs {
@@ -579,6 +581,15 @@ type planner struct {
 	partitions int32 // default number of partitions
 	rf         int16 // default replication factor
 	validate   func(map[string]string) error
+	limits     *partitionLimits
+	// counts are the partitions of img plus those of the topics planned
+	// so far (nil: not checked).
+	counts *partitionCounts
+}
+
+// limits are the capacity limits the records this node proposes carry.
+func (s *Store) limits() *partitionLimits {
+	return &partitionLimits{MaxPartitions: s.cfg.MaxPartitions, MaxBrokerPartitions: s.cfg.MaxBrokerPartitions}
 }
 
 // plan validates sp and places its replicas. id is the new topic's id and
@@ -627,11 +638,18 @@ func (pl planner) plan(sp TopicSpec, id [16]byte, start int) (*createTopicRecord
 			return nil, fmt.Errorf("topic %q: %w: %w", sp.Name, ErrInvalidConfig, err)
 		}
 	}
+	if pl.counts != nil {
+		if err := pl.counts.check(pl.limits, fmt.Sprintf("topic %q", sp.Name), assignment); err != nil {
+			return nil, err
+		}
+		pl.counts.add(assignment)
+	}
 	rec := &createTopicRecord{
 		Name:       sp.Name,
 		TopicID:    id,
 		Partitions: make([]partitionRecord, len(assignment)),
 		Configs:    sp.Configs,
+		Limits:     pl.limits,
 	}
 	for p, replicas := range assignment {
 		rec.Partitions[p] = partitionRecord{
@@ -732,10 +750,14 @@ func (s *Store) createPartitions(ctx context.Context, r createPartitionsRequest)
 		}
 		assignment = placeReplicas(brokers, r.TotalCount, int16(rf), mrand.IntN(len(brokers)))[cur:]
 	}
+	lim := s.limits()
+	if err := countPartitions(img).check(lim, fmt.Sprintf("create partitions of %q", r.Topic), assignment); err != nil {
+		return err
+	}
 	if r.ValidateOnly {
 		return nil
 	}
-	rec := &createPartitionsRecord{TopicID: t.ID, Partitions: make([]partitionRecord, len(assignment))}
+	rec := &createPartitionsRecord{TopicID: t.ID, Partitions: make([]partitionRecord, len(assignment)), Limits: lim}
 	for i, replicas := range assignment {
 		rec.Partitions[i] = partitionRecord{
 			Partition: cur + int32(i),

@@ -65,6 +65,12 @@
 // registers the broker unfenced), elect leaders for the offline partitions
 // whose ISR holds the broker.
 //
+// CreateTopic and CreatePartitions records carry the capacity limits the
+// proposer had (limits: maxPartitions, maxBrokerPartitions; absent in
+// older records, meaning none), and the FSM rejects one whose partitions
+// would exceed them in the image it applies to (ErrPartitionLimit), so
+// requests racing each other cannot together exceed a limit.
+//
 // A PartitionChange carries the leader epoch and partition epoch it was
 // decided on; if either is not the current one it is rejected
 // (ErrFencedLeaderEpoch, ErrStalePartitionEpoch). Applying it bumps the
@@ -208,6 +214,18 @@
 // WaitReady, on any node, waits for a known leader, a cluster id (the
 // leader sets a random one) and for this node's image to reach the
 // leader's image offset after a raft barrier (ReadIndex) as of the call.
+//
+// # Capacity limits
+//
+// Config.MaxPartitions (max.partitions, default 100000) bounds the
+// partitions of the cluster and Config.MaxBrokerPartitions
+// (max.broker.partitions, default 10000) the partition replicas of each
+// broker (limits.go). The controller checks them while it plans
+// CreateTopics (a topic counts those planned before it in the same
+// request) and CreatePartitions; a refused topic or CreatePartitions is
+// refused whole with ErrPartitionLimit (Kafka POLICY_VIOLATION), and the
+// FSM checks again (Records). Placement does not steer around a full
+// broker: the request fails and the operator picks an assignment.
 //
 // # Controller decisions
 //

@@ -67,6 +67,7 @@ var errorCodes = []struct {
 	{"INVALID_REPLICATION_FACTOR", ErrInvalidReplicationFactor},
 	{"INVALID_REPLICA_ASSIGNMENT", ErrInvalidReplicaAssignment},
 	{"INVALID_CONFIG", ErrInvalidConfig},
+	{"POLICY_VIOLATION", ErrPartitionLimit},
 	{"UNKNOWN_BROKER", ErrUnknownBroker},
 	{"STALE_BROKER_EPOCH", ErrStaleBrokerEpoch},
 	{"STALE_PARTITION_EPOCH", ErrStalePartitionEpoch},

@@ -45,6 +45,14 @@ type Config struct {
 	DefaultNumPartitions     int32
 	DefaultReplicationFactor int16
 
+	// MaxPartitions (max.partitions) bounds the partitions of the
+	// cluster, MaxBrokerPartitions (max.broker.partitions) the partition
+	// replicas of one broker; CreateTopics and CreatePartitions beyond
+	// them fail with ErrPartitionLimit. Defaults DefaultMaxPartitions and
+	// DefaultMaxBrokerPartitions.
+	MaxPartitions       int64
+	MaxBrokerPartitions int64
+
 	// AdvertiseAddr is the controller listener address other nodes dial
 	// (host:port). Default: this node's entry in Voters, else the address
 	// the listener got.
@@ -136,6 +144,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = 1
+	}
+	if c.MaxPartitions <= 0 {
+		c.MaxPartitions = DefaultMaxPartitions
+	}
+	if c.MaxBrokerPartitions <= 0 {
+		c.MaxBrokerPartitions = DefaultMaxBrokerPartitions
 	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = defaultSessionTimeout
