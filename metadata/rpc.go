@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -169,11 +170,17 @@ func readFrame(r io.Reader, v any) error {
 	if n > maxFrame {
 		return fmt.Errorf("metadata: rpc frame of %d bytes exceeds %d", n, maxFrame)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	// The buffer grows with the bytes that arrive, not with what the
+	// length claims: a peer that announces 16 MiB and sends nothing costs
+	// nothing.
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return err
 	}
-	return json.Unmarshal(b, v)
+	return json.Unmarshal(buf.Bytes(), v)
 }
 
 // serveRPC answers requests on one connection until it fails or the Store
