@@ -20,9 +20,9 @@ import (
 // leader): a public method calls call with the operation's op (ops.go),
 // which runs the operation's implementation (the lower-case method) here
 // when this node is the leader, or forwards it through the controller RPC
-// to the leader, which runs the same implementation. Each implementation validates
-// against the current image, proposes records through raft, and returns
-// once they are committed and applied to the leader's image. The FSM
+// to the leader, which runs the same implementation. Each implementation
+// validates against the current image, proposes records through raft, and
+// returns once they are committed and applied to the leader's image. The FSM
 // re-checks everything that depends on state (a topic created
 // concurrently, a stale epoch), so concurrent operations cannot corrupt
 // the image; the loser gets the FSM's error.

@@ -99,6 +99,7 @@
 // answers the Resp, which call decodes into Resp. A caller and the
 // implementation cannot disagree on types (a mismatch does not compile),
 // and adding an operation is one defineOp declaration.
+//
 // The leader validates against its current image, proposes records with
 // raft.Apply and answers when they are committed and applied to its image
 // (not necessarily yet to the caller's: WaitReady or Changed for that).
@@ -121,10 +122,9 @@
 // Every node, voter or broker-only, calls Open with BindAddr = its
 // controller listener; Open listens there itself. The first byte a dialer
 // writes on a new connection (inside TLS, see Authentication) picks the
-// protocol (mux.go): 'R' is raft (a
-// raft.NetworkTransport over raftStream, whose Dial writes the 'R'), 'C'
-// is the controller RPC; another byte, or none within 5s, closes the
-// connection. A node's raft address is its controller listener address
+// protocol (mux.go): 'R' is raft (a raft.NetworkTransport over
+// raftStream, whose Dial writes the 'R'), 'C' is the controller RPC;
+// another byte, or none within 5s, closes the connection. A node's raft address is its controller listener address
 // (Config.AdvertiseAddr, else its Voters entry, else the bound address), so
 // the leader's raft address is where its RPC is served.
 //
@@ -181,6 +181,7 @@
 //	CreatePartitions     {topic, totalCount, assignments, validateOnly}  -
 //	AllocateProducerIDs  brokerId                                  {first, count}
 //	AlterTopicConfigs    {topic, set, remove}                      -
+//	AlterClusterConfigs  {set, remove}                             -
 //	ChangePartition      PartitionChange                           -
 //	FenceBroker          {brokerId, epoch}                         -
 //	UnfenceBroker        {brokerId, epoch}                         -
