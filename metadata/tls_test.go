@@ -197,6 +197,7 @@ func TestTLSQuorum(t *testing.T) {
 	reg1, _ := json.Marshal(BrokerRegistration{ID: 1, IncarnationID: "impostor"})
 	pid1, _ := json.Marshal(int32(1))
 	dead3, _ := json.Marshal(deadReport{BrokerID: 3, ReportedBy: 1})
+	join5, _ := json.Marshal(addNonvoterRequest{ID: 5, Addr: "127.0.0.1:1"})
 	var notLed *Partition // a partition node 2 does not lead
 	for _, p := range l.Image().Topics["orders"].Partitions {
 		if p.Leader != 2 {
@@ -215,6 +216,7 @@ func TestTLSQuorum(t *testing.T) {
 		{opAllocateProducerIDs.name, pid1},
 		{opReportBrokerDead.name, dead3},
 		{opChangePartition.name, alter},
+		{opAddNonvoter.name, join5},
 	} {
 		if _, err := as2.call(ctx, leaderAddr, tc.op, tc.payload); !errors.Is(err, ErrNotAuthorized) {
 			t.Errorf("node 2 sends %s for broker 1: %v, want ErrNotAuthorized", tc.op, err)
@@ -234,6 +236,16 @@ func TestTLSQuorum(t *testing.T) {
 	if p, _ := img.Partition("orders", notLed.ID); p.PartitionEpoch != notLed.PartitionEpoch {
 		t.Fatalf("partition changed by node 2, which does not lead it: %+v", p)
 	}
+
+	// A broker-only node joins raft over TLS, as itself.
+	b := c.open(4, freeAddrs(t, 1)[0])
+	c.ready()
+	waitFor(t, 10*time.Second, "node 4 joins as a non-voter", func() error {
+		if !b.inConfiguration() {
+			return errors.New("not in its configuration")
+		}
+		return nil
+	})
 
 	// Failover over TLS.
 	oldID := l.cfg.NodeID
