@@ -103,6 +103,14 @@ func (s *Store) route(c net.Conn) {
 	conn.SetReadDeadline(time.Time{})
 	switch b[0] {
 	case preambleRaft:
+		if peer.verified && !s.cfg.hasVoter(peer.node) {
+			// Only voters send raft requests (leaders and candidates);
+			// a broker-only node's certificate must not speak raft.
+			s.log.Warn("controller listener: raft connection from a node that is not a voter", "node", peer.node, "remote", c.RemoteAddr())
+			s.untrack(c)
+			conn.Close()
+			return
+		}
 		// Still tracked: Close closes it after raft shut down, so that
 		// raft's connection handler ends; raft's own Close untracks it.
 		s.stream.deliver(&raftConn{Conn: conn, raw: c, s: s})

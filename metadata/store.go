@@ -174,9 +174,12 @@ func (c Config) withDefaults() Config {
 }
 
 // isVoter reports whether this node is in Voters.
-func (c Config) isVoter() bool {
+func (c Config) isVoter() bool { return c.hasVoter(c.NodeID) }
+
+// hasVoter reports whether node id is in Voters.
+func (c Config) hasVoter(id int32) bool {
 	for _, v := range c.Voters {
-		if v.ID == c.NodeID {
+		if v.ID == id {
 			return true
 		}
 	}

@@ -169,7 +169,7 @@ func TestTLSQuorum(t *testing.T) {
 	var resp raft.AppendEntriesResponse
 	for _, s := range c.stores {
 		err := trans.AppendEntries(serverID(s.cfg.NodeID), raft.ServerAddress(s.advertise), &raft.AppendEntriesRequest{
-			RPCHeader:         raft.RPCHeader{ID: []byte("9"), Addr: []byte("127.0.0.1:1")},
+			RPCHeader:         raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("9"), Addr: []byte("127.0.0.1:1")},
 			Term:              st.Term + 10,
 			PrevLogEntry:      st.LastLogIndex,
 			PrevLogTerm:       st.Term,
@@ -237,7 +237,8 @@ func TestTLSQuorum(t *testing.T) {
 		t.Fatalf("partition changed by node 2, which does not lead it: %+v", p)
 	}
 
-	// A broker-only node joins raft over TLS, as itself.
+	// A broker-only node joins raft over TLS, as itself; its certificate
+	// cannot speak raft to a voter (only voters send raft requests).
 	b := c.open(4, freeAddrs(t, 1)[0])
 	c.ready()
 	waitFor(t, 10*time.Second, "node 4 joins as a non-voter", func() error {
@@ -246,6 +247,21 @@ func TestTLSQuorum(t *testing.T) {
 		}
 		return nil
 	})
+	cert4 := ca.issue(t, "node-4")
+	trans4 := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: newRaftStream(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, dialer{tls: ca.clientTLS(&cert4)}), MaxPool: 1, Timeout: 2 * time.Second,
+	})
+	defer trans4.Close()
+	var vote raft.RequestVoteResponse
+	if err := trans4.RequestVote(serverID(l.cfg.NodeID), raft.ServerAddress(leaderAddr), &raft.RequestVoteRequest{
+		RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("4"), Addr: []byte(b.advertise)},
+		Term:      l.RaftStatus().Term + 10,
+	}, &vote); err == nil {
+		t.Fatalf("the leader answered a RequestVote from broker-only node 4: %+v", vote)
+	}
+	if c.leader() != l {
+		t.Fatal("leadership moved after node 4's RequestVote")
+	}
 
 	// Failover over TLS.
 	oldID := l.cfg.NodeID
