@@ -146,7 +146,11 @@
 // run over mutual TLS; nodes dial with Config.ClientTLS. A plain socket, a
 // client without a certificate or with one of another CA never gets past
 // the handshake, so neither a forged AppendEntries nor a forged controller
-// request reaches raft or an operation.
+// request reaches raft or an operation. A raft connection ('R') is
+// accepted only from a node of Config.Voters: only leaders and candidates
+// send raft requests, so a broker-only node's certificate cannot speak
+// raft. (Within raft, the server id a voter's requests claim is not
+// compared with its certificate.)
 //
 // Beyond Kafka, a node id is bound to its principal: each op names the
 // node a request acts for (actsFor), and the server refuses it with
