@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -184,7 +185,9 @@ func (l *raftStream) Close() error {
 func (l *raftStream) Addr() net.Addr { return l.addr }
 
 func (l *raftStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	ctx, cancel := handshakeDeadline(timeout)
+	// raft gives no context; the timeout bounds the connect and the TLS
+	// handshake.
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	c, err := l.dial.dial(ctx, string(address))
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"time"
 )
 
 // The controller listener is authenticated when Config.ServerTLS is set:
@@ -108,10 +107,4 @@ func (s *Store) warnPlaintext() {
 		s.log.Warn("the controller listener is unauthenticated (PLAINTEXT): any host that reaches it can join raft and send controller requests; set TLS for it",
 			"addr", s.advertise)
 	}
-}
-
-// handshakeDeadline bounds a raft dial's TLS handshake by the transport's
-// dial timeout.
-func handshakeDeadline(timeout time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), timeout)
 }
