@@ -51,16 +51,16 @@ func (ss *sessions) lastHeard(id int32) time.Time {
 	return t
 }
 
-// suspect records a dead report about broker id at epoch.
+// suspect records a dead report about broker id at epoch. A later report
+// replaces an earlier one: only a heartbeat after the latest report
+// clears the suspicion.
 func (ss *sessions) suspect(id int32, epoch int64, now time.Time) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.suspects == nil {
 		ss.suspects = map[int32]suspect{}
 	}
-	if _, ok := ss.suspects[id]; !ok {
-		ss.suspects[id] = suspect{epoch, now}
-	}
+	ss.suspects[id] = suspect{epoch, now}
 }
 
 // dueSuspects returns the suspects of img to fence now: registered at the
