@@ -103,3 +103,47 @@ func TestReportBrokerDead(t *testing.T) {
 		t.Fatal("broker 1 fenced")
 	}
 }
+
+// TestDueSuspects: which reported brokers the controller fences, forgets
+// or keeps watching.
+func TestDueSuspects(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	const grace = time.Second
+	img := emptyImage()
+	img.Brokers = map[int32]*Broker{
+		1: {ID: 1, Epoch: 10},
+		2: {ID: 2, Epoch: 10, Fenced: true},
+		3: {ID: 3, Epoch: 11},
+		4: {ID: 4, Epoch: 10},
+		5: {ID: 5, Epoch: 10},
+	}
+	for _, tc := range []struct {
+		name      string
+		id        int32
+		lastBeat  time.Duration // after t0; the report is at t0+1s
+		now       time.Duration
+		wantFence bool
+		wantKept  bool
+	}{
+		{"silent for the grace", 1, 0, 2 * time.Second, true, false},
+		{"not yet silent for the grace", 4, 500 * time.Millisecond, 1400 * time.Millisecond, false, true},
+		{"heartbeat after the report", 5, 1500 * time.Millisecond, 1600 * time.Millisecond, false, false},
+		{"fenced meanwhile", 2, 0, 3 * time.Second, false, false},
+		{"re-registered at a new epoch", 3, 0, 3 * time.Second, false, false},
+		{"unregistered", 7, 0, 3 * time.Second, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ss sessions
+			ss.reset(t0)
+			ss.beat(tc.id, t0.Add(tc.lastBeat))
+			ss.suspect(tc.id, 10, t0.Add(time.Second))
+			due := ss.dueSuspects(img, t0.Add(tc.now), grace)
+			if fenced := len(due) == 1 && due[0].ID == tc.id; fenced != tc.wantFence || len(due) > 1 {
+				t.Fatalf("due %v, want fenced=%v", due, tc.wantFence)
+			}
+			if kept := ss.suspected(tc.id); kept != tc.wantKept {
+				t.Fatalf("still suspected: %v, want %v", kept, tc.wantKept)
+			}
+		})
+	}
+}
