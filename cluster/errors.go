@@ -55,6 +55,7 @@ var errorCodes = []struct {
 	{metadata.ErrInvalidReplicationFactor, kerr.InvalidReplicationFactor},
 	{metadata.ErrInvalidReplicaAssignment, kerr.InvalidReplicaAssignment},
 	{metadata.ErrInvalidConfig, kerr.InvalidConfig},
+	{metadata.ErrPartitionLimit, kerr.PolicyViolation},
 	{metadata.ErrStalePartitionEpoch, kerr.InvalidUpdateVersion},
 	{metadata.ErrClosed, kerr.NotController},
 }

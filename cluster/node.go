@@ -300,19 +300,24 @@ func (n *Node) metadataConfig() metadata.Config {
 		voters = append(voters, metadata.Voter{ID: v.ID, Addr: v.Addr()})
 	}
 	return metadata.Config{
-		NodeID:                       cfg.NodeID,
-		Dir:                          dir,
-		BindAddr:                     bind,
-		Voters:                       voters,
-		Logger:                       n.logger.With("component", "metadata"),
-		ValidateTopicConfig:          config.ValidateTopicConfigs,
-		ValidateClusterConfig:        config.ValidateClusterConfigs,
-		DefaultNumPartitions:         cfg.NumPartitions,
-		DefaultReplicationFactor:     cfg.DefaultReplicationFactor,
-		AdvertiseAddr:                advertisedVoterAddr(cfg),
-		SessionTimeout:               time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		NodeID:                   cfg.NodeID,
+		Dir:                      dir,
+		BindAddr:                 bind,
+		Voters:                   voters,
+		Logger:                   n.logger.With("component", "metadata"),
+		ValidateTopicConfig:      config.ValidateTopicConfigs,
+		ValidateClusterConfig:    config.ValidateClusterConfigs,
+		DefaultNumPartitions:     cfg.NumPartitions,
+		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
+		AdvertiseAddr:            advertisedVoterAddr(cfg),
+		SessionTimeout:           time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
+		// Two heartbeat intervals: a broker that missed one heartbeat
+		// and then went silent is dead, whatever gossip thinks.
+		DeadReportGrace:              2 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
 		AutoLeaderRebalance:          &cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
+		MaxPartitions:                int64(cfg.MaxPartitions),
+		MaxBrokerPartitions:          int64(cfg.MaxBrokerPartitions),
 		UncleanLeaderElection:        cfg.UncleanLeaderElectionEnable,
 	}
 }

@@ -138,6 +138,10 @@ type Config struct {
 	OffsetsTopicNumPartitions     int32 `kafka:"offsets.topic.num.partitions"`
 	GroupInitialRebalanceDelayMs  int32 `kafka:"group.initial.rebalance.delay.ms"`
 
+	// Capacity limits (KIP-578's names; checked by the active controller).
+	MaxPartitions       int32 `kafka:"max.partitions"`
+	MaxBrokerPartitions int32 `kafka:"max.broker.partitions"`
+
 	BrokerRack     string   `kafka:"broker.rack"`
 	GossipListener string   `kafka:"gossip.listener"`
 	GossipSeeds    []string `kafka:"gossip.seeds"`

@@ -347,6 +347,17 @@ var keys = []brokerKey{
 		func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }),
 	intKey("group.initial.rebalance.delay.ms", "3000", "Wait for more members before the first rebalance of an empty group.", 0,
 		func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
+
+	// Capacity limits, checked by the active controller on CreateTopics
+	// and CreatePartitions (Kafka's proposed KIP-578 names; Kafka itself
+	// has no such limits). Every partition is in every node's metadata
+	// image and snapshot; every replica keeps open segment files on its
+	// broker (three descriptors per segment).
+	intKey("max.partitions", "100000", "Most partitions the cluster may have; CreateTopics/CreatePartitions beyond it fail with POLICY_VIOLATION.", 1,
+		func(c *Config) *int32 { return &c.MaxPartitions }),
+	intKey("max.broker.partitions", "10000", "Most partition replicas one broker may host (about three open files each); CreateTopics/CreatePartitions beyond it fail with POLICY_VIOLATION.", 1,
+		func(c *Config) *int32 { return &c.MaxBrokerPartitions }),
+
 	stringKey("broker.rack", "", "Rack of this broker, for replica placement.",
 		func(c *Config) *string { return &c.BrokerRack }),
 	hostPortKey("gossip.listener", "host:port for cluster membership gossip; empty is off.",

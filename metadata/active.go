@@ -24,6 +24,72 @@ type sessions struct {
 	// controlled shutdown (Kafka's wantShutdown): a heartbeat of that
 	// epoch, perhaps already in flight, must not unfence it again.
 	shutdown map[int32]int64
+	// suspects are the brokers reported dead (ReportBrokerDead) while
+	// their last heartbeat was recent, at the epoch and time of the
+	// report.
+	suspects map[int32]suspect
+}
+
+type suspect struct {
+	epoch int64
+	at    time.Time
+}
+
+// silence is how long the broker has not been heard from: since its last
+// heartbeat or registration, or since this node became leader if later.
+func (ss *sessions) silence(id int32, now time.Time) time.Duration {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return now.Sub(ss.lastHeard(id))
+}
+
+func (ss *sessions) lastHeard(id int32) time.Time {
+	t := ss.since
+	if l, ok := ss.last[id]; ok && l.After(t) {
+		t = l
+	}
+	return t
+}
+
+// suspect records a dead report about broker id at epoch. A later report
+// replaces an earlier one: only a heartbeat after the latest report
+// clears the suspicion.
+func (ss *sessions) suspect(id int32, epoch int64, now time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.suspects == nil {
+		ss.suspects = map[int32]suspect{}
+	}
+	ss.suspects[id] = suspect{epoch, now}
+}
+
+// dueSuspects returns the suspects of img to fence now: registered at the
+// reported epoch, unfenced, and silent for grace. It forgets those that
+// heartbeated after the report, or whose registration changed.
+func (ss *sessions) dueSuspects(img *Image, now time.Time, grace time.Duration) []*Broker {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var out []*Broker
+	for id, sp := range ss.suspects {
+		b, ok := img.Brokers[id]
+		heard := ss.lastHeard(id)
+		switch {
+		case !ok || b.Fenced || b.Epoch != sp.epoch || heard.After(sp.at):
+			delete(ss.suspects, id)
+		case now.Sub(heard) >= grace:
+			delete(ss.suspects, id)
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// suspected reports whether broker id is a suspect (for tests).
+func (ss *sessions) suspected(id int32) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	_, ok := ss.suspects[id]
+	return ok
 }
 
 // markShutdown records that broker id at epoch is shutting down.
@@ -49,6 +115,7 @@ func (ss *sessions) reset(now time.Time) {
 	defer ss.mu.Unlock()
 	ss.since = now
 	ss.last = map[int32]time.Time{}
+	ss.suspects = nil // reports were made to the previous leader
 }
 
 func (ss *sessions) beat(id int32, now time.Time) {
@@ -67,11 +134,7 @@ func (ss *sessions) expired(img *Image, now time.Time, timeout time.Duration) []
 	defer ss.mu.Unlock()
 	var out []*Broker
 	for _, id := range img.UnfencedBrokerIDs() {
-		t := ss.since
-		if l, ok := ss.last[id]; ok && l.After(t) {
-			t = l
-		}
-		if now.Sub(t) > timeout {
+		if now.Sub(ss.lastHeard(id)) > timeout {
 			out = append(out, img.Brokers[id])
 		}
 	}
@@ -85,6 +148,7 @@ func (c Config) controllerTick() time.Duration {
 	if c.SessionTimeout > 0 {
 		d = min(d, c.SessionTimeout/10)
 	}
+	d = min(d, c.DeadReportGrace/4)
 	if *c.AutoLeaderRebalance {
 		d = min(d, c.LeaderImbalanceCheckInterval)
 	}
@@ -125,6 +189,7 @@ func (s *Store) controllerLoop() {
 		if s.cfg.SessionTimeout > 0 {
 			s.fenceExpired(now)
 		}
+		s.fenceSuspects(now)
 		if *s.cfg.AutoLeaderRebalance && now.Sub(lastRebalance) >= s.cfg.LeaderImbalanceCheckInterval {
 			s.electPreferredLeaders()
 			lastRebalance = now
@@ -143,6 +208,21 @@ func (s *Store) fenceExpired(now time.Time) {
 			continue
 		}
 		s.log.Info("fenced broker: session timed out", "broker", b.ID, "epoch", b.Epoch)
+	}
+}
+
+// fenceSuspects fences the brokers reported dead that stayed silent for
+// Config.DeadReportGrace since.
+func (s *Store) fenceSuspects(now time.Time) {
+	for _, b := range s.sessions.dueSuspects(s.Image(), now, s.cfg.DeadReportGrace) {
+		ctx, cancel := context.WithTimeout(s.ctx, transportTimeout)
+		err := s.fenceBroker(ctx, b.ID, b.Epoch, true, false)
+		cancel()
+		if err != nil {
+			s.log.Debug("fence broker reported dead", "broker", b.ID, "err", err)
+			continue
+		}
+		s.log.Info("fenced broker: reported dead and silent", "broker", b.ID, "epoch", b.Epoch)
 	}
 }
 
@@ -188,7 +268,7 @@ func (s *Store) joinLoop() {
 			return
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, 2*transportTimeout)
-		_, err := invoke[struct{}](ctx, s, opAddNonvoter, addNonvoterRequest{ID: s.cfg.NodeID, Addr: s.advertise})
+		_, err := call(ctx, s, opAddNonvoter, addNonvoterRequest{ID: s.cfg.NodeID, Addr: s.advertise})
 		cancel()
 		if err == nil {
 			return

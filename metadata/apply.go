@@ -142,6 +142,11 @@ func applyCreatePartitions(img *Image, r *createPartitionsRecord) error {
 	if len(r.Partitions) == 0 || len(old.Partitions)+len(r.Partitions) > MaxPartitions {
 		return fmt.Errorf("%w: %q: adding %d partitions to %d", ErrInvalidPartitions, old.Name, len(r.Partitions), len(old.Partitions))
 	}
+	if r.Limits != nil {
+		if err := countPartitions(img).check(r.Limits, fmt.Sprintf("%q", old.Name), replicaLists(r.Partitions)); err != nil {
+			return err
+		}
+	}
 	t := *old
 	t.Partitions = slices.Clone(old.Partitions)
 	for _, pr := range r.Partitions {
@@ -180,6 +185,11 @@ func applyCreateTopic(img *Image, r *createTopicRecord) error {
 	}
 	if len(r.Partitions) == 0 {
 		return fmt.Errorf("%w: %q has no partitions", ErrInvalidPartitions, r.Name)
+	}
+	if r.Limits != nil {
+		if err := countPartitions(img).check(r.Limits, fmt.Sprintf("%q", r.Name), replicaLists(r.Partitions)); err != nil {
+			return err
+		}
 	}
 	t := &Topic{
 		Name:       r.Name,

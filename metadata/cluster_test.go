@@ -449,13 +449,17 @@ func TestClusterFencingAndElections(t *testing.T) {
 		t.Fatalf("re-registered 3: %+v", b)
 	}
 
-	// The membership layer reports broker 2 dead.
+	// Broker 2 stops heartbeating and the membership layer reports it
+	// dead: the controller fences it once it is silent for the grace.
+	h.set(2, false)
 	if err := f.ReportBrokerDead(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	h.set(2, false)
-	if !c.leader().Image().Brokers[2].Fenced {
-		t.Fatal("2 not fenced after ReportBrokerDead")
-	}
+	waitFor(t, 10*time.Second, "2 fenced after ReportBrokerDead", func() error {
+		if !c.leader().Image().Brokers[2].Fenced {
+			return errors.New("not fenced")
+		}
+		return nil
+	})
 	c.converged()
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -18,12 +17,12 @@ import (
 )
 
 // The controller operations below run on the active controller (raft
-// leader): a public method calls invoke, which runs the operation's local
-// implementation (the lower-case method) here when this node is the
-// leader, or forwards it through the controller RPC to the leader, which
-// runs the same implementation (execute). Each implementation validates
-// against the current image, proposes records through raft, and returns
-// once they are committed and applied to the leader's image. The FSM
+// leader): a public method calls call with the operation's op (ops.go),
+// which runs the operation's implementation (the lower-case method) here
+// when this node is the leader, or forwards it through the controller RPC
+// to the leader, which runs the same implementation. Each implementation
+// validates against the current image, proposes records through raft, and
+// returns once they are committed and applied to the leader's image. The FSM
 // re-checks everything that depends on state (a topic created
 // concurrently, a stale epoch), so concurrent operations cannot corrupt
 // the image; the loser gets the FSM's error.
@@ -69,9 +68,15 @@ func (s *Store) RegisterBroker(ctx context.Context, reg BrokerRegistration) erro
 	if reg.ID < 0 {
 		return fmt.Errorf("metadata: register broker: id %d must be >= 0", reg.ID)
 	}
-	_, err := invoke[struct{}](ctx, s, opRegisterBroker, reg)
+	_, err := call(ctx, s, opRegisterBroker, reg)
 	return err
 }
+
+var opRegisterBroker = defineOp("RegisterBroker",
+	func(_ *Image, r BrokerRegistration) int32 { return r.ID },
+	func(s *Store, ctx context.Context, r BrokerRegistration) (none, error) {
+		return none{}, s.registerBroker(ctx, r)
+	})
 
 func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) error {
 	if reg.ID < 0 {
@@ -105,16 +110,30 @@ type brokerAtEpoch struct {
 // effective unclean.leader.election.enable is true), and it leaves every
 // ISR it is not the last member of.
 func (s *Store) FenceBroker(ctx context.Context, id int32, epoch int64) error {
-	_, err := invoke[struct{}](ctx, s, opFenceBroker, brokerAtEpoch{id, epoch})
+	_, err := call(ctx, s, opFenceBroker, brokerAtEpoch{id, epoch})
 	return err
 }
+
+var opFenceBroker = defineOp("FenceBroker", nil,
+	func(s *Store, ctx context.Context, r brokerAtEpoch) (none, error) {
+		return none{}, s.fenceBroker(ctx, r.BrokerID, r.Epoch, true, false)
+	})
 
 // UnfenceBroker unfences a broker at its current epoch; offline partitions
 // whose ISR holds it elect a leader again.
 func (s *Store) UnfenceBroker(ctx context.Context, id int32, epoch int64) error {
-	_, err := invoke[struct{}](ctx, s, opUnfenceBroker, brokerAtEpoch{id, epoch})
+	_, err := call(ctx, s, opUnfenceBroker, brokerAtEpoch{id, epoch})
 	return err
 }
+
+var opUnfenceBroker = defineOp("UnfenceBroker", nil,
+	func(s *Store, ctx context.Context, r brokerAtEpoch) (none, error) {
+		return none{}, s.fenceBroker(ctx, r.BrokerID, r.Epoch, false, false)
+	})
+
+// actsForBroker binds a request about a broker's own registration to that
+// broker.
+func actsForBroker(_ *Image, r brokerAtEpoch) int32 { return r.BrokerID }
 
 // fenceBroker proposes a FenceBroker record (fenced) or an UnfenceBroker
 // record. A fence carries the topics that allow unclean election, decided
@@ -164,9 +183,11 @@ func (s *Store) uncleanTopics(img *Image, broker int32) [][16]byte {
 // epoch fails with ErrStaleBrokerEpoch, an unregistered broker with
 // ErrUnknownBroker.
 func (s *Store) Heartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (fenced bool, err error) {
-	res, err := invoke[heartbeatResult](ctx, s, opHeartbeat, brokerAtEpoch{brokerID, brokerEpoch})
+	res, err := call(ctx, s, opHeartbeat, brokerAtEpoch{brokerID, brokerEpoch})
 	return res.Fenced, err
 }
+
+var opHeartbeat = defineOp("Heartbeat", actsForBroker, (*Store).heartbeat)
 
 type heartbeatResult struct {
 	Fenced bool `json:"fenced"`
@@ -199,23 +220,53 @@ func (s *Store) currentBroker(id int32, epoch int64) (*Broker, error) {
 	return b, nil
 }
 
-// ReportBrokerDead fences a broker at its current epoch now, on the active
-// controller (forwarded); the membership layer calls it when it declares a
-// broker dead. A broker that is alive after all unfences itself with its
-// next heartbeat.
+// ReportBrokerDead tells the active controller (forwarded) that the
+// membership layer declared a broker dead. A report only speeds up
+// detection; the controller's own heartbeat record decides: it fences the
+// broker (at its current epoch) when it has not heard from it for
+// Config.DeadReportGrace, at once or as soon as that is true; a heartbeat
+// after the report clears it. A report about a fenced or unregistered
+// broker is ignored.
 func (s *Store) ReportBrokerDead(ctx context.Context, brokerID int32) error {
-	_, err := invoke[struct{}](ctx, s, opReportBrokerDead, brokerAtEpoch{BrokerID: brokerID})
+	_, err := call(ctx, s, opReportBrokerDead, deadReport{BrokerID: brokerID, ReportedBy: s.cfg.NodeID})
 	return err
 }
+
+// deadReport is a ReportBrokerDead request: broker ReportedBy says broker
+// BrokerID is dead.
+type deadReport struct {
+	BrokerID   int32 `json:"brokerId"`
+	ReportedBy int32 `json:"reportedBy"`
+}
+
+// opReportBrokerDead acts for the reporter: a node may only report in its
+// own name.
+var opReportBrokerDead = defineOp("ReportBrokerDead",
+	func(_ *Image, r deadReport) int32 { return r.ReportedBy },
+	func(s *Store, ctx context.Context, r deadReport) (none, error) {
+		return none{}, s.reportBrokerDead(ctx, r.BrokerID)
+	})
 
 func (s *Store) reportBrokerDead(ctx context.Context, id int32) error {
 	b, ok := s.Image().Brokers[id]
 	if !ok {
-		return fmt.Errorf("%w: %d", ErrUnknownBroker, id)
+		// Gossip may name a node that never registered (a stray
+		// member, a typo'd node id): nothing to fence.
+		s.log.Info("ignoring a dead report about an unregistered broker", "broker", id)
+		return nil
 	}
 	if b.Fenced {
 		return nil
 	}
+	now := time.Now()
+	if s.sessions.silence(id, now) < s.cfg.DeadReportGrace {
+		// It heartbeated recently: gossip may be wrong (a partition
+		// between it and the reporter only). Fence it once it stays
+		// silent for the grace (fenceSuspects).
+		s.sessions.suspect(id, b.Epoch, now)
+		return nil
+	}
+	s.log.Info("fencing broker reported dead", "broker", id, "epoch", b.Epoch)
 	return s.fenceBroker(ctx, id, b.Epoch, true, false)
 }
 
@@ -226,9 +277,14 @@ func (s *Store) reportBrokerDead(ctx context.Context, id int32) error {
 // offline until it comes back). A broker that restarts registers with a
 // new incarnation, which gives it a new epoch and unfences it.
 func (s *Store) ControlledShutdown(ctx context.Context, brokerID int32, brokerEpoch int64) error {
-	_, err := invoke[struct{}](ctx, s, opControlledShutdown, brokerAtEpoch{brokerID, brokerEpoch})
+	_, err := call(ctx, s, opControlledShutdown, brokerAtEpoch{brokerID, brokerEpoch})
 	return err
 }
+
+var opControlledShutdown = defineOp("ControlledShutdown", actsForBroker,
+	func(s *Store, ctx context.Context, r brokerAtEpoch) (none, error) {
+		return none{}, s.controlledShutdown(ctx, r)
+	})
 
 func (s *Store) controlledShutdown(ctx context.Context, r brokerAtEpoch) error {
 	b, err := s.currentBroker(r.BrokerID, r.Epoch)
@@ -245,9 +301,14 @@ func (s *Store) controlledShutdown(ctx context.Context, r brokerAtEpoch) error {
 // CreateTopics creates topics; it returns one result per spec, nil for
 // success. With validateOnly it checks and proposes nothing.
 func (s *Store) CreateTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) []error {
-	res, err := invoke[errorList](ctx, s, opCreateTopics, createTopicsRequest{specs, validateOnly})
+	res, err := call(ctx, s, opCreateTopics, createTopicsRequest{specs, validateOnly})
 	return results(len(specs), res, err)
 }
+
+var opCreateTopics = defineOp("CreateTopics", nil,
+	func(s *Store, ctx context.Context, r createTopicsRequest) (errorList, error) {
+		return s.createTopics(ctx, r.Specs, r.ValidateOnly), nil
+	})
 
 // results returns one error per item: res, or err for every item.
 func results(n int, res errorList, err error) []error {
@@ -281,6 +342,8 @@ func (s *Store) createTopics(ctx context.Context, specs []TopicSpec, validateOnl
 		partitions: s.cfg.DefaultNumPartitions,
 		rf:         s.cfg.DefaultReplicationFactor,
 		validate:   s.cfg.ValidateTopicConfig,
+		limits:     s.limits(),
+		counts:     countPartitions(img),
 	}
 	futures := make([]raft.ApplyFuture, len(specs))
 	for i, sp := range specs {
@@ -305,9 +368,14 @@ func (s *Store) createTopics(ctx context.Context, specs []TopicSpec, validateOnl
 
 // DeleteTopics deletes topics by name; one result per name.
 func (s *Store) DeleteTopics(ctx context.Context, names []string) []error {
-	res, err := invoke[errorList](ctx, s, opDeleteTopics, names)
+	res, err := call(ctx, s, opDeleteTopics, names)
 	return results(len(names), res, err)
 }
+
+var opDeleteTopics = defineOp("DeleteTopics", nil,
+	func(s *Store, ctx context.Context, names []string) (errorList, error) {
+		return s.deleteTopics(ctx, names), nil
+	})
 
 func (s *Store) deleteTopics(ctx context.Context, names []string) errorList {
 	errs := make(errorList, len(names))
@@ -339,9 +407,16 @@ func (s *Store) deleteTopics(ctx context.Context, names []string) errorList {
 // AllocateProducerIDs allocates the next block of ProducerIDBlockSize
 // producer ids for a broker.
 func (s *Store) AllocateProducerIDs(ctx context.Context, brokerID int32) (first int64, count int64, err error) {
-	res, err := invoke[producerIDBlock](ctx, s, opAllocateProducerIDs, brokerID)
+	res, err := call(ctx, s, opAllocateProducerIDs, brokerID)
 	return res.First, res.Count, err
 }
+
+var opAllocateProducerIDs = defineOp("AllocateProducerIDs",
+	func(_ *Image, brokerID int32) int32 { return brokerID },
+	func(s *Store, ctx context.Context, brokerID int32) (producerIDBlock, error) {
+		first, count, err := s.allocateProducerIDs(ctx, brokerID)
+		return producerIDBlock{first, count}, err
+	})
 
 type producerIDBlock struct {
 	First int64 `json:"first"`
@@ -376,17 +451,27 @@ func (s *Store) allocateProducerIDs(ctx context.Context, brokerID int32) (first 
 // resulting overrides are checked with Config.ValidateTopicConfig. A key
 // both set and removed ends up set.
 func (s *Store) AlterTopicConfigs(ctx context.Context, topic string, set map[string]string, remove []string) error {
-	_, err := invoke[struct{}](ctx, s, opAlterTopicConfigs, alterConfigsRequest{topic, set, remove})
+	_, err := call(ctx, s, opAlterTopicConfigs, alterConfigsRequest{topic, set, remove})
 	return err
 }
+
+var opAlterTopicConfigs = defineOp("AlterTopicConfigs", nil,
+	func(s *Store, ctx context.Context, r alterConfigsRequest) (none, error) {
+		return none{}, s.alterTopicConfigs(ctx, r.Topic, r.Set, r.Remove)
+	})
 
 // AlterClusterConfigs changes the cluster-wide dynamic broker defaults
 // (Kafka's broker resource with an empty name): set keys, remove others,
 // checked with Config.ValidateClusterConfig on the merged result.
 func (s *Store) AlterClusterConfigs(ctx context.Context, set map[string]string, remove []string) error {
-	_, err := invoke[struct{}](ctx, s, opAlterClusterConfigs, alterConfigsRequest{Set: set, Remove: remove})
+	_, err := call(ctx, s, opAlterClusterConfigs, alterConfigsRequest{Set: set, Remove: remove})
 	return err
 }
+
+var opAlterClusterConfigs = defineOp("AlterClusterConfigs", nil,
+	func(s *Store, ctx context.Context, r alterConfigsRequest) (none, error) {
+		return none{}, s.alterClusterConfigs(ctx, r.Set, r.Remove)
+	})
 
 func (s *Store) alterClusterConfigs(ctx context.Context, set map[string]string, remove []string) error {
 	merged := maps.Clone(s.Image().ClusterConfigs)
@@ -452,9 +537,24 @@ func (s *Store) alterTopicConfigs(ctx context.Context, topic string, set map[str
 // ErrStalePartitionEpoch or ErrFencedLeaderEpoch when c was decided on
 // epochs that are no longer current.
 func (s *Store) ChangePartition(ctx context.Context, c PartitionChange) error {
-	_, err := invoke[struct{}](ctx, s, opChangePartition, c)
+	_, err := call(ctx, s, opChangePartition, c)
 	return err
 }
+
+// opChangePartition is AlterPartition: only the partition's current leader
+// may send it (the controller's own elections are local). A change based
+// on an older leader epoch fails with ErrFencedLeaderEpoch whoever sends
+// it, as a deposed leader expects.
+var opChangePartition = defineOp("ChangePartition",
+	func(img *Image, c PartitionChange) int32 {
+		if p, ok := img.Partition(c.Topic, c.Partition); ok && p.LeaderEpoch == c.LeaderEpoch {
+			return p.Leader // NoLeader matches no node
+		}
+		return anyNode // fails as unknown or fenced
+	},
+	func(s *Store, ctx context.Context, c PartitionChange) (none, error) {
+		return none{}, s.changePartition(ctx, c)
+	})
 
 func (s *Store) changePartition(ctx context.Context, c PartitionChange) error {
 	t, ok := s.Image().Topics[c.Topic]
@@ -481,6 +581,15 @@ type planner struct {
 	partitions int32 // default number of partitions
 	rf         int16 // default replication factor
 	validate   func(map[string]string) error
+	limits     *partitionLimits
+	// counts are the partitions of img plus those of the topics planned
+	// so far (nil: not checked).
+	counts *partitionCounts
+}
+
+// limits are the capacity limits the records this node proposes carry.
+func (s *Store) limits() *partitionLimits {
+	return &partitionLimits{MaxPartitions: s.cfg.MaxPartitions, MaxBrokerPartitions: s.cfg.MaxBrokerPartitions}
 }
 
 // plan validates sp and places its replicas. id is the new topic's id and
@@ -529,11 +638,18 @@ func (pl planner) plan(sp TopicSpec, id [16]byte, start int) (*createTopicRecord
 			return nil, fmt.Errorf("topic %q: %w: %w", sp.Name, ErrInvalidConfig, err)
 		}
 	}
+	if pl.counts != nil {
+		if err := pl.counts.check(pl.limits, fmt.Sprintf("topic %q", sp.Name), assignment); err != nil {
+			return nil, err
+		}
+		pl.counts.add(assignment)
+	}
 	rec := &createTopicRecord{
 		Name:       sp.Name,
 		TopicID:    id,
 		Partitions: make([]partitionRecord, len(assignment)),
 		Configs:    sp.Configs,
+		Limits:     pl.limits,
 	}
 	for p, replicas := range assignment {
 		rec.Partitions[p] = partitionRecord{
@@ -579,9 +695,14 @@ func encodeUUID(u [16]byte) string { return base64.RawURLEncoding.EncodeToString
 // partitions are placed like CreateTopics places them. With validateOnly it
 // checks and proposes nothing.
 func (s *Store) CreatePartitions(ctx context.Context, topic string, totalCount int32, assignments [][]int32, validateOnly bool) error {
-	_, err := invoke[struct{}](ctx, s, opCreatePartitions, createPartitionsRequest{topic, totalCount, assignments, validateOnly})
+	_, err := call(ctx, s, opCreatePartitions, createPartitionsRequest{topic, totalCount, assignments, validateOnly})
 	return err
 }
+
+var opCreatePartitions = defineOp("CreatePartitions", nil,
+	func(s *Store, ctx context.Context, r createPartitionsRequest) (none, error) {
+		return none{}, s.createPartitions(ctx, r)
+	})
 
 type createPartitionsRequest struct {
 	Topic        string    `json:"topic"`
@@ -629,10 +750,14 @@ func (s *Store) createPartitions(ctx context.Context, r createPartitionsRequest)
 		}
 		assignment = placeReplicas(brokers, r.TotalCount, int16(rf), mrand.IntN(len(brokers)))[cur:]
 	}
+	lim := s.limits()
+	if err := countPartitions(img).check(lim, fmt.Sprintf("create partitions of %q", r.Topic), assignment); err != nil {
+		return err
+	}
 	if r.ValidateOnly {
 		return nil
 	}
-	rec := &createPartitionsRecord{TopicID: t.ID, Partitions: make([]partitionRecord, len(assignment))}
+	rec := &createPartitionsRecord{TopicID: t.ID, Partitions: make([]partitionRecord, len(assignment)), Limits: lim}
 	for i, replicas := range assignment {
 		rec.Partitions[i] = partitionRecord{
 			Partition: cur + int32(i),
@@ -646,6 +771,14 @@ func (s *Store) createPartitions(ctx context.Context, r createPartitionsRequest)
 	}
 	return nil
 }
+
+// opAddNonvoter: a broker-only node asks to join raft; it may only add
+// itself.
+var opAddNonvoter = defineOp("AddNonvoter",
+	func(_ *Image, r addNonvoterRequest) int32 { return r.ID },
+	func(s *Store, ctx context.Context, r addNonvoterRequest) (none, error) {
+		return none{}, s.addNonvoter(ctx, r)
+	})
 
 type addNonvoterRequest struct {
 	ID   int32  `json:"id"`
@@ -675,106 +808,4 @@ func (s *Store) addNonvoter(ctx context.Context, r addNonvoterRequest) error {
 	}
 	s.log.Info("added non-voter", "id", r.ID, "addr", r.Addr)
 	return nil
-}
-
-// execute runs one controller operation on this node, which must be the
-// raft leader: the local end of invoke and the server end of the
-// controller RPC. The payload is the operation's request as JSON; the
-// result's type is the one invoke expects for the operation.
-func (s *Store) execute(ctx context.Context, op string, payload []byte) (any, error) {
-	if !s.IsController() {
-		return nil, ErrNotController
-	}
-	var err error
-	decode := func(v any) bool {
-		if e := json.Unmarshal(payload, v); e != nil {
-			err = fmt.Errorf("metadata: %s: bad request: %w", op, e)
-			return false
-		}
-		return true
-	}
-	switch op {
-	case opRegisterBroker:
-		var r BrokerRegistration
-		if decode(&r) {
-			return nil, s.registerBroker(ctx, r)
-		}
-	case opCreateTopics:
-		var r createTopicsRequest
-		if decode(&r) {
-			return s.createTopics(ctx, r.Specs, r.ValidateOnly), nil
-		}
-	case opDeleteTopics:
-		var names []string
-		if decode(&names) {
-			return s.deleteTopics(ctx, names), nil
-		}
-	case opAllocateProducerIDs:
-		var id int32
-		if decode(&id) {
-			first, count, err := s.allocateProducerIDs(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			return producerIDBlock{first, count}, nil
-		}
-	case opAlterClusterConfigs:
-		var r alterConfigsRequest
-		if decode(&r) {
-			return nil, s.alterClusterConfigs(ctx, r.Set, r.Remove)
-		}
-	case opAlterTopicConfigs:
-		var r alterConfigsRequest
-		if decode(&r) {
-			return nil, s.alterTopicConfigs(ctx, r.Topic, r.Set, r.Remove)
-		}
-	case opChangePartition:
-		var r PartitionChange
-		if decode(&r) {
-			return nil, s.changePartition(ctx, r)
-		}
-	case opFenceBroker, opUnfenceBroker:
-		var r brokerAtEpoch
-		if decode(&r) {
-			return nil, s.fenceBroker(ctx, r.BrokerID, r.Epoch, op == opFenceBroker, false)
-		}
-	case opHeartbeat:
-		var r brokerAtEpoch
-		if decode(&r) {
-			res, err := s.heartbeat(ctx, r)
-			if err != nil {
-				return nil, err
-			}
-			return res, nil
-		}
-	case opReportBrokerDead:
-		var r brokerAtEpoch
-		if decode(&r) {
-			return nil, s.reportBrokerDead(ctx, r.BrokerID)
-		}
-	case opControlledShutdown:
-		var r brokerAtEpoch
-		if decode(&r) {
-			return nil, s.controlledShutdown(ctx, r)
-		}
-	case opCreatePartitions:
-		var r createPartitionsRequest
-		if decode(&r) {
-			return nil, s.createPartitions(ctx, r)
-		}
-	case opAddNonvoter:
-		var r addNonvoterRequest
-		if decode(&r) {
-			return nil, s.addNonvoter(ctx, r)
-		}
-	case opReadIndex:
-		res, err := s.readIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return res, nil
-	default:
-		err = fmt.Errorf("metadata: unknown controller operation %q", op)
-	}
-	return nil, err
 }

@@ -65,6 +65,12 @@
 // registers the broker unfenced), elect leaders for the offline partitions
 // whose ISR holds the broker.
 //
+// CreateTopic and CreatePartitions records carry the capacity limits the
+// proposer had (limits: maxPartitions, maxBrokerPartitions; absent in
+// older records, meaning none), and the FSM rejects one whose partitions
+// would exceed them in the image it applies to (ErrPartitionLimit), so
+// requests racing each other cannot together exceed a limit.
+//
 // A PartitionChange carries the leader epoch and partition epoch it was
 // decided on; if either is not the current one it is rejected
 // (ErrFencedLeaderEpoch, ErrStalePartitionEpoch). Applying it bumps the
@@ -82,9 +88,18 @@
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
 // UnfenceBroker, Heartbeat, ReportBrokerDead and ControlledShutdown may be
-// called on any node. invoke runs one on this node when it is the raft
-// leader (the active controller), and otherwise sends it over the
-// controller RPC to the leader, which runs the same code (Store.execute).
+// called on any node. Each is declared once (ops.go) as an
+// op[Req, Resp]: its wire name, its request and response types, its
+// implementation on the active controller, and which node it acts for
+// (actsFor, see Authentication). defineOp registers the server end of
+// the op under its name; call(ctx, s, op, req) runs op.run on this node
+// when it is the raft leader (the active controller), passing req as is,
+// and otherwise sends req as JSON over the controller RPC to the leader,
+// whose registered handler decodes it into Req, runs the same op.run and
+// answers the Resp, which call decodes into Resp. A caller and the
+// implementation cannot disagree on types (a mismatch does not compile),
+// and adding an operation is one defineOp declaration.
+//
 // The leader validates against its current image, proposes records with
 // raft.Apply and answers when they are committed and applied to its image
 // (not necessarily yet to the caller's: WaitReady or Changed for that).
@@ -93,7 +108,7 @@
 // is an unfenced registered broker, the ISR is all replicas, and both
 // epochs start at 0.
 //
-// invoke retries while ctx allows when the leader answers NOT_CONTROLLER or
+// call retries while ctx allows when the leader answers NOT_CONTROLLER or
 // the connection fails (the leader moves during elections); a node that
 // knows no leader asks the voters of Config.Voters, whose NOT_CONTROLLER
 // answers name the leader they know. After Config.noLeaderWait (5s)
@@ -106,12 +121,55 @@
 //
 // Every node, voter or broker-only, calls Open with BindAddr = its
 // controller listener; Open listens there itself. The first byte a dialer
-// writes on a new connection picks the protocol (mux.go): 'R' is raft (a
-// raft.NetworkTransport over raftStream, whose Dial writes the 'R'), 'C'
-// is the controller RPC; another byte, or none within 5s, closes the
-// connection. A node's raft address is its controller listener address
+// writes on a new connection (inside TLS, see Authentication) picks the
+// protocol (mux.go): 'R' is raft (a raft.NetworkTransport over
+// raftStream, whose Dial writes the 'R'), 'C' is the controller RPC;
+// another byte, or none within 5s, closes the connection. A node's raft address is its controller listener address
 // (Config.AdvertiseAddr, else its Voters entry, else the bound address), so
 // the leader's raft address is where its RPC is served.
+//
+// The accept loop survives Accept errors (EMFILE/ENFILE when the process
+// runs out of file descriptors, ECONNABORTED): it backs off from 5ms
+// doubling to 1s, reset by the next successful Accept, and logs at most
+// once per 5s with the count of errors in between. It ends only when the
+// listener is closed.
+//
+// # Authentication
+//
+// With Config.ServerTLS set, every connection accepted on the controller
+// listener does a TLS handshake before anything else, with a client
+// certificate required and verified (ClientAuth is forced to
+// RequireAndVerifyClientCert), and Config.AuthorizePeer maps the verified
+// peer to a node id or refuses it (the connection is closed). The preamble
+// is then read inside TLS, so raft (a raft.NetworkTransport whose
+// raftStream dials and accepts TLS connections) and the controller RPC both
+// run over mutual TLS; nodes dial with Config.ClientTLS. A plain socket, a
+// client without a certificate or with one of another CA never gets past
+// the handshake, so neither a forged AppendEntries nor a forged controller
+// request reaches raft or an operation. A raft connection ('R') is
+// accepted only from a node of Config.Voters: only leaders and candidates
+// send raft requests, so a broker-only node's certificate cannot speak
+// raft. (Within raft, the server id a voter's requests claim is not
+// compared with its certificate.)
+//
+// Beyond Kafka, a node id is bound to its principal: each op names the
+// node a request acts for (actsFor), and the server refuses it with
+// ErrNotAuthorized (CLUSTER_AUTHORIZATION_FAILED) unless the authenticated
+// peer is that node:
+//
+//	RegisterBroker, Heartbeat, ControlledShutdown   the broker
+//	AllocateProducerIDs, AddNonvoter                the broker / node
+//	ChangePartition (AlterPartition)                the partition's current leader
+//	                                                (a change at an older leader epoch
+//	                                                fails as fenced for anybody)
+//	ReportBrokerDead                                the reporter (reportedBy)
+//	the others (admin operations a broker forwards  any authenticated node
+//	for its clients, ReadIndex, Fence/Unfence)
+//
+// Operations this node runs itself (it is the active controller) are not
+// checked: the process acts for itself. With no TLS (PLAINTEXT) nothing is
+// checked, as before, and Open logs a warning that the controller listener
+// is unauthenticated.
 //
 // The RPC (rpc.go) carries frames of a 4-byte big-endian length and a JSON
 // document, at most 16 MiB:
@@ -127,14 +185,17 @@
 //	CreatePartitions     {topic, totalCount, assignments, validateOnly}  -
 //	AllocateProducerIDs  brokerId                                  {first, count}
 //	AlterTopicConfigs    {topic, set, remove}                      -
+//	AlterClusterConfigs  {set, remove}                             -
 //	ChangePartition      PartitionChange                           -
 //	FenceBroker          {brokerId, epoch}                         -
 //	UnfenceBroker        {brokerId, epoch}                         -
 //	Heartbeat            {brokerId, epoch}                         {fenced}
-//	ReportBrokerDead     {brokerId}                                -
+//	ReportBrokerDead     {brokerId, reportedBy}                    -
 //	ControlledShutdown   {brokerId, epoch}                         -
 //	AddNonvoter          {id, addr}                                -
 //	ReadIndex            {}                                        {index}
+//
+// An operation without a result answers {} as its result.
 //
 // Each sentinel error has a stable code (errorCodes: TOPIC_ALREADY_EXISTS,
 // NOT_CONTROLLER, ...); the caller gets an error whose text is the
@@ -158,6 +219,18 @@
 // WaitReady, on any node, waits for a known leader, a cluster id (the
 // leader sets a random one) and for this node's image to reach the
 // leader's image offset after a raft barrier (ReadIndex) as of the call.
+//
+// # Capacity limits
+//
+// Config.MaxPartitions (max.partitions, default 100000) bounds the
+// partitions of the cluster and Config.MaxBrokerPartitions
+// (max.broker.partitions, default 10000) the partition replicas of each
+// broker (limits.go). The controller checks them while it plans
+// CreateTopics (a topic counts those planned before it in the same
+// request) and CreatePartitions; a refused topic or CreatePartitions is
+// refused whole with ErrPartitionLimit (Kafka POLICY_VIOLATION), and the
+// FSM checks again (Records). Placement does not steer around a full
+// broker: the request fails and the operator picks an assignment.
 //
 // # Controller decisions
 //
@@ -183,6 +256,15 @@
 //     registered broker a full session from that moment. An unfenced
 //     broker silent for Config.SessionTimeout (9s) is fenced. A heartbeat
 //     at a stale epoch fails with ErrStaleBrokerEpoch.
+//   - dead reports: ReportBrokerDead (gossip) only speeds detection up; the
+//     controller's own heartbeat record decides. A report about an
+//     unregistered or fenced broker is ignored. A broker silent for
+//     Config.DeadReportGrace (default SessionTimeout/3; the node sets two
+//     heartbeat intervals) is fenced at once; one heard from more
+//     recently becomes a suspect, fenced by controllerLoop as soon as it
+//     has been silent for the grace, and forgotten when it heartbeats
+//     after the report (or re-registers, or the leader changes). A wrong
+//     report therefore cannot fence a live broker.
 //   - controlled shutdown: one FenceBroker record with clean elections only:
 //     leadership moves to another alive ISR member, the broker leaves ISRs
 //     (never below one) and is fenced. A partition whose only ISR member it
@@ -202,15 +284,16 @@
 // connection handlers. The Store owns, through goFunc and its WaitGroup:
 //
 //   - the accept loop of the controller listener (acceptLoop), and one
-//     goroutine per accepted connection (route): it reads the preamble,
-//     then hands the connection to raft's transport or serves the RPC
-//     (serveRPC) until the connection closes;
+//     goroutine per accepted connection (route): it authenticates the peer
+//     (TLS handshake and AuthorizePeer, bounded by 5s and Close), reads
+//     the preamble, then hands the connection to raft's transport or
+//     serves the RPC (serveRPC) until the connection closes;
 //   - controllerLoop, which does the active controller's duties (sessions,
 //     preferred leaders) while this node is the raft leader;
 //   - on a broker-only node, joinLoop until it is added as a non-voter.
 //
 // Store.Close cancels the Store's context (which ends controllerLoop,
-// joinLoop, invoke's retries and the RPCs being served), closes the
+// joinLoop, call's retries and the RPCs being served), closes the
 // listener (ending the accept loop), calls raft.Shutdown (which stops
 // raft's goroutines and closes the transport), closes every accepted
 // connection still open (ending serveRPC and raft's connection handlers),

@@ -47,6 +47,16 @@ var (
 	// ErrUnsupportedRecord: a record type or version this code does not know
 	// (written by a newer kbroker).
 	ErrUnsupportedRecord = errors.New("metadata: unsupported record")
+	// ErrPartitionLimit: creating the partitions would exceed
+	// max.partitions or max.broker.partitions. Kafka: POLICY_VIOLATION
+	// (an operator's policy refuses the request as a whole; retrying
+	// does not help, unlike THROTTLING_QUOTA_EXCEEDED, and the partition
+	// count itself is valid, unlike INVALID_PARTITIONS).
+	ErrPartitionLimit = errors.New("metadata: partition limit reached")
+	// ErrNotAuthorized: the authenticated peer of the controller listener
+	// may not send this request (it acts for another node). Kafka:
+	// CLUSTER_AUTHORIZATION_FAILED.
+	ErrNotAuthorized = errors.New("metadata: peer not authorized")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("metadata: store closed")
 )

@@ -82,6 +82,7 @@ type fenceBrokerRecord struct {
 type createPartitionsRecord struct {
 	TopicID    [16]byte          `json:"topicId"`
 	Partitions []partitionRecord `json:"partitions"`
+	Limits     *partitionLimits  `json:"limits,omitempty"`
 }
 
 type partitionRecord struct {
@@ -96,6 +97,7 @@ type createTopicRecord struct {
 	TopicID    [16]byte          `json:"topicId"`
 	Partitions []partitionRecord `json:"partitions"`
 	Configs    map[string]string `json:"configs,omitempty"`
+	Limits     *partitionLimits  `json:"limits,omitempty"`
 }
 
 type deleteTopicRecord struct {

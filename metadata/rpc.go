@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -33,25 +34,6 @@ import (
 
 // maxFrame bounds one RPC frame (a CreateTopics of many partitions).
 const maxFrame = 16 << 20
-
-// Operation names. They are part of the wire protocol between nodes.
-const (
-	opRegisterBroker      = "RegisterBroker"
-	opCreateTopics        = "CreateTopics"
-	opDeleteTopics        = "DeleteTopics"
-	opAllocateProducerIDs = "AllocateProducerIDs"
-	opAlterTopicConfigs   = "AlterTopicConfigs"
-	opAlterClusterConfigs = "AlterClusterConfigs"
-	opChangePartition     = "ChangePartition"
-	opFenceBroker         = "FenceBroker"
-	opUnfenceBroker       = "UnfenceBroker"
-	opHeartbeat           = "Heartbeat"
-	opReportBrokerDead    = "ReportBrokerDead"
-	opControlledShutdown  = "ControlledShutdown"
-	opCreatePartitions    = "CreatePartitions"
-	opAddNonvoter         = "AddNonvoter"
-	opReadIndex           = "ReadIndex"
-)
 
 type rpcRequest struct {
 	Op        string          `json:"op"`
@@ -86,6 +68,7 @@ var errorCodes = []struct {
 	{"INVALID_REPLICATION_FACTOR", ErrInvalidReplicationFactor},
 	{"INVALID_REPLICA_ASSIGNMENT", ErrInvalidReplicaAssignment},
 	{"INVALID_CONFIG", ErrInvalidConfig},
+	{"POLICY_VIOLATION", ErrPartitionLimit},
 	{"UNKNOWN_BROKER", ErrUnknownBroker},
 	{"STALE_BROKER_EPOCH", ErrStaleBrokerEpoch},
 	{"STALE_PARTITION_EPOCH", ErrStalePartitionEpoch},
@@ -93,6 +76,7 @@ var errorCodes = []struct {
 	{"INVALID_PARTITION_CHANGE", ErrInvalidPartitionChange},
 	{"CLUSTER_ID_SET", ErrClusterIDSet},
 	{"UNSUPPORTED_RECORD", ErrUnsupportedRecord},
+	{"CLUSTER_AUTHORIZATION_FAILED", ErrNotAuthorized},
 	{"CLOSED", ErrClosed},
 	{"STALE_PRODUCER_ID_BLOCK", errStaleProducerIDBlock},
 	{"TIMEOUT", context.DeadlineExceeded},
@@ -186,16 +170,23 @@ func readFrame(r io.Reader, v any) error {
 	if n > maxFrame {
 		return fmt.Errorf("metadata: rpc frame of %d bytes exceeds %d", n, maxFrame)
 	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	// The buffer grows with the bytes that arrive, not with what the
+	// length claims: a peer that announces 16 MiB and sends nothing costs
+	// nothing.
+	var buf bytes.Buffer
+	if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
 		return err
 	}
-	return json.Unmarshal(b, v)
+	return json.Unmarshal(buf.Bytes(), v)
 }
 
 // serveRPC answers requests on one connection until it fails or the Store
-// closes (Close closes every tracked connection).
-func (s *Store) serveRPC(c net.Conn) {
+// closes (Close closes every tracked connection). peer is who the
+// connection authenticated as.
+func (s *Store) serveRPC(c net.Conn, peer peerIdentity) {
 	r := bufio.NewReader(c)
 	for {
 		var req rpcRequest
@@ -203,7 +194,13 @@ func (s *Store) serveRPC(c net.Conn) {
 			return
 		}
 		ctx, cancel := s.serverContext(req.TimeoutMs)
-		res, err := s.execute(ctx, req.Op, req.Payload)
+		var res any
+		var err error
+		if h, ok := handlers[req.Op]; ok {
+			res, err = h(s, ctx, peer, req.Payload)
+		} else {
+			err = fmt.Errorf("metadata: unknown controller operation %q", req.Op)
+		}
 		cancel()
 		var resp rpcResponse
 		if err != nil {
@@ -211,7 +208,7 @@ func (s *Store) serveRPC(c net.Conn) {
 			if errors.Is(err, ErrNotController) {
 				resp.Error.Leader = s.leaderAddr()
 			}
-		} else if res != nil {
+		} else {
 			b, merr := json.Marshal(res)
 			if merr != nil {
 				resp.Error = toWire(merr)
@@ -241,8 +238,12 @@ func (s *Store) serverContext(timeoutMs int64) (context.Context, context.CancelF
 // raw result. A transport failure is returned as is; an error answered by
 // the server as a *remoteError.
 func (s *Store) callRemote(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", addr)
+	return s.dialer.call(ctx, addr, op, payload)
+}
+
+// call sends one request to addr on a new connection (see callRemote).
+func (d dialer) call(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
+	c, err := d.dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -268,121 +269,4 @@ func (s *Store) callRemote(ctx context.Context, addr, op string, payload []byte)
 		return nil, fromWire(resp.Error)
 	}
 	return resp.Result, nil
-}
-
-// invoke runs a controller operation on the active controller: here when
-// this node is the raft leader, else through the controller RPC at the
-// leader's address (its raft address is its controller listener). A node
-// that knows no leader asks the voters, which answer NOT_CONTROLLER with
-// the leader they know. Not-leader answers and transport errors are
-// retried with backoff while ctx allows (the leader moves during
-// elections); when no leader can be found for Config.noLeaderWait, invoke
-// gives up with ErrNotController. Any other error is the operation's.
-//
-// A transport error after the request was sent is retried too, so an
-// operation may run twice; the second run then fails the way a repeated
-// request would (e.g. ErrTopicExists).
-func invoke[T any](ctx context.Context, s *Store, op string, req any) (T, error) {
-	var zero T
-	payload, err := json.Marshal(req)
-	if err != nil {
-		return zero, err
-	}
-	var (
-		hint          string
-		next          int // next voter to ask when no leader is known
-		noLeaderSince time.Time
-		backoff       = 5 * time.Millisecond
-		lastErr       error
-	)
-	for {
-		if s.ctx.Err() != nil {
-			return zero, ErrClosed
-		}
-		leaderKnown := true
-		if s.IsController() {
-			res, err := s.execute(ctx, op, payload)
-			if err == nil || !errors.Is(err, ErrNotController) {
-				if err != nil || res == nil {
-					return zero, err
-				}
-				return res.(T), nil
-			}
-			lastErr = err
-		} else {
-			addr := s.leaderAddr()
-			if addr == "" {
-				addr, hint = hint, ""
-			}
-			if addr == "" {
-				leaderKnown = false
-				addr, next = s.someVoter(next)
-			}
-			if addr != "" {
-				raw, err := s.callRemote(ctx, addr, op, payload)
-				var re *remoteError
-				switch {
-				case err == nil:
-					var v T
-					if len(raw) > 0 {
-						if err := json.Unmarshal(raw, &v); err != nil {
-							return zero, fmt.Errorf("metadata: %s: bad response: %w", op, err)
-						}
-					}
-					return v, nil
-				case errors.As(err, &re) && re.code == "CLOSED":
-					lastErr = err // the remote node is shutting down
-				case errors.As(err, &re) && re.code != "NOT_CONTROLLER":
-					return zero, err
-				case errors.As(err, &re):
-					hint = re.leader
-					if hint == addr {
-						hint = ""
-					}
-					leaderKnown = leaderKnown && hint != ""
-					lastErr = err
-				default:
-					lastErr = err
-				}
-			}
-		}
-		if leaderKnown {
-			noLeaderSince = time.Time{}
-		} else if noLeaderSince.IsZero() {
-			noLeaderSince = time.Now()
-		} else if time.Since(noLeaderSince) > s.cfg.noLeaderWait {
-			return zero, fmt.Errorf("%w: %s: no leader (last error: %v)", ErrNotController, op, lastErr)
-		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return zero, fmt.Errorf("%w: %s: %w (last error: %v)", ErrNotController, op, ctx.Err(), lastErr)
-		case <-s.ctx.Done():
-			t.Stop()
-			return zero, ErrClosed
-		case <-t.C:
-		}
-		backoff = min(2*backoff, 200*time.Millisecond)
-	}
-}
-
-// someVoter returns the address of a voter other than this node, starting
-// at index i, and the index to ask next.
-func (s *Store) someVoter(i int) (string, int) {
-	vs := s.cfg.Voters
-	for range vs {
-		v := vs[i%len(vs)]
-		i++
-		if v.ID != s.cfg.NodeID && v.Addr != "" {
-			return v.Addr, i
-		}
-	}
-	return "", i
-}
-
-// leaderAddr is the raft address of the leader this node knows, or "".
-func (s *Store) leaderAddr() string {
-	addr, _ := s.raft.LeaderWithID()
-	return string(addr)
 }

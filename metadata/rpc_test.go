@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,11 +39,11 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 
 func TestFrames(t *testing.T) {
 	var buf bytes.Buffer
-	if err := writeFrame(&buf, &rpcRequest{Op: opReadIndex}); err != nil {
+	if err := writeFrame(&buf, &rpcRequest{Op: opReadIndex.name}); err != nil {
 		t.Fatal(err)
 	}
 	var req rpcRequest
-	if err := readFrame(&buf, &req); err != nil || req.Op != opReadIndex {
+	if err := readFrame(&buf, &req); err != nil || req.Op != opReadIndex.name {
 		t.Fatalf("%+v %v", req, err)
 	}
 	huge := []byte{0xff, 0xff, 0xff, 0xff}
@@ -71,11 +74,57 @@ func TestListenerMux(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	raw, err := s.callRemote(ctx, addr, opReadIndex, []byte("{}"))
+	raw, err := s.callRemote(ctx, addr, opReadIndex.name, []byte("{}"))
 	if err != nil || len(raw) == 0 {
 		t.Fatalf("ReadIndex over RPC: %s %v", raw, err)
 	}
 	if _, err := s.callRemote(ctx, addr, "Nope", []byte("{}")); err == nil {
 		t.Fatal("unknown op accepted")
+	}
+}
+
+// failingListener fails Accept with EMFILE while fail > 0, as a process out
+// of file descriptors does.
+type failingListener struct {
+	net.Listener
+	fail  atomic.Int32
+	fails atomic.Int32 // Accept calls that failed
+}
+
+func (l *failingListener) Accept() (net.Conn, error) {
+	if l.fail.Add(-1) >= 0 {
+		l.fails.Add(1)
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.Addr(), Err: os.NewSyscallError("accept", syscall.EMFILE)}
+	}
+	return l.Listener.Accept()
+}
+
+// TestAcceptSurvivesEMFILE: a storm of EMFILE from Accept does not stop
+// the controller listener; it serves the RPC again once descriptors are
+// available.
+func TestAcceptSurvivesEMFILE(t *testing.T) {
+	var fl *failingListener
+	cfg := testConfig(t.TempDir())
+	cfg.wrapListener = func(ln net.Listener) net.Listener {
+		fl = &failingListener{Listener: ln}
+		return fl
+	}
+	s := openReady(t, cfg)
+	addr := s.ln.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const storm = 8
+	fl.fail.Store(storm)
+	// Wake the accept loop: it is blocked in the real Accept until a
+	// connection arrives; this one is accepted, the next Accepts fail.
+	if _, err := s.callRemote(ctx, addr, opReadIndex.name, []byte("{}")); err != nil {
+		t.Fatalf("ReadIndex before the storm: %v", err)
+	}
+	raw, err := s.callRemote(ctx, addr, opReadIndex.name, []byte("{}"))
+	if err != nil || len(raw) == 0 {
+		t.Fatalf("ReadIndex after the storm: %s %v", raw, err)
+	}
+	if got := fl.fails.Load(); got != storm {
+		t.Fatalf("%d failed Accepts, want %d", got, storm)
 	}
 }

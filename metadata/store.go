@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,14 @@ type Config struct {
 	DefaultNumPartitions     int32
 	DefaultReplicationFactor int16
 
+	// MaxPartitions (max.partitions) bounds the partitions of the
+	// cluster, MaxBrokerPartitions (max.broker.partitions) the partition
+	// replicas of one broker; CreateTopics and CreatePartitions beyond
+	// them fail with ErrPartitionLimit. Defaults DefaultMaxPartitions and
+	// DefaultMaxBrokerPartitions.
+	MaxPartitions       int64
+	MaxBrokerPartitions int64
+
 	// AdvertiseAddr is the controller listener address other nodes dial
 	// (host:port). Default: this node's entry in Voters, else the address
 	// the listener got.
@@ -53,6 +62,12 @@ type Config struct {
 	// fences an unfenced broker that has not sent a heartbeat for this
 	// long. Default 9s; negative disables session fencing.
 	SessionTimeout time.Duration
+	// DeadReportGrace: ReportBrokerDead (gossip) fences a broker only
+	// when the active controller has not heard a heartbeat from it for
+	// this long, so a wrong report cannot fence a live broker. Set it
+	// above broker.heartbeat.interval.ms. Default SessionTimeout/3 (3s),
+	// or 3s with session fencing disabled.
+	DeadReportGrace time.Duration
 	// AutoLeaderRebalance (auto.leader.rebalance.enable): the active
 	// controller moves leadership back to preferred replicas every
 	// LeaderImbalanceCheckInterval. nil means true.
@@ -65,8 +80,36 @@ type Config struct {
 	// false.
 	UncleanLeaderElection bool
 
+	// ServerTLS, when set, authenticates the controller listener: every
+	// accepted connection does a TLS handshake first, with a client
+	// certificate required and verified against ServerTLS.ClientCAs
+	// (ClientAuth is forced to RequireAndVerifyClientCert), and
+	// AuthorizePeer decides which node the peer is. Raft and the
+	// controller RPC then run inside TLS. nil: PLAINTEXT, and Open logs a
+	// warning.
+	ServerTLS *tls.Config
+	// ClientTLS dials the other nodes' controller listeners (the raft
+	// transport and forwarded controller operations): it must present
+	// this node's certificate (Certificates or GetClientCertificate) and
+	// trust theirs (RootCAs). An empty ServerName is set to the dialed
+	// host. Required with ServerTLS, and only with it.
+	ClientTLS *tls.Config
+	// AuthorizePeer maps the verified TLS state of a peer of the
+	// controller listener to the node id it is (e.g. from its
+	// certificate's principal, as the caller maps broker principals and
+	// super.users); ok false, or a negative id, refuses the connection.
+	// A controller operation that acts for a broker (RegisterBroker,
+	// Heartbeat, ControlledShutdown, AllocateProducerIDs, AddNonvoter,
+	// ChangePartition of a partition it leads, ReportBrokerDead by its
+	// reporter) is refused with ErrNotAuthorized unless the peer is that
+	// node. Required with ServerTLS.
+	AuthorizePeer func(tls.ConnectionState) (nodeID int32, ok bool)
+
 	// tuneRaft, set by tests, adjusts the raft config (shorter timeouts).
 	tuneRaft func(*raft.Config)
+	// wrapListener, set by tests, wraps the controller listener (to make
+	// Accept fail).
+	wrapListener func(net.Listener) net.Listener
 	// noLeaderWait is how long a forwarded operation looks for a leader
 	// before it fails with ErrNotController. Default 5s.
 	noLeaderWait time.Duration
@@ -102,8 +145,20 @@ func (c Config) withDefaults() Config {
 	if c.DefaultReplicationFactor == 0 {
 		c.DefaultReplicationFactor = 1
 	}
+	if c.MaxPartitions <= 0 {
+		c.MaxPartitions = DefaultMaxPartitions
+	}
+	if c.MaxBrokerPartitions <= 0 {
+		c.MaxBrokerPartitions = DefaultMaxBrokerPartitions
+	}
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = defaultSessionTimeout
+	}
+	if c.DeadReportGrace <= 0 {
+		c.DeadReportGrace = defaultSessionTimeout / 3
+		if c.SessionTimeout > 0 {
+			c.DeadReportGrace = c.SessionTimeout / 3
+		}
 	}
 	if c.AutoLeaderRebalance == nil {
 		t := true
@@ -119,9 +174,12 @@ func (c Config) withDefaults() Config {
 }
 
 // isVoter reports whether this node is in Voters.
-func (c Config) isVoter() bool {
+func (c Config) isVoter() bool { return c.hasVoter(c.NodeID) }
+
+// hasVoter reports whether node id is in Voters.
+func (c Config) hasVoter(id int32) bool {
 	for _, v := range c.Voters {
-		if v.ID == c.NodeID {
+		if v.ID == id {
 			return true
 		}
 	}
@@ -137,6 +195,12 @@ func (c Config) validate() error {
 	}
 	if c.BindAddr == "" {
 		return errors.New("metadata: bind address is required")
+	}
+	if (c.ServerTLS == nil) != (c.ClientTLS == nil) {
+		return errors.New("metadata: controller listener TLS needs both a server and a client config, or neither")
+	}
+	if c.ServerTLS != nil && c.AuthorizePeer == nil {
+		return errors.New("metadata: controller listener TLS needs AuthorizePeer")
 	}
 	if c.DefaultNumPartitions < 1 {
 		return fmt.Errorf("metadata: num.partitions=%d: must be >= 1", c.DefaultNumPartitions)
@@ -166,6 +230,8 @@ type Store struct {
 	bolt      *raftboltdb.BoltStore
 	ln        net.Listener
 	stream    *raftStream
+	dialer    dialer       // dials other nodes' controller listeners
+	serverTLS *tls.Config  // nil: PLAINTEXT controller listener
 	advertise string       // this node's raft and RPC address
 	close     func() error // runs once
 
@@ -230,7 +296,11 @@ func Open(cfg Config) (*Store, error) {
 	if adv == nil {
 		adv = ln.Addr()
 	}
-	stream := newRaftStream(adv)
+	if cfg.wrapListener != nil {
+		ln = cfg.wrapListener(ln)
+	}
+	dial := dialer{tls: cfg.ClientTLS}
+	stream := newRaftStream(adv, dial)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: transportMaxPool,
@@ -269,7 +339,8 @@ func Open(cfg Config) (*Store, error) {
 	if err != nil {
 		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
-	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String()}
+	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String(),
+		dialer: dial, serverTLS: serverTLS(cfg.ServerTLS)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = map[net.Conn]struct{}{}
 	s.close = sync.OnceValue(func() error {
@@ -303,6 +374,7 @@ func Open(cfg Config) (*Store, error) {
 		log.Info("bootstrapped metadata quorum", "voters", len(boot.Servers), "addr", s.advertise)
 	}
 
+	s.warnPlaintext()
 	s.goFunc(s.acceptLoop)
 	s.goFunc(s.controllerLoop)
 	if !cfg.isVoter() {
@@ -412,7 +484,7 @@ func (s *Store) WaitReady(ctx context.Context) error {
 			return ErrClosed
 		}
 		if s.ControllerID() >= 0 {
-			res, err := invoke[readIndexResult](ctx, s, opReadIndex, struct{}{})
+			res, err := call(ctx, s, opReadIndex, none{})
 			if err == nil {
 				return s.waitApplied(ctx, res.Index)
 			}
@@ -463,6 +535,9 @@ func (s *Store) readIndex(ctx context.Context) (readIndexResult, error) {
 	}
 	return readIndexResult{Index: s.Image().Offset}, nil
 }
+
+var opReadIndex = defineOp("ReadIndex", nil,
+	func(s *Store, ctx context.Context, _ none) (readIndexResult, error) { return s.readIndex(ctx) })
 
 type readIndexResult struct {
 	Index uint64 `json:"index"`

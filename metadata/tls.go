@@ -1,0 +1,110 @@
+package metadata
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// The controller listener is authenticated when Config.ServerTLS is set:
+// every accepted connection does a TLS handshake first, with a client
+// certificate required and verified, and Config.AuthorizePeer maps the
+// verified peer to the node id it may act as, or refuses it. Only then is
+// the preamble read, inside TLS, so raft ('R') and the controller RPC ('C')
+// both run over mutually authenticated TLS. Nodes dial each other with
+// Config.ClientTLS (dialer). A plain socket, a client without a
+// certificate or with one from another CA fails the handshake; a
+// certificate AuthorizePeer refuses is closed right after it.
+
+// dialer opens connections to controller listeners: TCP, then a TLS
+// handshake when tls is set.
+type dialer struct {
+	tls *tls.Config
+}
+
+// dial connects to addr; ctx bounds the connect and the handshake.
+func (d dialer) dial(ctx context.Context, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	c, err := nd.DialContext(ctx, "tcp", addr)
+	if err != nil || d.tls == nil {
+		return c, err
+	}
+	cfg := d.tls
+	if cfg.ServerName == "" {
+		// Verify the node's certificate against the host it is dialed
+		// at (a voter address, the leader's raft address).
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("metadata: dial %s: %w", addr, err)
+		}
+		cfg = cfg.Clone()
+		cfg.ServerName = host
+	}
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("metadata: TLS handshake with %s: %w", addr, err)
+	}
+	return tc, nil
+}
+
+// serverTLS is cfg with client certificates required and verified,
+// whatever cfg (or its GetConfigForClient) says: an anonymous peer must
+// never reach raft or the controller RPC.
+func serverTLS(cfg *tls.Config) *tls.Config {
+	if cfg == nil {
+		return nil
+	}
+	cfg = cfg.Clone()
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	if get := cfg.GetConfigForClient; get != nil {
+		cfg.GetConfigForClient = func(h *tls.ClientHelloInfo) (*tls.Config, error) {
+			c, err := get(h)
+			if c != nil {
+				c = c.Clone()
+				c.ClientAuth = tls.RequireAndVerifyClientCert
+			}
+			return c, err
+		}
+	}
+	return cfg
+}
+
+// authenticate does the server side of the TLS handshake on an accepted
+// connection and asks AuthorizePeer who the peer is. With a PLAINTEXT
+// listener it returns c and an unverified identity.
+func (s *Store) authenticate(c net.Conn) (net.Conn, peerIdentity, error) {
+	if s.serverTLS == nil {
+		return c, peerIdentity{}, nil
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, preambleTimeout)
+	defer cancel()
+	tc := tls.Server(c, s.serverTLS)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		return nil, peerIdentity{}, fmt.Errorf("TLS handshake: %w", err)
+	}
+	st := tc.ConnectionState()
+	id, ok := s.cfg.AuthorizePeer(st)
+	if !ok || id < 0 {
+		subject := "?"
+		if len(st.PeerCertificates) > 0 {
+			subject = st.PeerCertificates[0].Subject.String()
+		}
+		return nil, peerIdentity{}, fmt.Errorf("%w: %s", errPeerRefused, subject)
+	}
+	return tc, peerIdentity{verified: true, node: id}, nil
+}
+
+var errPeerRefused = errors.New("AuthorizePeer refused the peer")
+
+// warnPlaintext logs, once per Open, that the controller listener takes
+// anybody.
+func (s *Store) warnPlaintext() {
+	if s.serverTLS == nil {
+		s.log.Warn("the controller listener is unauthenticated (PLAINTEXT): any host that reaches it can join raft and send controller requests; set TLS for it",
+			"addr", s.advertise)
+	}
+}
