@@ -6,6 +6,7 @@ import (
 	"crypto/x509/pkix"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +39,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// replaceFile swaps path's content atomically, as a certificate manager
+// would, so the watcher never sees a half-written file.
+func replaceFile(t *testing.T, path string, data []byte) {
+	t.Helper()
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -75,9 +89,7 @@ func TestTLSReload(t *testing.T) {
 	// Replace the keystore: new handshakes must get the new certificate.
 	replacement := p.issue("kb1-new", CertRequest{Subject: pkix.Name{CommonName: "kb1"}, DNSNames: []string{"kb1"}, ServerAuth: true})
 	data, _ := os.ReadFile(replacement)
-	if err := os.WriteFile(keystore, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, keystore, data)
 	waitFor(t, "the reload", func() bool { return store.Reloads() == 1 })
 	second := serverSerial()
 	if second == first {
@@ -85,9 +97,7 @@ func TestTLSReload(t *testing.T) {
 	}
 
 	// A broken file is logged and the current certificate kept.
-	if err := os.WriteFile(keystore, []byte("-----BEGIN PRIVATE KEY-----\ntruncated"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	replaceFile(t, keystore, []byte("-----BEGIN PRIVATE KEY-----\ntruncated"))
 	waitFor(t, "the error log", func() bool { return strings.Contains(logs.String(), "cannot be loaded") })
 	if got := serverSerial(); got != second {
 		t.Fatal("a broken keystore replaced the working certificate")
@@ -97,11 +107,42 @@ func TestTLSReload(t *testing.T) {
 	}
 
 	// Fixing the file is picked up again.
-	if err := os.WriteFile(keystore, data[:len(data)-1], 0o600); err != nil { // same content minus the final newline
-		t.Fatal(err)
-	}
+	replaceFile(t, keystore, data[:len(data)-1]) // same certificate, one byte shorter
 	waitFor(t, "the second reload", func() bool { return store.Reloads() == 2 })
 	if got := serverSerial(); got != second {
 		t.Fatal("reloaded the same certificate but got another")
+	}
+}
+
+func TestPollFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.pem")
+	replaceFile(t, path, []byte("one"))
+	seen := map[string]fileState{}
+	if _, err := readFile(path, seen, "ssl.keystore.location"); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		do     func()
+		change bool
+	}{
+		{"nothing", func() {}, false},
+		{"touch", func() {
+			later := time.Now().Add(time.Hour)
+			if err := os.Chtimes(path, later, later); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"new content", func() { replaceFile(t, path, []byte("two")) }, true},
+		{"again unchanged", func() {}, false},
+		{"removed", func() { os.Remove(path) }, true},
+		{"still removed", func() {}, false},
+		{"back", func() { replaceFile(t, path, []byte("two")) }, true},
+	}
+	for _, st := range steps {
+		st.do()
+		if got := pollFiles(seen); got != st.change {
+			t.Fatalf("%s: changed=%v, want %v", st.name, got, st.change)
+		}
 	}
 }

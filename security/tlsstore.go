@@ -45,9 +45,10 @@ type tlsMaterial struct {
 // fileState identifies a file's content cheaply (size, mtime) and surely
 // (hash); the hash is only computed when size or mtime moved.
 type fileState struct {
-	size  int64
-	mtime time.Time
-	sum   [32]byte
+	size    int64
+	mtime   time.Time
+	sum     [32]byte
+	missing bool
 }
 
 // NewTLSStore parses the ssl.* keys of a listener view and loads the
