@@ -244,6 +244,9 @@ type ScramClient struct {
 func (c *ScramClient) Mechanism() string { return c.Mech.name }
 
 func (c *ScramClient) Start() ([]byte, error) {
+	if c.Mech.newHash == nil {
+		return nil, fmt.Errorf("SCRAM client: no mechanism (use sasl.SHA256 or sasl.SHA512)")
+	}
 	if c.User == "" || c.Password == "" {
 		return nil, fmt.Errorf("%s: user and password must be non-empty", c.Mech.name)
 	}

@@ -231,3 +231,9 @@ func TestScramUnknownUserSaltIsStable(t *testing.T) {
 		t.Fatalf("fake salt changes between attempts: %s vs %s", a, b)
 	}
 }
+
+func TestScramClientNeedsMechanism(t *testing.T) {
+	if _, err := (&ScramClient{User: "a", Password: "b"}).Start(); err == nil {
+		t.Fatal("zero mechanism accepted")
+	}
+}
