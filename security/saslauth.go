@@ -33,6 +33,7 @@ type SASLAuthenticator struct {
 	state     saslState
 	raw       bool
 	principal Principal
+	err       error
 }
 
 type saslState int
@@ -137,12 +138,18 @@ func (a *SASLAuthenticator) AuthenticateRaw(ctx context.Context, token []byte) (
 	return a.step(ctx, token)
 }
 
+// Err is the error that failed the exchange, for the broker's log:
+// sasl.Cause(Err()) holds internal detail the client was not sent.
+func (a *SASLAuthenticator) Err() error { return a.err }
+
 func (a *SASLAuthenticator) step(ctx context.Context, token []byte) ([]byte, error) {
 	reply, err := a.session.Step(ctx, token)
 	if err != nil {
 		a.state = saslFailed
+		a.err = err
 		if !errors.Is(err, sasl.ErrAuthenticationFailed) {
-			err = fmt.Errorf("%w: %v", sasl.ErrAuthenticationFailed, err)
+			// Not one of ours: its text is not known to be safe to send.
+			err = fmt.Errorf("%w with SASL mechanism %s", sasl.ErrAuthenticationFailed, a.session.Mechanism())
 		}
 		return nil, err
 	}

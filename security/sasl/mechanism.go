@@ -53,11 +53,37 @@ var ErrAuthenticationFailed = errors.New("authentication failed")
 var ErrUnsupportedMechanism = errors.New("unsupported SASL mechanism")
 
 // authError is an authentication failure whose message is sent to the
-// client; it never contains a password or key.
-type authError struct{ msg string }
+// client; it never contains a password, key or internal detail. cause,
+// when set, is the internal error for the broker's log (see Cause).
+type authError struct {
+	msg   string
+	cause error
+}
 
 func (e *authError) Error() string { return e.msg }
-func (e *authError) Unwrap() error { return ErrAuthenticationFailed }
+func (e *authError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{ErrAuthenticationFailed}
+	}
+	return []error{ErrAuthenticationFailed, e.cause}
+}
+
+// Cause returns the internal error behind an authentication failure (a
+// credential store error, say) for logging, or nil. It is never sent to
+// the client.
+func Cause(err error) error {
+	var ae *authError
+	if errors.As(err, &ae) {
+		return ae.cause
+	}
+	return nil
+}
+
+// internalFailure hides a credential lookup error from the client, as
+// Kafka does, while keeping it for the log.
+func internalFailure(mechanism string, cause error) error {
+	return &authError{msg: "Authentication failed during authentication due to an internal error with SASL mechanism " + mechanism, cause: cause}
+}
 
 func failf(format string, args ...any) error {
 	return &authError{msg: fmt.Sprintf(format, args...)}

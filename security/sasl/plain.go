@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
-	"fmt"
 )
 
 // PlainVerifier checks a PLAIN user name and password.
@@ -73,7 +72,7 @@ func (p *plainServer) Step(ctx context.Context, response []byte) ([]byte, error)
 	}
 	ok, err := p.verifier.VerifyPlain(ctx, user, pass)
 	if err != nil {
-		return nil, &authError{msg: fmt.Sprintf("Authentication failed: credential lookup failed: %v", err)}
+		return nil, internalFailure(MechanismPlain, err)
 	}
 	if !ok {
 		return nil, failf("Authentication failed: Invalid username or password")

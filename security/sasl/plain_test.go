@@ -103,3 +103,34 @@ func TestNewServerChecksMechanisms(t *testing.T) {
 		t.Fatalf("disabled mechanism started: %v", err)
 	}
 }
+
+type failingStore struct{}
+
+var errStoreDown = errors.New("metadata log unavailable at 10.0.0.1")
+
+func (failingStore) VerifyPlain(context.Context, string, string) (bool, error) {
+	return false, errStoreDown
+}
+
+func (failingStore) ScramCredential(context.Context, ScramMechanism, string) (ScramCredential, bool, error) {
+	return ScramCredential{}, false, errStoreDown
+}
+
+// TestStoreErrorsStayInternal: a credential store failure fails the
+// exchange with a generic message; the detail is only for the log.
+func TestStoreErrorsStayInternal(t *testing.T) {
+	srv, err := NewServer([]string{MechanismPlain, MechanismScramSHA256}, failingStore{}, failingStore{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for mech, msg := range map[string]string{MechanismPlain: "\x00a\x00b", MechanismScramSHA256: "n,,n=a,r=abc"} {
+		s, _ := srv.Start(mech)
+		_, err := s.Step(context.Background(), []byte(msg))
+		if !errors.Is(err, ErrAuthenticationFailed) || !errors.Is(err, errStoreDown) || Cause(err) != errStoreDown {
+			t.Fatalf("%s: err=%v", mech, err)
+		}
+		if strings.Contains(err.Error(), "10.0.0.1") {
+			t.Fatalf("%s: internal detail sent to the client: %v", mech, err)
+		}
+	}
+}

@@ -130,7 +130,7 @@ func (s *scramServer) clientFirst(ctx context.Context, msg string) ([]byte, erro
 
 	cred, found, err := s.store.ScramCredential(ctx, s.mech, user)
 	if err != nil {
-		return nil, &authError{msg: fmt.Sprintf("Authentication failed: credential lookup failed: %v", err)}
+		return nil, internalFailure(s.mech.name, err)
 	}
 	if !found {
 		s.unknownUser = true
