@@ -8,6 +8,24 @@ import (
 	"testing"
 )
 
+// The example of Kafka's security documentation (ssl.principal.mapping.rules).
+func TestPrincipalMappingDocExample(t *testing.T) {
+	m, err := ParsePrincipalMappingRules(`RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,RULE:^CN=(.*?),OU=(.*?),O=(.*?),L=(.*?),ST=(.*?),C=(.*?)$/$1@$2/L,RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/L,DEFAULT`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ dn, want string }{
+		{"CN=serviceuser,OU=ServiceUsers,O=Unknown,L=Unknown,ST=Unknown,C=Unknown", "serviceuser"},
+		{"CN=adminUser,OU=Admin,O=Unknown,L=Unknown,ST=Unknown,C=Unknown", "adminuser@admin"},
+		{"O=Unknown,cn=Mixed.Case", "mixed.case"},
+		{"O=Unknown,C=US", "O=Unknown,C=US"},
+	} {
+		if got, err := m.Name(tc.dn); err != nil || got != tc.want {
+			t.Errorf("%s -> %q (%v), want %q", tc.dn, got, err, tc.want)
+		}
+	}
+}
+
 // Kafka's SslPrincipalMapperTest cases.
 func TestPrincipalMappingRules(t *testing.T) {
 	m, err := ParsePrincipalMappingRules(

@@ -17,7 +17,10 @@ import (
 // DN wins; /L and /U lower- or upper-case the result; DEFAULT keeps the DN
 // as is. Patterns are Go (RE2) regular expressions, which accept the
 // Java syntax Kafka's examples use but not back-references or
-// look-arounds; such a rule is refused when parsed.
+// look-arounds; such a rule is refused when parsed. One more difference:
+// Java's replaceAll also replaces an empty match right after a non-empty
+// one (pattern ".*" replaces "abc" twice), Go's does not; rules anchored
+// with ^...$, as Kafka's examples are, behave identically.
 type PrincipalMapper struct {
 	rules []principalRule
 }
