@@ -112,3 +112,12 @@ func mustStore(t *testing.T, view map[string]string) *TLSStore {
 	}
 	return s
 }
+
+func writeTemp(t *testing.T, dir, name string, data []byte) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

@@ -184,7 +184,12 @@ func (s *scramServer) clientFinal(msg string) ([]byte, error) {
 	if err != nil || string(cbind) != s.gs2Header {
 		return nil, failf("Invalid %s client-final-message: channel binding does not match the GS2 header", s.mech.name)
 	}
-	if attrs[1][2:] != s.nonce {
+	// RFC 5802 wants r= to equal the combined nonce, but librdkafka
+	// sends its own nonce again in front of it; Kafka accepts any r=
+	// ending with the combined nonce, and so must we. Freshness holds:
+	// the server's random part is still there and the proof covers the
+	// message as sent.
+	if !strings.HasSuffix(attrs[1][2:], s.nonce) {
 		return nil, failf("Invalid %s client-final-message: nonce does not match", s.mech.name)
 	}
 	proof, err := base64.StdEncoding.DecodeString(proofB64)

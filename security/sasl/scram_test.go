@@ -237,3 +237,35 @@ func TestScramClientNeedsMechanism(t *testing.T) {
 		t.Fatal("zero mechanism accepted")
 	}
 }
+
+// TestScramLibrdkafkaNonce: librdkafka's client-final r= is its client
+// nonce followed by the whole combined nonce, which Kafka accepts.
+func TestScramLibrdkafkaNonce(t *testing.T) {
+	store := scramStore(t)
+	ctx := context.Background()
+	s := newScramServer(SHA256, store)
+	first, err := s.Step(ctx, []byte("n,,n=alice,r=cli"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	combined := strings.TrimPrefix(strings.Split(string(first), ",")[0], "r=")
+	c := &ScramClient{Mech: SHA256, User: "alice", Password: "alice-secret", Nonce: "cli"}
+	c.Start()
+	final, _, err := c.Step(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite r= the librdkafka way and recompute the proof over it.
+	doubled := strings.Replace(string(final), "r="+combined, "r=cli"+combined, 1)
+	doubled = doubled[:strings.LastIndex(doubled, ",p=")]
+	cred, _, _ := store.ScramCredential(ctx, SHA256, "alice")
+	sp, _ := SHA256.SaltedPassword("alice-secret", cred.Salt, cred.Iterations)
+	clientKey := SHA256.hmac(sp, []byte("Client Key"))
+	proof := SHA256.hmac(cred.StoredKey, []byte("n=alice,r=cli,"+string(first)+","+doubled))
+	for i := range proof {
+		proof[i] ^= clientKey[i]
+	}
+	if _, err := s.Step(ctx, []byte(doubled+",p="+base64.StdEncoding.EncodeToString(proof))); err != nil || !s.Done() {
+		t.Fatalf("librdkafka-style nonce refused: %v", err)
+	}
+}
