@@ -22,10 +22,12 @@ func TestListenerSecurityWithKcat(t *testing.T) {
 	p := newTestPKI(t)
 	ca := p.caFile()
 	props := map[string]string{
-		"ssl.keystore.location":                          p.serverCert("kb1"),
-		"ssl.truststore.location":                        ca,
-		"listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-512",
-		"listener.name.ssl.ssl.client.auth":              "required",
+		"ssl.keystore.location":                                p.serverCert("kb1"),
+		"ssl.truststore.location":                              ca,
+		"listener.name.sasl_ssl.sasl.enabled.mechanisms":       "SCRAM-SHA-512",
+		"listener.name.ssl.ssl.client.auth":                    "required",
+		"listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+		"listener.name.sasl_plaintext.plain.sasl.jaas.config":  `org.apache.kafka.common.security.plain.PlainLoginModule required user_bob="bob-secret";`,
 	}
 	creds := sasl.ScramCredentials{}
 	_, cred, err := sasl.ParseAddScram("SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]")
@@ -33,6 +35,11 @@ func TestListenerSecurityWithKcat(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds.Add("alice", cred)
+	_, cred, err = sasl.ParseAddScram("SCRAM-SHA-256=[name=carol,password=carol-secret]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds.Add("carol", cred)
 	broker := func(name string) *miniBroker {
 		sec, err := NewListenerSecurity(props, name, name, creds, TLSOptions{})
 		if err != nil {
@@ -40,7 +47,6 @@ func TestListenerSecurityWithKcat(t *testing.T) {
 		}
 		return startMiniBroker(t, sec)
 	}
-	saslSSL, ssl := broker("SASL_SSL"), broker("SSL")
 
 	// kcat wants the client key and certificate as separate files.
 	cert, key, err := p.ca.Issue(CertRequest{Subject: pkix.Name{CommonName: "alice", Organization: []string{"acme"}}, ClientAuth: true})
@@ -52,17 +58,21 @@ func TestListenerSecurityWithKcat(t *testing.T) {
 
 	cases := []struct {
 		name      string
-		broker    *miniBroker
+		listener  string // a fresh broker per case: librdkafka may connect twice
 		args      []string
 		principal string // "" = must fail
 	}{
-		{"SASL_SSL SCRAM-SHA-512", saslSSL, []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+		{"SASL_SSL SCRAM-SHA-512", "SASL_SSL", []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
 			"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-X", "ssl.ca.location=" + ca}, "User:alice"},
-		{"SASL_SSL wrong password", saslSSL, []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+		{"SASL_SSL wrong password", "SASL_SSL", []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
 			"-X", "sasl.username=alice", "-X", "sasl.password=nope", "-X", "ssl.ca.location=" + ca}, ""},
-		{"SSL client certificate", ssl, []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + ca,
+		{"SSL client certificate", "SSL", []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + ca,
 			"-X", "ssl.certificate.location=" + certFile, "-X", "ssl.key.location=" + keyFile}, "User:CN=alice,O=acme"},
-		{"SSL without client certificate", ssl, []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + ca}, ""},
+		{"SASL_PLAINTEXT PLAIN", "SASL_PLAINTEXT", []string{"-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=PLAIN",
+			"-X", "sasl.username=bob", "-X", "sasl.password=bob-secret"}, "User:bob"},
+		{"SASL_PLAINTEXT SCRAM-SHA-256", "SASL_PLAINTEXT", []string{"-X", "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanisms=SCRAM-SHA-256",
+			"-X", "sasl.username=carol", "-X", "sasl.password=carol-secret"}, "User:carol"},
+		{"SSL without client certificate", "SSL", []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + ca}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +83,8 @@ func TestListenerSecurityWithKcat(t *testing.T) {
 			if tc.principal == "" {
 				timeout = "2"
 			}
-			args := append([]string{"-L", "-b", tc.broker.addr(), "-m", timeout}, tc.args...)
+			b := broker(tc.listener)
+			args := append([]string{"-L", "-b", b.addr(), "-m", timeout}, tc.args...)
 			out, err := exec.CommandContext(ctx, kcat, args...).CombinedOutput()
 			if tc.principal == "" {
 				if err == nil {
@@ -84,7 +95,7 @@ func TestListenerSecurityWithKcat(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), "1 brokers") {
 				t.Fatalf("kcat: %v\n%s", err, out)
 			}
-			if got := <-tc.broker.principals; got != tc.principal {
+			if got := <-b.principals; got != tc.principal {
 				t.Fatalf("principal %s, want %s", got, tc.principal)
 			}
 		})
