@@ -22,9 +22,9 @@ const PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModul
 const ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 // ParseJAAS parses the sasl.jaas.config syntax: one or more
-// "<module> <flag> key=value ... ;" entries. Values are words or double
-// quoted strings with backslash escapes; // and /* */ comments are skipped,
-// as Java's StreamTokenizer does for Kafka.
+// "<module> <flag> key=value ... ;" entries. Values are words or quoted
+// strings ("..." or '...') with backslash escapes; // and /* */ comments
+// are skipped, as Java's StreamTokenizer does for Kafka.
 func ParseJAAS(s string) ([]JAASEntry, error) {
 	t := &jaasTokenizer{s: s}
 	var entries []JAASEntry
@@ -164,8 +164,8 @@ func (t *jaasTokenizer) next() (token, error) {
 		case c == ';':
 			t.i++
 			return token{tokSemi, ";"}, nil
-		case c == '"':
-			return t.quoted()
+		case c == '"' || c == '\'':
+			return t.quoted(c)
 		case isJAASWordChar(c):
 			start := t.i
 			for t.i < len(t.s) && isJAASWordChar(t.s[t.i]) {
@@ -180,15 +180,16 @@ func (t *jaasTokenizer) next() (token, error) {
 	return token{kind: tokEOF}, nil
 }
 
-// quoted reads a "..." string with StreamTokenizer's escapes.
-func (t *jaasTokenizer) quoted() (token, error) {
+// quoted reads a "..." or '...' string (Java's StreamTokenizer, which
+// Kafka's JAAS parser uses, knows both) with backslash escapes.
+func (t *jaasTokenizer) quoted(quote byte) (token, error) {
 	t.i++ // opening quote
 	var b strings.Builder
 	for t.i < len(t.s) {
 		c := t.s[t.i]
 		t.i++
 		switch c {
-		case '"':
+		case quote:
 			return token{tokQuoted, b.String()}, nil
 		case '\\':
 			if t.i >= len(t.s) {

@@ -10,7 +10,8 @@ func TestParsePlainJAAS(t *testing.T) {
 		username="admin"
 		password="admin-secret"
 		user_admin="admin-secret"
-		user_alice="alice-secret"
+		user_alice='alice-secret'
+		user_mixed='say "hi"' 
 		user_quote="a\"b\\c;d=e" // a comment
 		/* another */ user_bare=bare-word.1;`
 	got, err := ParsePlainJAAS(cfg)
@@ -18,7 +19,7 @@ func TestParsePlainJAAS(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := PlainJAAS{Username: "admin", Password: "admin-secret", Users: PlainUsers{
-		"admin": "admin-secret", "alice": "alice-secret", "quote": `a"b\c;d=e`, "bare": "bare-word.1",
+		"admin": "admin-secret", "alice": "alice-secret", "mixed": `say "hi"`, "quote": `a"b\c;d=e`, "bare": "bare-word.1",
 	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
