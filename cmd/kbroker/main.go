@@ -40,6 +40,8 @@ func run(args, env []string, stderr io.Writer) int {
 		return healthcheck(args, env, os.Stdout, stderr)
 	case "perf":
 		return perf(args, os.Stdout, stderr)
+	case "tls":
+		return tlsCmd(args, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0
@@ -58,6 +60,7 @@ Commands:
   dump-log  decode .log/.index/.timeindex files like kafka-dump-log.sh
   healthcheck  exit 0 if the local broker is registered, unfenced and serving
   perf      produce|consume load tests like kafka-producer/consumer-perf-test
+  tls init  write a private CA and PEM keys/certificates for brokers and a client
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }

@@ -1,0 +1,16 @@
+// Package sasl implements the SASL mechanisms a Kafka broker offers, without
+// sockets: each side is a state machine fed the bytes the peer sent.
+//
+// Server side (one ServerSession per connection attempt, built by
+// Server.Start):
+//   - PLAIN (RFC 4616), checked against a PlainVerifier such as the user_<name>
+//     options of a PlainLoginModule JAAS entry (ParsePlainJAAS).
+//   - SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677), checked against
+//     ScramCredentials looked up through a CredentialStore, so the broker can
+//     keep them in its metadata log as Kafka does (KIP-554).
+//
+// Client side (for inter-broker connections): PlainClient and ScramClient.
+//
+// Credentials are derived exactly as Kafka stores them (DeriveScramCredential)
+// and the kafka-storage "--add-scram" argument form is parsed by ParseAddScram.
+package sasl
