@@ -1,6 +1,6 @@
 package cluster
 
-// OffsetCommit (key 8), v2–9.
+// OffsetCommit (key 8).
 //
 // Offsets are written to the group's __consumer_offsets partition (one
 // batch per request, OffsetCommitKey v1 / OffsetCommitValue v3) and the
@@ -25,6 +25,10 @@ import (
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/wire/record"
 )
+
+func init() {
+	register(apiSpec{key: 8, min: 2, max: 9, handle: (*Node).handleOffsetCommit})
+}
 
 // offsetMetadataMaxBytes is offset.metadata.max.bytes' default.
 const offsetMetadataMaxBytes = 4096

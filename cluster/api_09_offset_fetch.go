@@ -1,6 +1,6 @@
 package cluster
 
-// OffsetFetch (key 9), v1–9, both layouts: one group (v1–7, topics or all
+// OffsetFetch (key 9), both layouts: one group (v1–7, topics or all
 // with a null topic list from v2) and a batch of groups (v8+).
 //
 // Answers the committed offsets the coordinator holds (replicated ones
@@ -19,6 +19,10 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
+
+func init() {
+	register(apiSpec{key: 9, min: 1, max: 9, handle: (*Node).handleOffsetFetch})
+}
 
 // fetchedTopic is one topic of a group's answer.
 type fetchedTopic struct {

@@ -1,6 +1,6 @@
 package cluster
 
-// DeleteGroups (key 42), v0–2.
+// DeleteGroups (key 42).
 //
 // A group can be deleted when it has no members (Empty, or Dead):
 // NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND for an unknown group. The
@@ -19,6 +19,10 @@ import (
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/wire/record"
 )
+
+func init() {
+	register(apiSpec{key: 42, min: 0, max: 2, handle: (*Node).handleDeleteGroups})
+}
 
 func (n *Node) handleDeleteGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)

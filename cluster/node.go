@@ -81,7 +81,7 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n.producerIDs.node = n
 	n.groups = newGroupCoordinator(n)
 	n.metrics.registry.MustRegister(newStateCollector(n))
-	n.server = newServer(logger, n.apis(), cfg.SocketRequestMaxBytes, n.metrics)
+	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
 	return n, nil
 }
 

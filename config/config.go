@@ -142,6 +142,13 @@ type Config struct {
 	GossipListener string   `kafka:"gossip.listener"`
 	GossipSeeds    []string `kafka:"gossip.seeds"`
 	AdminListener  string   `kafka:"admin.listener"`
+
+	// Client connection and request limits (keys: connections.go).
+	MaxConnections               int32            `kafka:"max.connections"`
+	MaxConnectionsPerIP          int32            `kafka:"max.connections.per.ip"`
+	MaxConnectionsPerIPOverrides map[string]int32 `kafka:"max.connections.per.ip.overrides"`
+	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
+	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
 }
 
 // Default returns the configuration of a single node that is both broker
