@@ -1,7 +1,8 @@
 package cluster
 
-// FindCoordinator (key 10), both the single-key (v0–3) and the
-// batched (v4+) layouts.
+// FindCoordinator (key 10).
+//
+// Both layouts: a single key (v0–3) and a batch of keys (v4+).
 //
 // Group keys (key type 0): the coordinator is the leader of the group's
 // partition of __consumer_offsets (abs(javaHashCode(group)) % partitions),
