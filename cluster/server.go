@@ -92,9 +92,9 @@ func newServer(logger *slog.Logger, apis []api, cfg serverConfig, metrics *reque
 		apis:         make(map[int16]api, len(apis)),
 		writeTimeout: 30 * time.Second,
 		metrics:      metrics,
-		authorizer:   noTransactions{next: cfg.authorizer},
 		abandon:      make(chan struct{}),
 	}
+	s.setAuthorizer(cfg.authorizer)
 	s.limits.init(cfg)
 	if cfg.queuedMaxRequestBytes > 0 {
 		s.requestMem = semaphore.NewWeighted(cfg.queuedMaxRequestBytes)
@@ -107,6 +107,10 @@ func newServer(logger *slog.Logger, apis []api, cfg serverConfig, metrics *reque
 	}
 	return s
 }
+
+// setAuthorizer installs the authorizer requests are checked against,
+// behind noTransactions. Call it before Serve.
+func (s *Server) setAuthorizer(a Authorizer) { s.authorizer = noTransactions{next: a} }
 
 // Listen binds a listener. It does not accept until Serve.
 func (s *Server) Listen(name, addr string) (net.Addr, error) {
