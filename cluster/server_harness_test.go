@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"net"
 	"testing"
@@ -35,12 +36,18 @@ func testServerConfig() serverConfig {
 // ln binds a fresh listener.
 func startServer(t testing.TB, cfg serverConfig, ln net.Listener, apis ...api) *testServer {
 	t.Helper()
+	return startServerLogged(t, cfg, ln, testLogger(t), apis...)
+}
+
+// startServerLogged is startServer logging to logger.
+func startServerLogged(t testing.TB, cfg serverConfig, ln net.Listener, logger *slog.Logger, apis ...api) *testServer {
+	t.Helper()
 	ts := &testServer{done: make(chan struct{})}
 	apis = append(apis, api{key: apiVersionsKey, min: 0, max: 4,
 		handle: func(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
 			return ts.apiVersionsResponse(rc.Header.APIVersion), nil
 		}})
-	ts.Server = newServer(testLogger(t), apis, cfg, newRequestMetrics())
+	ts.Server = newServer(logger, apis, cfg, newRequestMetrics())
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
