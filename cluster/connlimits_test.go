@@ -11,11 +11,11 @@ import (
 // closing connection is usable again.
 func TestConnectionLimits(t *testing.T) {
 	for _, tc := range []struct {
-		name      string
+		name       string
 		max, perIP int32
-		overrides map[string]int32
-		allowed   int
-		reason    string
+		overrides  map[string]int32
+		allowed    int
+		reason     string
 	}{
 		{name: "max.connections", max: 2, perIP: 100, allowed: 2, reason: "broker"},
 		{name: "max.connections.per.ip", max: 100, perIP: 2, allowed: 2, reason: "ip"},
