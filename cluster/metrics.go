@@ -24,6 +24,7 @@ type requestMetrics struct {
 	closedIdle   prometheus.Counter
 	acceptErrors *prometheus.CounterVec
 	queuedBytes  prometheus.Gauge
+	memWaiting   prometheus.Gauge
 	refused      *prometheus.CounterVec
 }
 
@@ -66,11 +67,14 @@ func newRequestMetrics() *requestMetrics {
 	m.queuedBytes = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "kbroker_request_queued_bytes", Help: "Bytes of requests read and not yet answered (bounded by queued.max.request.bytes).",
 	})
+	m.memWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kbroker_connections_waiting_for_request_memory", Help: "Connections that stopped reading until queued.max.request.bytes frees up.",
+	})
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kbroker_requests_refused_total", Help: "Requests refused before decoding because an array count is over its per-request bound, by API.",
 	}, []string{"api"})
 	m.registry.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut,
-		m.panics, m.connections, m.rejected, m.closedIdle, m.acceptErrors, m.queuedBytes, m.refused)
+		m.panics, m.connections, m.rejected, m.closedIdle, m.acceptErrors, m.queuedBytes, m.memWaiting, m.refused)
 	return m
 }
 

@@ -13,8 +13,13 @@ func (s *Server) acquireRequestMem(ctx context.Context, size int32) (int64, erro
 		return 0, nil
 	}
 	n = min(n, s.cfg.queuedMaxRequestBytes)
-	if err := s.requestMem.Acquire(ctx, n); err != nil {
-		return 0, err
+	if !s.requestMem.TryAcquire(n) {
+		s.metrics.memWaiting.Inc()
+		err := s.requestMem.Acquire(ctx, n)
+		s.metrics.memWaiting.Dec()
+		if err != nil {
+			return 0, err
+		}
 	}
 	s.metrics.queuedBytes.Add(float64(n))
 	return n, nil
