@@ -138,7 +138,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 			keys[i] = w.tp
 		}
 		deadline := now.Add(cappedWait(req.TimeoutMillis, maxProduceTimeout))
-		park(n.produceWaiters, rc, op, deadline, keys)
+		park(n.produceWaiters, rc, op, deadline, keys, false)
 		return nil, nil
 	}
 	return resp, nil

@@ -78,7 +78,7 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 		return resp, nil
 	}
 	deadline := time.Now().Add(cappedWait(req.MaxWaitMillis, maxFetchWait))
-	park(n.fetchWaiters, rc, f, deadline, keys)
+	park(n.fetchWaiters, rc, f, deadline, keys, true)
 	return nil, nil
 }
 

@@ -81,7 +81,7 @@ type slot struct {
 	hdr  wire.RequestHeader
 	done chan struct{}
 	once sync.Once
-	mem  int64 // bytes held in the server's request memory
+	mem  int64 // bytes held in the server's request memory; guarded by conn.mu once pending
 
 	onDrop func() // guarded by conn.mu: undoes a parked request
 
@@ -198,8 +198,20 @@ func (c *conn) retire(s *slot) {
 	c.mu.Lock()
 	delete(c.pending, s)
 	s.onDrop = nil
+	mem := s.mem
+	s.mem = 0
 	c.mu.Unlock()
-	c.srv.releaseRequestMem(s.mem)
+	c.srv.releaseRequestMem(mem)
+}
+
+// releaseMem gives s's request bytes back before its response is written,
+// for a parked request that no longer references them.
+func (c *conn) releaseMem(s *slot) {
+	c.mu.Lock()
+	mem := s.mem
+	s.mem = 0
+	c.mu.Unlock()
+	c.srv.releaseRequestMem(mem)
 }
 
 func (c *conn) readLoop(ctx context.Context) error {

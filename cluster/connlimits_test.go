@@ -52,7 +52,7 @@ func TestConnectionLimits(t *testing.T) {
 func TestIdleConnectionClosed(t *testing.T) {
 	cfg := testServerConfig()
 	cfg.idleTimeout = 200 * time.Millisecond
-	ts := startServer(t, cfg, nil, parkingAPI(nil))
+	ts := startServer(t, cfg, nil, parkingAPI(nil, true))
 	idle := dialRaw(t, ts.addr)
 	apiVersionsOK(t, idle)
 	start := time.Now()

@@ -35,7 +35,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 			panic("handler broke")
 		}},
 		api{key: 36, min: 0, max: 2, handle: func(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
-			park(waiters, rc, op, time.Now().Add(time.Minute), []replication.TopicPartition{key})
+			park(waiters, rc, op, time.Now().Add(time.Minute), []replication.TopicPartition{key}, true)
 			return nil, nil
 		}},
 	)

@@ -23,7 +23,7 @@ func TestQueuedRequestBytesBoundsReading(t *testing.T) {
 	cfg := testServerConfig()
 	cfg.queuedMaxRequestBytes = 1000
 	var handled atomic.Int32
-	parking := parkingAPI(waiters)
+	parking := parkingAPI(waiters, true)
 	inner := parking.handle
 	parking.handle = func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
 		handled.Add(1)
@@ -54,6 +54,25 @@ func TestQueuedRequestBytesBoundsReading(t *testing.T) {
 		t.Errorf("%d requests handled, want 2", n)
 	}
 	waitFor(t, 5*time.Second, "queued bytes to drain", func() bool { return metricValue(t, ts.metrics.queuedBytes) == 0 })
+}
+
+// A parked request that keeps none of its bytes (an acks=all produce)
+// gives them back when it parks, so requests waiting for replication do
+// not stop the connections carrying the follower fetches.
+func TestParkedProduceReleasesRequestBytes(t *testing.T) {
+	waiters := purgatory.New[replication.TopicPartition]("produce")
+	cfg := testServerConfig()
+	cfg.queuedMaxRequestBytes = 1000
+	ts := startServer(t, cfg, nil, parkingAPI(waiters, false))
+	req := produceRequest(9, -1, "t", map[int32][]byte{0: bytes.Repeat([]byte{1}, 600)})
+	req.TimeoutMillis = 60_000
+	for i := range 3 { // 3 x 650 bytes parked under a 1000-byte bound
+		dialRaw(t, ts.addr).send(req)
+		waitFor(t, 5*time.Second, "the produce to park", func() bool { return waiters.Len() == i+1 })
+	}
+	if got := metricValue(t, ts.metrics.queuedBytes); got != 0 {
+		t.Errorf("%v request bytes held by parked produces", got)
+	}
 }
 
 // metadataFrameBody is a Metadata request body naming count topics of

@@ -64,6 +64,9 @@ func startServerLogged(t testing.TB, cfg serverConfig, ln net.Listener, logger *
 	}()
 	t.Cleanup(func() {
 		cancel()
+		// No node expires the tests' parked requests at shutdown: give up
+		// on them as a node does after its drain timeout.
+		ts.Abandon()
 		select {
 		case <-ts.done:
 		case <-time.After(20 * time.Second):
