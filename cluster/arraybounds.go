@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,21 +21,36 @@ import (
 // connection, as one that does not decode does.
 const maxLeadingArrayLen = 100_000
 
-// leadingArrayAPIs are the requests whose first field, in every version,
-// is an array of names: Metadata topics, DescribeGroups groups,
-// DeleteTopics names (topics from v6), DeleteGroups groups.
-var leadingArrayAPIs = map[int16]bool{
-	3:  true,
-	15: true,
-	20: true,
-	42: true,
+// leadingArrayAPIs are the requests whose first field is an array, in
+// the versions given (kmsg's field order): Metadata topics, OffsetFetch
+// groups (v8+), DescribeGroups and DeleteGroups groups, ListGroups state
+// filters (v4+), CreateTopics, DeleteTopics, DeleteRecords and
+// CreatePartitions topics, OffsetForLeaderEpoch topics (v0–2, before the
+// replica id came first), DescribeConfigs and IncrementalAlterConfigs
+// resources. Arrays further in (Produce and Fetch partitions) have
+// elements of at least a dozen bytes, so their decoded size stays a small
+// multiple of the frame.
+var leadingArrayAPIs = map[int16]struct{ min, max int16 }{
+	3:  {0, math.MaxInt16},
+	9:  {8, math.MaxInt16},
+	15: {0, math.MaxInt16},
+	16: {4, math.MaxInt16},
+	19: {0, math.MaxInt16},
+	20: {0, math.MaxInt16},
+	21: {0, math.MaxInt16},
+	23: {0, 2},
+	32: {0, math.MaxInt16},
+	37: {0, math.MaxInt16},
+	42: {0, math.MaxInt16},
+	44: {0, math.MaxInt16},
 }
 
 // checkArrayBounds refuses a request whose leading array declares more
 // than maxLeadingArrayLen elements. req has its version set and is not
 // decoded yet; body is the request after its header.
 func checkArrayBounds(req kmsg.Request, body []byte) error {
-	if !leadingArrayAPIs[req.Key()] {
+	vs, ok := leadingArrayAPIs[req.Key()]
+	if v := req.GetVersion(); !ok || v < vs.min || v > vs.max {
 		return nil
 	}
 	var n int64

@@ -147,3 +147,36 @@ func TestMetadataWithMillionsOfTopicsRefused(t *testing.T) {
 	}
 	apiVersionsOK(t, dialRaw(t, node.addr))
 }
+
+// The leading-array bound applies to the versions whose first field is
+// the array, in both encodings, and nowhere else.
+func TestCheckArrayBounds(t *testing.T) {
+	over := uint32(maxLeadingArrayLen + 1)
+	int32Count := func(n uint32) []byte { return binary.BigEndian.AppendUint32(nil, n) }
+	compactCount := func(n uint32) []byte { return binary.AppendUvarint(nil, uint64(n)+1) }
+	for _, tc := range []struct {
+		name    string
+		key     int16
+		version int16
+		body    []byte
+		refused bool
+	}{
+		{"metadata v1 at the bound", 3, 1, int32Count(maxLeadingArrayLen), false},
+		{"metadata v1 over", 3, 1, int32Count(over), true},
+		{"metadata v12 over", 3, 12, compactCount(over), true},
+		{"metadata v1 null", 3, 1, int32Count(0xffffffff), false},
+		{"metadata v12 null", 3, 12, []byte{0}, false},
+		{"offset fetch v7 starts with a group name", 9, 7, int32Count(over), false},
+		{"offset fetch v8 over", 9, 8, compactCount(over), true},
+		{"offset for leader epoch v2 over", 23, 2, int32Count(over), true},
+		{"offset for leader epoch v3 starts with the replica id", 23, 3, int32Count(over), false},
+		{"produce is not bounded here", 0, 9, int32Count(over), false},
+		{"truncated body is left to the decoder", 3, 1, []byte{1}, false},
+	} {
+		req := kmsg.RequestForKey(tc.key)
+		req.SetVersion(tc.version)
+		if err := checkArrayBounds(req, tc.body); (err != nil) != tc.refused {
+			t.Errorf("%s: err %v, want refused %v", tc.name, err, tc.refused)
+		}
+	}
+}
