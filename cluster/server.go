@@ -86,6 +86,9 @@ func newServer(logger *slog.Logger, apis []api, cfg serverConfig, metrics *reque
 	if cfg.authorizer == nil {
 		cfg.authorizer = AllowAll{}
 	}
+	if cfg.frameReadTimeout <= 0 {
+		cfg.frameReadTimeout = defaultFrameReadTimeout
+	}
 	s := &Server{
 		logger:       logger,
 		cfg:          cfg,
