@@ -122,7 +122,7 @@ func (c *conn) serve(ctx context.Context) {
 		c.writeLoop()
 	}()
 
-	// Closing the socket is what unblocks a reader stuck in Read.
+	// An expired read deadline is what unblocks a reader stuck in Read.
 	stop := context.AfterFunc(ctx, func() { c.nc.SetReadDeadline(time.Now()) })
 	defer stop()
 
