@@ -1,6 +1,6 @@
 package cluster
 
-// Produce (key 0), v0–11 advertised.
+// Produce (key 0).
 //
 // v0–2 carry the old message formats Kafka 4 no longer accepts: they are
 // advertised (librdkafka only enables compression when Produce v0 is in
@@ -18,8 +18,13 @@ package cluster
 // high watermark passes every appended batch (at once when the ISR is this
 // broker alone), or REQUEST_TIMED_OUT after the request's timeout.
 //
-// Transactions are not supported: a transactional produce gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// Authorization, as Kafka: WRITE on the transactional id when one is
+// given (else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+// transactions are not supported, so it is always denied, see
+// noTransactions), and WRITE on each topic (else its partitions get
+// TOPIC_AUTHORIZATION_FAILED and the other topics go on).
+//
+// An acks=-1 wait is capped at maxProduceTimeout (delayed.go).
 
 import (
 	"context"
@@ -35,6 +40,25 @@ import (
 	"github.com/kbroker/kbroker/wire/record"
 )
 
+func init() {
+	register(apiSpec{key: 0, min: 0, max: 11, handle: (*Node).handleProduce, actions: produceActions})
+}
+
+// produceActions declares WRITE on the transactional id, if any, and on
+// every topic.
+func produceActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	req := kreq.(*kmsg.ProduceRequest)
+	out := topicActions(kmsg.ACLOperationWrite, func(yield func(string)) {
+		for _, t := range req.Topics {
+			yield(t.Topic)
+		}
+	})
+	if req.TransactionID != nil {
+		out = append(out, Action{Operation: kmsg.ACLOperationWrite, ResourceType: kmsg.ACLResourceTypeTransactionalId, Name: *req.TransactionID})
+	}
+	return out
+}
+
 func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
@@ -45,7 +69,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 		refuseAll = kerr.UnsupportedVersion.Code
 	case !replication.ValidRequiredAcks(req.Acks):
 		refuseAll = kerr.InvalidRequiredAcks.Code
-	case req.TransactionID != nil:
+	case req.TransactionID != nil && !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *req.TransactionID):
 		refuseAll = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 
@@ -55,15 +79,19 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		rt.Topic = t.Topic
+		topicDenied := refuseAll == 0 && !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.BaseOffset = -1
 			rp.LogAppendTime = -1
 			rp.LogStartOffset = -1
-			if refuseAll != 0 {
+			switch {
+			case refuseAll != 0:
 				rp.ErrorCode = refuseAll
-			} else {
+			case topicDenied:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			default:
 				tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 				part, res, err := n.produceOne(tp, p.Records, req.Acks)
 				if err != nil {
@@ -109,8 +137,8 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 		for i, w := range waits {
 			keys[i] = w.tp
 		}
-		deadline := now.Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
-		n.produceWaiters.TryCompleteElseWatch(op, deadline, keys...)
+		deadline := now.Add(cappedWait(req.TimeoutMillis, maxProduceTimeout))
+		park(n.produceWaiters, rc, op, deadline, keys, false)
 		return nil, nil
 	}
 	return resp, nil

@@ -1,6 +1,6 @@
 package cluster
 
-// Fetch (key 1), v4–12.
+// Fetch (key 1).
 //
 // Consumers read each partition from its fetch offset up to the high
 // watermark (the last stable offset is the high watermark: there are no
@@ -22,6 +22,12 @@ package cluster
 // Such fetches wait for MinBytes in the same purgatory, woken by leader
 // appends.
 //
+// Authorization, as Kafka: a consumer needs READ on each topic, a
+// follower CLUSTER_ACTION on the cluster; a partition refused gets
+// TOPIC_AUTHORIZATION_FAILED and the others are read as usual.
+//
+// MaxWaitMillis is capped at maxFetchWait (delayed.go).
+//
 // Fetch sessions (KIP-227) are not kept: every response has session id 0,
 // which tells the client to send full fetch requests, as Kafka does when
 // its session cache is full.
@@ -37,23 +43,52 @@ import (
 	"github.com/kbroker/kbroker/replication"
 )
 
+func init() {
+	register(apiSpec{key: 1, min: 4, max: 12, handle: (*Node).handleFetch, actions: fetchActions})
+}
+
+// fetchActions declares CLUSTER_ACTION on the cluster for a follower,
+// READ on every topic for a consumer.
+func fetchActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	req := kreq.(*kmsg.FetchRequest)
+	if req.ReplicaID >= 0 {
+		return []Action{{Operation: kmsg.ACLOperationClusterAction, ResourceType: kmsg.ACLResourceTypeCluster, Name: clusterResourceName}}
+	}
+	return topicActions(kmsg.ACLOperationRead, func(yield func(string)) {
+		for _, t := range req.Topics {
+			yield(t.Topic)
+		}
+	})
+}
+
 func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	f := &delayedFetch{node: n, rc: rc, req: req, peer: n.fetchPeer(rc)}
 	resp, bytes, stop := f.read()
-	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(req.Topics) == 0 {
-		n.countBytesOut(resp)
-		return resp, nil
-	}
 	var keys []replication.TopicPartition
 	for _, t := range req.Topics {
+		if !f.allowed(t.Topic) {
+			continue
+		}
 		for _, p := range t.Partitions {
 			keys = append(keys, replication.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
-	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
-	n.fetchWaiters.TryCompleteElseWatch(f, deadline, keys...)
+	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(keys) == 0 {
+		n.countBytesOut(resp)
+		return resp, nil
+	}
+	deadline := time.Now().Add(cappedWait(req.MaxWaitMillis, maxFetchWait))
+	park(n.fetchWaiters, rc, f, deadline, keys, true)
 	return nil, nil
+}
+
+// allowed reports whether the fetcher may read topic.
+func (f *delayedFetch) allowed(topic string) bool {
+	if f.req.ReplicaID >= 0 {
+		return f.rc.AuthorizedCluster(kmsg.ACLOperationClusterAction)
+	}
+	return f.rc.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, topic)
 }
 
 // delayedFetch is a fetch waiting for MinBytes.
@@ -110,6 +145,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		rt.TopicID = t.TopicID
+		allowed := f.allowed(t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -119,6 +155,11 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 			// length is -1, and Kafka always sends at least an empty
 			// field.
 			rp.RecordBatches = []byte{}
+			if !allowed {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			limit := min(int(p.PartitionMaxBytes), remaining)
 			res, err := f.node.readPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch)

@@ -1,6 +1,6 @@
 package cluster
 
-// ListOffsets (key 2), v1–7.
+// ListOffsets (key 2).
 //
 // Timestamp -2 is the log start offset, -1 the high watermark (the last
 // stable offset equals it: no transactions), -3 (v7) the offset of the
@@ -17,6 +17,10 @@ import (
 
 	"github.com/kbroker/kbroker/replication"
 )
+
+func init() {
+	register(apiSpec{key: 2, min: 1, max: 7, handle: (*Node).handleListOffsets})
+}
 
 const (
 	listLatest       = -1

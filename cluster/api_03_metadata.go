@@ -1,6 +1,6 @@
 package cluster
 
-// Metadata (key 3), v0–12.
+// Metadata (key 3).
 //
 // Answers from the local metadata image: the unfenced brokers with their
 // endpoint for the listener the request came in on, the cluster id, the
@@ -10,6 +10,12 @@ package cluster
 // the controller when auto.create.topics.enable is set and the request
 // allows it (always before v4), with the broker's num.partitions and
 // default.replication.factor.
+//
+// Authorization, as Kafka: a topic is described only with DESCRIBE on it.
+// A named topic without it gets TOPIC_AUTHORIZATION_FAILED (and is not
+// auto-created; creating also needs CREATE on the cluster or the topic),
+// a topic asked for by id gets TOPIC_AUTHORIZATION_FAILED without its
+// name, and a request for all topics leaves it out.
 
 import (
 	"context"
@@ -24,8 +30,36 @@ import (
 	"github.com/kbroker/kbroker/metadata"
 )
 
+func init() {
+	register(apiSpec{key: 3, min: 0, max: 12, handle: (*Node).handleMetadata, actions: metadataActions})
+}
+
 // authorizedOperationsOmitted is Kafka's "not requested" marker.
 const authorizedOperationsOmitted = -2147483648
+
+// metadataActions declares DESCRIBE on every topic named; topics asked
+// for by id or as "all" are checked by name as the image resolves them.
+func metadataActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	req := kreq.(*kmsg.MetadataRequest)
+	return topicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
+		for _, t := range req.Topics {
+			if t.Topic != nil {
+				yield(*t.Topic)
+			}
+		}
+	})
+}
+
+func describeTopicAllowed(rc *RequestContext, topic string) bool {
+	return rc.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
+}
+
+// createTopicAllowed is Kafka's rule for auto-creation: CREATE on the
+// cluster or on the topic.
+func createTopicAllowed(rc *RequestContext, topic string) bool {
+	return rc.AuthorizedCluster(kmsg.ACLOperationCreate) ||
+		rc.Authorized(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, topic)
+}
 
 func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
@@ -35,7 +69,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 	allTopics := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	autoCreate := n.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
 	if !allTopics && autoCreate {
-		if created := n.autoCreateTopics(ctx, img, req.Topics); created {
+		if created := n.autoCreateTopics(ctx, rc, img, req.Topics); created {
 			img = n.store.Image()
 		}
 	}
@@ -47,6 +81,9 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 
 	if allTopics {
 		for _, name := range img.TopicNames() {
+			if !describeTopicAllowed(rc, name) {
+				continue
+			}
 			resp.Topics = append(resp.Topics, metadataTopic(img.Topics[name], img))
 		}
 		return resp, nil
@@ -57,6 +94,15 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			t = img.Topics[*rt.Topic]
 		} else {
 			t = img.TopicsByID[rt.TopicID]
+		}
+		if rt.Topic != nil && !describeTopicAllowed(rc, *rt.Topic) || rt.Topic == nil && t != nil && !describeTopicAllowed(rc, t.Name) {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic = rt.Topic // nil when asked by id: the name is not told
+			mt.TopicID = rt.TopicID
+			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			mt.AuthorizedOperations = authorizedOperationsOmitted
+			resp.Topics = append(resp.Topics, mt)
+			continue
 		}
 		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
@@ -81,10 +127,13 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 
 // autoCreateTopics creates the named topics that do not exist yet and
 // reports whether it created any.
-func (n *Node) autoCreateTopics(ctx context.Context, img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool {
+func (n *Node) autoCreateTopics(ctx context.Context, rc *RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool {
 	var specs []metadata.TopicSpec
 	for _, rt := range topics {
 		if rt.Topic == nil || img.Topics[*rt.Topic] != nil || metadata.ValidateTopicName(*rt.Topic) != nil {
+			continue
+		}
+		if !describeTopicAllowed(rc, *rt.Topic) || !createTopicAllowed(rc, *rt.Topic) {
 			continue
 		}
 		if slices.ContainsFunc(specs, func(s metadata.TopicSpec) bool { return s.Name == *rt.Topic }) {

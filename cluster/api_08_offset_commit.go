@@ -1,6 +1,6 @@
 package cluster
 
-// OffsetCommit (key 8), v2–9.
+// OffsetCommit (key 8).
 //
 // Offsets are written to the group's __consumer_offsets partition (one
 // batch per request, OffsetCommitKey v1 / OffsetCommitValue v3) and the
@@ -22,6 +22,10 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
+
+func init() {
+	register(apiSpec{key: 8, min: 2, max: 9, handle: (*Node).handleOffsetCommit})
+}
 
 func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)

@@ -1,7 +1,9 @@
 package cluster
 
-// OffsetFetch (key 9), v1–9, both layouts: one group (v1–7, topics or all
-// with a null topic list from v2) and a batch of groups (v8+).
+// OffsetFetch (key 9).
+//
+// Both layouts: one group (v1–7, topics or all with a null topic list
+// from v2) and a batch of groups (v8+).
 //
 // Answers the committed offsets the coordinator holds (replicated ones
 // only); a partition without one gets offset -1. A group this broker does
@@ -14,6 +16,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 9, min: 1, max: 9, handle: (*Node).handleOffsetFetch})
+}
 
 func (n *Node) handleOffsetFetch(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)

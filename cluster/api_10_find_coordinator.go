@@ -1,7 +1,8 @@
 package cluster
 
-// FindCoordinator (key 10), v0–6, both the single-key (v0–3) and the
-// batched (v4+) layouts.
+// FindCoordinator (key 10).
+//
+// Both layouts: a single key (v0–3) and a batch of keys (v4+).
 //
 // Group keys (key type 0): the coordinator is the leader of the group's
 // partition of __consumer_offsets (abs(javaHashCode(group)) % partitions),
@@ -12,10 +13,11 @@ package cluster
 // leader is missing the answer is COORDINATOR_NOT_AVAILABLE and clients
 // retry.
 //
-// Transactions are not supported: a transactional key (type 1) gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, which clients report at once
-// instead of retrying (as InitProducerId and Produce do for a
-// transactional id). Any other key type is INVALID_REQUEST.
+// Authorization, as Kafka: DESCRIBE on the group (else
+// GROUP_AUTHORIZATION_FAILED) or on the transactional id (else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Transactions are not
+// supported, so every transactional key (type 1) is denied (see
+// noTransactions). Any other key type is INVALID_REQUEST.
 
 import (
 	"context"
@@ -24,16 +26,55 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
+func init() {
+	register(apiSpec{key: 10, min: 0, max: 6, handle: (*Node).handleFindCoordinator, actions: findCoordinatorActions})
+}
+
+// coordinatorResource is the resource a FindCoordinator key type names.
+func coordinatorResource(keyType int8) (kmsg.ACLResourceType, bool) {
+	switch keyType {
+	case 0:
+		return kmsg.ACLResourceTypeGroup, true
+	case 1:
+		return kmsg.ACLResourceTypeTransactionalId, true
+	}
+	return 0, false
+}
+
+// findCoordinatorActions declares DESCRIBE on every key.
+func findCoordinatorActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	rt, ok := coordinatorResource(req.CoordinatorType)
+	if !ok {
+		return nil
+	}
+	keys := req.CoordinatorKeys
+	if req.Version < 4 {
+		keys = []string{req.CoordinatorKey}
+	}
+	out := make([]Action, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, Action{Operation: kmsg.ACLOperationDescribe, ResourceType: rt, Name: k})
+	}
+	return out
+}
+
 func (n *Node) handleFindCoordinator(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (int32, string, int32, error) {
-		switch req.CoordinatorType {
-		case 0:
-		case 1:
-			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed
-		default:
+		rt, ok := coordinatorResource(req.CoordinatorType)
+		switch {
+		case !ok:
 			return -1, "", -1, kerr.InvalidRequest
+		case rt == kmsg.ACLResourceTypeTransactionalId && !rc.Authorized(kmsg.ACLOperationDescribe, rt, key):
+			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed
+		case rt == kmsg.ACLResourceTypeTransactionalId:
+			// Not reached while noTransactions denies every transactional
+			// id: there is no transaction coordinator to point to.
+			return -1, "", -1, kerr.CoordinatorNotAvailable
+		case !rc.Authorized(kmsg.ACLOperationDescribe, rt, key):
+			return -1, "", -1, kerr.GroupAuthorizationFailed
 		}
 		if key == "" {
 			return -1, "", -1, kerr.InvalidRequest

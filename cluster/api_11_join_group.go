@@ -1,6 +1,6 @@
 package cluster
 
-// JoinGroup (key 11), v0–9.
+// JoinGroup (key 11).
 //
 // Served by the group's coordinator (the leader of its __consumer_offsets
 // partition): NOT_COORDINATOR elsewhere, COORDINATOR_LOAD_IN_PROGRESS while
@@ -20,6 +20,10 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
+
+func init() {
+	register(apiSpec{key: 11, min: 0, max: 9, handle: (*Node).handleJoinGroup})
+}
 
 func (n *Node) handleJoinGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)

@@ -1,6 +1,6 @@
 package cluster
 
-// Heartbeat (key 12), v0–4.
+// Heartbeat (key 12).
 //
 // Keeps a member's session alive. REBALANCE_IN_PROGRESS tells a member of
 // the current generation to rejoin; ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID
@@ -12,6 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 12, min: 0, max: 4, handle: (*Node).handleHeartbeat})
+}
 
 func (n *Node) handleHeartbeat(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.HeartbeatRequest)

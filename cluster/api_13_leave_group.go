@@ -1,6 +1,6 @@
 package cluster
 
-// LeaveGroup (key 13), v0–5.
+// LeaveGroup (key 13).
 //
 // v0–2 name one member; v3+ a batch of members (by member id, or by
 // group.instance.id for static members, KIP-345), each with its own
@@ -13,6 +13,10 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
+
+func init() {
+	register(apiSpec{key: 13, min: 0, max: 5, handle: (*Node).handleLeaveGroup})
+}
 
 func (n *Node) handleLeaveGroup(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)

@@ -1,6 +1,6 @@
 package cluster
 
-// SyncGroup (key 14), v0–5.
+// SyncGroup (key 14).
 //
 // Members send it after a JoinGroup; the leader's carries the assignment.
 // The leader's assignment is written to __consumer_offsets (the group's
@@ -16,6 +16,10 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
+
+func init() {
+	register(apiSpec{key: 14, min: 0, max: 5, handle: (*Node).handleSyncGroup})
+}
 
 func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)

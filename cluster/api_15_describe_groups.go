@@ -1,6 +1,6 @@
 package cluster
 
-// DescribeGroups (key 15), v0–5.
+// DescribeGroups (key 15).
 //
 // Each group is described by its coordinator (NOT_COORDINATOR elsewhere,
 // COORDINATOR_LOAD_IN_PROGRESS while loading). An unknown group is
@@ -14,6 +14,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 15, min: 0, max: 5, handle: (*Node).handleDescribeGroups})
+}
 
 func (n *Node) handleDescribeGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)

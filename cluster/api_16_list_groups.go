@@ -1,6 +1,6 @@
 package cluster
 
-// ListGroups (key 16), v0–5.
+// ListGroups (key 16).
 //
 // Lists the groups this broker coordinates (clients ask every broker).
 // v4 filters by state (case-insensitive, as Kafka), v5 by type: every
@@ -12,6 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 16, min: 0, max: 5, handle: (*Node).handleListGroups})
+}
 
 func (n *Node) handleListGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)

@@ -1,6 +1,6 @@
 package cluster
 
-// ApiVersions (key 18), v0–4.
+// ApiVersions (key 18).
 //
 // Lists the version range of every API in the dispatch table. A request
 // in a version we do not serve is answered in v0 with UNSUPPORTED_VERSION
@@ -12,6 +12,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 18, min: 0, max: 4, handle: (*Node).handleApiVersions})
+}
 
 func (n *Node) handleApiVersions(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
 	return n.server.apiVersionsResponse(rc.Header.APIVersion), nil

@@ -1,6 +1,6 @@
 package cluster
 
-// CreateTopics (key 19), v2–7.
+// CreateTopics (key 19).
 //
 // Any broker accepts the request and hands it to the controller (this
 // node's metadata store; forwarding to a remote controller comes with the
@@ -20,6 +20,10 @@ import (
 
 	"github.com/kbroker/kbroker/metadata"
 )
+
+func init() {
+	register(apiSpec{key: 19, min: 2, max: 7, handle: (*Node).handleCreateTopics})
+}
 
 func (n *Node) handleCreateTopics(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)

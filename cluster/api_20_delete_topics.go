@@ -1,6 +1,6 @@
 package cluster
 
-// DeleteTopics (key 20), v1–6.
+// DeleteTopics (key 20).
 //
 // Topics are named (all versions) or, from v6, given by id. The
 // controller commits the deletion through Raft; every broker then drops
@@ -13,6 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 20, min: 1, max: 6, handle: (*Node).handleDeleteTopics})
+}
 
 func (n *Node) handleDeleteTopics(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)

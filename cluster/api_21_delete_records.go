@@ -1,6 +1,6 @@
 package cluster
 
-// DeleteRecords (key 21), v0–2.
+// DeleteRecords (key 21).
 //
 // Moves each partition's log start offset up to the requested offset (-1
 // means the high watermark); whole segments below it are deleted and
@@ -17,6 +17,10 @@ import (
 
 	"github.com/kbroker/kbroker/replication"
 )
+
+func init() {
+	register(apiSpec{key: 21, min: 0, max: 2, handle: (*Node).handleDeleteRecords})
+}
 
 func (n *Node) handleDeleteRecords(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)

@@ -1,12 +1,13 @@
 package cluster
 
-// InitProducerId (key 22), v0–4.
+// InitProducerId (key 22).
 //
 // An idempotent producer (no transactional id) gets a fresh producer id
 // with epoch 0, as Kafka's transaction coordinator does for it; ids come
 // from blocks the controller allocates through Raft, so they are unique
-// across brokers and restarts. Transactions are not supported: a
-// transactional id gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+// across brokers and restarts. A transactional id needs WRITE on it, else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; transactions are not supported,
+// so it is always denied (see noTransactions).
 
 import (
 	"context"
@@ -15,12 +16,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func (n *Node) handleInitProducerID(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func init() {
+	register(apiSpec{key: 22, min: 0, max: 4, handle: (*Node).handleInitProducerID})
+}
+
+func (n *Node) handleInitProducerID(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.InitProducerIDRequest)
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
-	if req.TransactionalID != nil {
-		resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+	if id := req.TransactionalID; id != nil {
+		if !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *id) {
+			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
+		} else {
+			// Not reached while noTransactions denies every transactional
+			// id: there is no transaction coordinator.
+			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+		}
 		return resp, nil
 	}
 	id, err := n.producerIDs.allocate(ctx)

@@ -1,6 +1,6 @@
 package cluster
 
-// OffsetForLeaderEpoch (key 23), v0–4.
+// OffsetForLeaderEpoch (key 23).
 //
 // For each partition this broker leads: the request's CurrentLeaderEpoch
 // (v2+, -1 = no check) is checked as fetches check it
@@ -25,6 +25,10 @@ import (
 
 	"github.com/kbroker/kbroker/replication"
 )
+
+func init() {
+	register(apiSpec{key: 23, min: 0, max: 4, handle: (*Node).handleOffsetForLeaderEpoch})
+}
 
 func (n *Node) handleOffsetForLeaderEpoch(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)

@@ -1,6 +1,6 @@
 package cluster
 
-// DescribeConfigs (key 32), v1–4.
+// DescribeConfigs (key 32).
 //
 // Topics (resource type 2): every topic-level key with its resolved
 // value, and whether it is the topic's own override or the broker's
@@ -19,6 +19,10 @@ import (
 
 	"github.com/kbroker/kbroker/config"
 )
+
+func init() {
+	register(apiSpec{key: 32, min: 1, max: 4, handle: (*Node).handleDescribeConfigs})
+}
 
 func (n *Node) handleDescribeConfigs(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)

@@ -1,6 +1,6 @@
 package cluster
 
-// CreatePartitions (key 37), v0–3.
+// CreatePartitions (key 37).
 //
 // Raises a topic's partition count to Count, placing the new partitions
 // like CreateTopics does, or on the explicit assignment given; the
@@ -13,6 +13,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 37, min: 0, max: 3, handle: (*Node).handleCreatePartitions})
+}
 
 func (n *Node) handleCreatePartitions(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)

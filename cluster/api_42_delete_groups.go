@@ -1,6 +1,6 @@
 package cluster
 
-// DeleteGroups (key 42), v0–2.
+// DeleteGroups (key 42).
 //
 // A group can be deleted when it has no members (Empty, or Dead):
 // NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND for an unknown group. The
@@ -13,6 +13,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 42, min: 0, max: 2, handle: (*Node).handleDeleteGroups})
+}
 
 func (n *Node) handleDeleteGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)

@@ -1,6 +1,6 @@
 package cluster
 
-// IncrementalAlterConfigs (key 44), v0–1.
+// IncrementalAlterConfigs (key 44).
 //
 // Topic configs (resource type 2): SET and DELETE, and APPEND/SUBTRACT for
 // list-valued keys (cleanup.policy), validated and committed by the
@@ -23,6 +23,10 @@ import (
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 )
+
+func init() {
+	register(apiSpec{key: 44, min: 0, max: 1, handle: (*Node).handleIncrementalAlterConfigs})
+}
 
 func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)

@@ -1,6 +1,6 @@
 package cluster
 
-// OffsetDelete (key 47), v0.
+// OffsetDelete (key 47).
 //
 // Deletes a group's committed offsets of partitions whose topics no
 // member subscribes to: GROUP_SUBSCRIBED_TO_TOPIC per partition
@@ -16,6 +16,10 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
+
+func init() {
+	register(apiSpec{key: 47, min: 0, max: 0, handle: (*Node).handleOffsetDelete})
+}
 
 func (n *Node) handleOffsetDelete(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)

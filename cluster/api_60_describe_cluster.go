@@ -1,6 +1,6 @@
 package cluster
 
-// DescribeCluster (key 60), v0–1.
+// DescribeCluster (key 60).
 //
 // The unfenced brokers with their endpoint on the listener the request
 // came in on, the cluster id and the active controller. EndpointType 2
@@ -13,6 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+func init() {
+	register(apiSpec{key: 60, min: 0, max: 1, handle: (*Node).handleDescribeCluster})
+}
 
 func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)

@@ -1,38 +1,68 @@
 package cluster
 
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
 // apiVersionsKey is special in the connection code: its response header
 // never carries tagged fields and an unsupported version is answered.
 const apiVersionsKey = 18
 
-// apis is the dispatch table: every API this broker serves and the
-// version range it advertises. ApiVersions is built from it. The ranges
-// are those of a Kafka 4.x broker, so current clients find what they need.
+// nodeHandler is a handler as each api_NN_*.go file declares it: a method
+// expression such as (*Node).handleProduce, bound to a node by NewNode.
+type nodeHandler func(n *Node, ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
+
+// apiSpec is one API as its handler file registers it: the only place its
+// version range is written. The ranges are those of a Kafka 4.x broker,
+// so current clients find what they need.
+type apiSpec struct {
+	key      int16
+	min, max int16
+	handle   nodeHandler
+	// actions lists the authorizations the request needs (see authz.go),
+	// asked of the authorizer in one batch before the handler runs. Nil
+	// when the handler asks lazily or needs none.
+	actions func(rc *RequestContext, req kmsg.Request) []Action
+}
+
+// registry is the API table every handler file adds itself to from init.
+var registry = map[int16]apiSpec{}
+
+// register adds a to the package's API table. A key registered twice
+// panics, so the process fails at start rather than serving one of them.
+func register(a apiSpec) { registerIn(registry, a) }
+
+func registerIn(table map[int16]apiSpec, a apiSpec) {
+	if _, dup := table[a.key]; dup {
+		panic(fmt.Sprintf("cluster: api key %d (%s) registered twice", a.key, kmsg.NameForKey(a.key)))
+	}
+	if a.min < 0 || a.min > a.max {
+		panic(fmt.Sprintf("cluster: api key %d: bad version range %d–%d", a.key, a.min, a.max))
+	}
+	table[a.key] = a
+}
+
+// apis binds every registered API to n, sorted by key.
 func (n *Node) apis() []api {
-	return []api{
-		{key: 0, min: 0, max: 11, handle: n.handleProduce},
-		{key: 1, min: 4, max: 12, handle: n.handleFetch},
-		{key: 2, min: 1, max: 7, handle: n.handleListOffsets},
-		{key: 3, min: 0, max: 12, handle: n.handleMetadata},
-		{key: 8, min: 2, max: 9, handle: n.handleOffsetCommit},
-		{key: 9, min: 1, max: 9, handle: n.handleOffsetFetch},
-		{key: 10, min: 0, max: 6, handle: n.handleFindCoordinator},
-		{key: 11, min: 0, max: 9, handle: n.handleJoinGroup},
-		{key: 12, min: 0, max: 4, handle: n.handleHeartbeat},
-		{key: 13, min: 0, max: 5, handle: n.handleLeaveGroup},
-		{key: 14, min: 0, max: 5, handle: n.handleSyncGroup},
-		{key: 15, min: 0, max: 5, handle: n.handleDescribeGroups},
-		{key: 16, min: 0, max: 5, handle: n.handleListGroups},
-		{key: apiVersionsKey, min: 0, max: 4, handle: n.handleApiVersions},
-		{key: 19, min: 2, max: 7, handle: n.handleCreateTopics},
-		{key: 20, min: 1, max: 6, handle: n.handleDeleteTopics},
-		{key: 21, min: 0, max: 2, handle: n.handleDeleteRecords},
-		{key: 22, min: 0, max: 4, handle: n.handleInitProducerID},
-		{key: 23, min: 0, max: 4, handle: n.handleOffsetForLeaderEpoch},
-		{key: 32, min: 1, max: 4, handle: n.handleDescribeConfigs},
-		{key: 37, min: 0, max: 3, handle: n.handleCreatePartitions},
-		{key: 42, min: 0, max: 2, handle: n.handleDeleteGroups},
-		{key: 44, min: 0, max: 1, handle: n.handleIncrementalAlterConfigs},
-		{key: 47, min: 0, max: 0, handle: n.handleOffsetDelete},
-		{key: 60, min: 0, max: 1, handle: n.handleDescribeCluster},
+	out := make([]api, 0, len(registry))
+	for _, spec := range registry {
+		out = append(out, bindAPI(n, spec))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+func bindAPI(n *Node, spec apiSpec) api {
+	h := spec.handle
+	return api{
+		key: spec.key, min: spec.min, max: spec.max,
+		actions: spec.actions,
+		handle: func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
+			return h(n, ctx, rc, req)
+		},
 	}
 }

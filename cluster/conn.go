@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +24,28 @@ import (
 // stops reading, which pushes back on the client through TCP.
 const maxInFlight = 64
 
+// defaultFrameReadTimeout bounds the time from the first byte of a request
+// to its last. Kafka has no such bound (its idle timer restarts on every
+// byte, so a client trickling a frame holds it forever); this broker
+// gives a client the same 30 s to deliver a request that it gives itself
+// to deliver a response (Server.writeTimeout), which is also the default
+// request.timeout.ms of Kafka clients: a client waits no longer than that
+// for the answer, so a request that took longer to arrive is already lost.
+const defaultFrameReadTimeout = 30 * time.Second
+
+var (
+	errIdle         = errors.New("connection idle for connections.max.idle.ms")
+	errFrameTimeout = errors.New("request frame not received within the frame read timeout")
+)
+
+// protocolError is a reason to close the connection that still lets the
+// responses to earlier requests be written first (Kafka closes after what
+// it has queued): a malformed or unsupported request, a handler error.
+type protocolError struct{ err error }
+
+func (e protocolError) Error() string { return e.err.Error() }
+func (e protocolError) Unwrap() error { return e.err }
+
 // conn serves one client connection.
 //
 // The reader goroutine decodes requests and runs their handlers one at a
@@ -30,6 +54,11 @@ const maxInFlight = 64
 // delayed fetch or an acks=all produce waiting in a purgatory); the reader
 // goes on with the next request meanwhile. The writer goroutine sends
 // responses strictly in request order, waiting on each slot in turn.
+//
+// When the peer goes away (EOF, reset), stalls, or goes idle, the
+// connection is dropped at once: the socket is closed without waiting for
+// parked requests, whose purgatory entries are removed (slot.onDrop), and
+// their memory is given back.
 type conn struct {
 	srv      *Server
 	nc       net.Conn
@@ -37,6 +66,14 @@ type conn struct {
 	logger   *slog.Logger
 
 	slots chan *slot // in request order; reader sends, writer receives
+
+	// gone is closed when the connection is dropped: nobody will read the
+	// responses still pending.
+	gone     chan struct{}
+	goneOnce sync.Once
+
+	mu      sync.Mutex
+	pending map[*slot]struct{} // read, response not yet written or dropped
 }
 
 // slot is the place of one request's response in the connection's order.
@@ -44,6 +81,9 @@ type slot struct {
 	hdr  wire.RequestHeader
 	done chan struct{}
 	once sync.Once
+	mem  int64 // bytes held in the server's request memory; guarded by conn.mu once pending
+
+	onDrop func() // guarded by conn.mu: undoes a parked request
 
 	// Set before done is closed.
 	resp      kmsg.Response
@@ -58,59 +98,240 @@ func (s *slot) finish(resp kmsg.Response, noResp bool, closeErr error) {
 	})
 }
 
+func newConn(s *Server, nc net.Conn, listener string) *conn {
+	return &conn{
+		srv:      s,
+		nc:       nc,
+		listener: listener,
+		logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", listener),
+		slots:    make(chan *slot, maxInFlight),
+		gone:     make(chan struct{}),
+		pending:  make(map[*slot]struct{}),
+	}
+}
+
 // serve runs the connection until the client goes away, a protocol error
-// closes it, or ctx is cancelled. In-flight requests finish before it
-// returns (their handlers are bounded by their own timeouts).
+// closes it, or ctx is cancelled. On ctx's end the requests already read
+// are answered before it returns (their handlers are bounded by their own
+// timeouts); when the peer is gone they are dropped.
 func (c *conn) serve(ctx context.Context) {
 	defer c.nc.Close()
-	c.slots = make(chan *slot, maxInFlight)
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
 		c.writeLoop()
 	}()
 
-	// Closing the socket is what unblocks a reader stuck in Read.
+	// An expired read deadline is what unblocks a reader stuck in Read.
 	stop := context.AfterFunc(ctx, func() { c.nc.SetReadDeadline(time.Now()) })
 	defer stop()
 
 	err := c.readLoop(ctx)
-	close(c.slots)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+	var perr protocolError
+	switch {
+	case ctx.Err() != nil:
+		// Shutdown: answer what was read.
+	case errors.As(err, &perr):
 		c.logger.Debug("closing connection", "err", err)
+	default:
+		if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			c.logger.Debug("dropping connection", "err", err)
+		}
+		c.drop()
 	}
+	close(c.slots)
 	<-writerDone
+}
+
+// drop closes the socket now and abandons every pending request.
+func (c *conn) drop() {
+	c.goneOnce.Do(func() {
+		close(c.gone)
+		c.nc.Close()
+		c.mu.Lock()
+		var undo []func()
+		for s := range c.pending {
+			if s.onDrop != nil {
+				undo = append(undo, s.onDrop)
+				s.onDrop = nil
+			}
+		}
+		c.mu.Unlock()
+		for _, f := range undo {
+			f()
+		}
+	})
+}
+
+// dropped reports whether the connection has been dropped.
+func (c *conn) dropped() bool {
+	select {
+	case <-c.gone:
+		return true
+	default:
+		return false
+	}
+}
+
+// onDrop arranges for f to run if the connection is dropped before s's
+// response is written; f runs at once if it already has been.
+func (c *conn) onDrop(s *slot, f func()) {
+	c.mu.Lock()
+	_, ok := c.pending[s]
+	if ok && !c.dropped() {
+		s.onDrop = f
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	f()
+}
+
+func (c *conn) inFlight() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.pending)
+}
+
+// retire ends s's life in the connection: its memory is released.
+func (c *conn) retire(s *slot) {
+	c.mu.Lock()
+	delete(c.pending, s)
+	s.onDrop = nil
+	mem := s.mem
+	s.mem = 0
+	c.mu.Unlock()
+	c.srv.releaseRequestMem(mem)
+}
+
+// releaseMem gives s's request bytes back before its response is written,
+// for a parked request that no longer references them.
+func (c *conn) releaseMem(s *slot) {
+	c.mu.Lock()
+	mem := s.mem
+	s.mem = 0
+	c.mu.Unlock()
+	c.srv.releaseRequestMem(mem)
 }
 
 func (c *conn) readLoop(ctx context.Context) error {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		frame, err := wire.ReadFrame(br, c.srv.maxRequestSize)
-		if err != nil {
-			if errors.Is(err, wire.ErrFrameTooLarge) {
-				c.logger.Warn("refusing oversize request frame", "err", err)
-			}
+		if err := c.awaitRequest(ctx, br); err != nil {
 			return err
 		}
-		hdr, body, err := wire.ParseRequestHeader(frame)
+		s, body, err := c.readRequest(ctx, br)
 		if err != nil {
-			return fmt.Errorf("request header: %w", err)
+			return err
 		}
-		s := &slot{hdr: hdr, done: make(chan struct{})}
+		c.mu.Lock()
+		c.pending[s] = struct{}{}
+		c.mu.Unlock()
 		select {
 		case c.slots <- s:
 		case <-ctx.Done():
+			c.retire(s)
 			return ctx.Err()
 		}
 		if err := c.dispatch(ctx, s, body); err != nil {
 			s.finish(nil, false, err)
-			return err
+			return protocolError{err}
 		}
 	}
 }
 
+// awaitRequest waits for the first byte of the next request. With nothing
+// in flight the wait is bounded by connections.max.idle.ms; a parked
+// request (a long fetch) keeps the connection alive.
+func (c *conn) awaitRequest(ctx context.Context, br *bufio.Reader) error {
+	idle := c.srv.cfg.idleTimeout
+	for br.Buffered() == 0 {
+		var deadline time.Time
+		if idle > 0 {
+			deadline = time.Now().Add(idle)
+		}
+		// Set the deadline before looking at ctx: the shutdown AfterFunc
+		// sets it after ctx ends, so it cannot be overwritten here.
+		c.nc.SetReadDeadline(deadline)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, err := br.Peek(1)
+		if err == nil {
+			return nil
+		}
+		if !isTimeout(err) || ctx.Err() != nil {
+			return err
+		}
+		if c.inFlight() > 0 {
+			continue
+		}
+		c.srv.metrics.closedIdle.Inc()
+		return fmt.Errorf("%w (%v)", errIdle, idle)
+	}
+	return nil
+}
+
+// readRequest reads one frame whose first byte has arrived and parses its
+// header. The frame's bytes are taken from the server's request memory
+// before its body is read, and stay taken until the slot is retired.
+func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte, error) {
+	if err := c.frameDeadline(ctx); err != nil {
+		return nil, nil, err
+	}
+	var sizeBuf [4]byte
+	if _, err := io.ReadFull(br, sizeBuf[:]); err != nil {
+		return nil, nil, c.frameErr(err)
+	}
+	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
+	if size < 0 || size > c.srv.cfg.maxRequestSize {
+		c.logger.Warn("refusing oversize request frame", "size", size, "socket.request.max.bytes", c.srv.cfg.maxRequestSize)
+		return nil, nil, wire.ErrFrameTooLarge
+	}
+	mem, err := c.srv.acquireRequestMem(ctx, size)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The wait for memory is the broker's doing: the client gets its full
+	// time for the body.
+	if err := c.frameDeadline(ctx); err != nil {
+		c.srv.releaseRequestMem(mem)
+		return nil, nil, err
+	}
+	frame, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), c.srv.cfg.maxRequestSize)
+	if err != nil {
+		c.srv.releaseRequestMem(mem)
+		return nil, nil, c.frameErr(err)
+	}
+	hdr, body, err := wire.ParseRequestHeader(frame)
+	if err != nil {
+		c.srv.releaseRequestMem(mem)
+		return nil, nil, protocolError{fmt.Errorf("request header: %w", err)}
+	}
+	return &slot{hdr: hdr, done: make(chan struct{}), mem: mem}, body, nil
+}
+
+func (c *conn) frameDeadline(ctx context.Context) error {
+	c.nc.SetReadDeadline(time.Now().Add(c.srv.cfg.frameReadTimeout))
+	return ctx.Err()
+}
+
+func (c *conn) frameErr(err error) error {
+	if isTimeout(err) {
+		c.srv.metrics.closedIdle.Inc()
+		return fmt.Errorf("%w: %w", errFrameTimeout, err)
+	}
+	return err
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // dispatch decodes and handles one request. A returned error closes the
-// connection: an unknown API or version, or a body that does not decode.
+// connection: an unknown API or version, a body that does not decode or is
+// over a per-request bound, a handler error or panic.
 func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 	hdr := s.hdr
 	a, ok := c.srv.apis[hdr.APIKey]
@@ -127,17 +348,25 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 	}
 	req := kmsg.RequestForKey(hdr.APIKey)
 	req.SetVersion(hdr.APIVersion)
+	if err := checkArrayBounds(req, body); err != nil {
+		c.srv.metrics.refused.WithLabelValues(kmsg.NameForKey(hdr.APIKey)).Inc()
+		c.logger.Warn("refusing request", "api", kmsg.NameForKey(hdr.APIKey), "err", err)
+		return err
+	}
 	if err := req.ReadFrom(body); err != nil {
 		return fmt.Errorf("decoding %s v%d: %w", kmsg.NameForKey(hdr.APIKey), hdr.APIVersion, err)
 	}
 	rc := &RequestContext{
-		Header:   hdr,
-		Listener: c.listener,
-		Remote:   c.nc.RemoteAddr(),
-		slot:     s,
+		Header:    hdr,
+		Principal: AnonymousPrincipal,
+		Listener:  c.listener,
+		Remote:    c.nc.RemoteAddr(),
+		conn:      c,
+		slot:      s,
 	}
+	rc.authz.authorizer = c.srv.authorizer
 	start := time.Now()
-	resp, err := a.handle(ctx, rc, req)
+	resp, err := c.srv.runHandler(ctx, a, rc, req)
 	c.srv.metrics.observe(hdr.APIKey, time.Since(start), err)
 	if err != nil {
 		return err
@@ -150,34 +379,37 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 
 func (c *conn) writeLoop() {
 	var buf []byte
-	broken := false
 	for s := range c.slots {
 		select {
 		case <-s.done:
+		case <-c.gone:
 		case <-c.srv.abandon:
 			// Shutdown gave up on requests that never completed: close
 			// rather than wait for them.
-			c.nc.Close()
-			for range c.slots {
-			}
-			return
+			c.drop()
 		}
-		if broken || s.noResp {
-			continue
+		if !c.dropped() {
+			c.write(s, &buf)
 		}
-		if s.closeConn != nil {
-			broken = true
-			c.nc.Close()
-			continue
-		}
-		// The ApiVersions response header never has tagged fields, so
-		// clients can parse it before they know our versions.
-		flexible := s.resp.IsFlexible() && s.hdr.APIKey != apiVersionsKey
-		buf = wire.AppendResponse(buf[:0], s.hdr.CorrelationID, flexible, s.resp.AppendTo(nil))
-		c.nc.SetWriteDeadline(time.Now().Add(c.srv.writeTimeout))
-		if _, err := c.nc.Write(buf); err != nil {
-			broken = true
-			c.nc.Close()
-		}
+		c.retire(s)
+	}
+}
+
+// write sends s's response, or closes the connection as s asks.
+func (c *conn) write(s *slot, buf *[]byte) {
+	switch {
+	case s.noResp:
+		return
+	case s.closeConn != nil:
+		c.drop()
+		return
+	}
+	// The ApiVersions response header never has tagged fields, so
+	// clients can parse it before they know our versions.
+	flexible := s.resp.IsFlexible() && s.hdr.APIKey != apiVersionsKey
+	*buf = wire.AppendResponse((*buf)[:0], s.hdr.CorrelationID, flexible, s.resp.AppendTo(nil))
+	c.nc.SetWriteDeadline(time.Now().Add(c.srv.writeTimeout))
+	if _, err := c.nc.Write(*buf); err != nil {
+		c.drop()
 	}
 }

@@ -16,6 +16,16 @@ type requestMetrics struct {
 	latency  *prometheus.HistogramVec
 	bytesIn  *prometheus.CounterVec
 	bytesOut *prometheus.CounterVec
+
+	// Connection layer (server.go, conn.go).
+	panics       *prometheus.CounterVec
+	connections  *prometheus.GaugeVec
+	rejected     *prometheus.CounterVec
+	closedIdle   prometheus.Counter
+	acceptErrors *prometheus.CounterVec
+	queuedBytes  prometheus.Gauge
+	memWaiting   prometheus.Gauge
+	refused      *prometheus.CounterVec
 }
 
 func newRequestMetrics() *requestMetrics {
@@ -39,7 +49,32 @@ func newRequestMetrics() *requestMetrics {
 	m.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kbroker_topic_bytes_out_total", Help: "Record batch bytes returned to fetchers (consumers and followers), by topic.",
 	}, []string{"topic"})
-	m.registry.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut)
+	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbroker_request_panics_total", Help: "Handler panics recovered (each closed its connection), by API.",
+	}, []string{"api"})
+	m.connections = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "kbroker_connections", Help: "Open client connections, by listener.",
+	}, []string{"listener"})
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbroker_connections_rejected_total", Help: "Connections accepted and closed at once over max.connections (reason=broker) or max.connections.per.ip (reason=ip), by listener.",
+	}, []string{"listener", "reason"})
+	m.closedIdle = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "kbroker_connections_closed_idle_total", Help: "Connections closed after connections.max.idle.ms without a request, or a request frame not received in time.",
+	})
+	m.acceptErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbroker_accept_errors_total", Help: "Failed accepts (e.g. EMFILE), by listener.",
+	}, []string{"listener"})
+	m.queuedBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kbroker_request_queued_bytes", Help: "Bytes of requests read and not yet answered (bounded by queued.max.request.bytes).",
+	})
+	m.memWaiting = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "kbroker_connections_waiting_for_request_memory", Help: "Connections that stopped reading until queued.max.request.bytes frees up.",
+	})
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbroker_requests_refused_total", Help: "Requests refused before decoding because an array count is over its per-request bound, by API.",
+	}, []string{"api"})
+	m.registry.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut,
+		m.panics, m.connections, m.rejected, m.closedIdle, m.acceptErrors, m.queuedBytes, m.memWaiting, m.refused)
 	return m
 }
 

@@ -81,7 +81,7 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n.producerIDs.controller = nodeController{n}
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
-	n.server = newServer(logger, n.apis(), cfg.SocketRequestMaxBytes, n.metrics)
+	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
 	return n, nil
 }
 

@@ -46,6 +46,13 @@ func testLogger(t testing.TB) *slog.Logger {
 // empty) and extra config sets.
 func startNode(t testing.TB, dir string, sets ...string) *testNode {
 	t.Helper()
+	return startNodeWith(t, dir, nil, sets...)
+}
+
+// startNodeWith is startNode with setup run on the node before it starts
+// (to install a test authorizer or API row).
+func startNodeWith(t testing.TB, dir string, setup func(*Node), sets ...string) *testNode {
+	t.Helper()
 	if dir == "" {
 		dir = t.TempDir()
 	}
@@ -63,6 +70,9 @@ func startNode(t testing.TB, dir string, sets ...string) *testNode {
 	n, err := NewNode(cfg, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(n)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tn := &testNode{Node: n, dir: dir, cancel: cancel, done: make(chan error, 1)}

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -11,50 +10,62 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"golang.org/x/sync/semaphore"
 
-	"github.com/kbroker/kbroker/wire"
+	"github.com/kbroker/kbroker/config"
 )
 
-// handlerFunc serves one decoded request. It returns the response, or nil
-// when it has arranged to call rc.Respond (or rc.NoResponse) itself later.
-// A returned error closes the connection, as Kafka does for requests it
-// cannot make sense of; Kafka error codes go in the response instead.
-type handlerFunc func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
-
-// api is one row of the dispatch table: the versions we serve of one key.
-type api struct {
-	key      int16
-	min, max int16
-	handle   handlerFunc
+// serverConfig is the connection layer's share of the broker config.
+type serverConfig struct {
+	maxRequestSize int32 // socket.request.max.bytes
+	// maxConnections and maxConnectionsPerIP (with per-IP overrides) bound
+	// the open client connections; 0 means none are accepted.
+	maxConnections      int32
+	maxConnectionsPerIP int32
+	perIPOverrides      map[string]int32 // by IP string
+	// idleTimeout closes a connection with nothing in flight that sent
+	// nothing for this long; 0 is never (connections.max.idle.ms).
+	idleTimeout time.Duration
+	// frameReadTimeout bounds the time from a request's first byte to its
+	// last (see frameReadTimeout in conn.go).
+	frameReadTimeout time.Duration
+	// queuedMaxRequestBytes bounds the bytes of requests read and not yet
+	// answered, across connections; <= 0 is no bound.
+	queuedMaxRequestBytes int64
+	authorizer            Authorizer
 }
 
-// RequestContext is what a handler knows about the request besides its
-// body.
-type RequestContext struct {
-	Header   wire.RequestHeader
-	Listener string // the listener name the request arrived on
-	Remote   net.Addr
-	slot     *slot
+// serverConfigFrom takes the connection layer's keys from the broker
+// config. The authorizer is AllowAll until ACLs exist.
+func serverConfigFrom(cfg *config.Config) serverConfig {
+	idle := time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
+	if cfg.ConnectionsMaxIdleMs < 0 {
+		idle = 0
+	}
+	return serverConfig{
+		maxRequestSize:        cfg.SocketRequestMaxBytes,
+		maxConnections:        cfg.MaxConnections,
+		maxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
+		perIPOverrides:        cfg.MaxConnectionsPerIPOverrides,
+		idleTimeout:           idle,
+		frameReadTimeout:      defaultFrameReadTimeout,
+		queuedMaxRequestBytes: cfg.QueuedMaxRequestBytes,
+		authorizer:            AllowAll{},
+	}
 }
-
-// Respond completes the request with resp. Only the first call counts.
-func (rc *RequestContext) Respond(resp kmsg.Response) { rc.slot.finish(resp, false, nil) }
-
-// NoResponse completes the request without writing anything (acks=0).
-func (rc *RequestContext) NoResponse() { rc.slot.finish(nil, true, nil) }
-
-// CloseConnection completes the request by closing the connection once
-// every earlier response has been written (acks=0 produce errors).
-func (rc *RequestContext) CloseConnection(err error) { rc.slot.finish(nil, false, err) }
 
 // Server accepts client connections on the broker's listeners and
 // dispatches their requests through the API table.
 type Server struct {
-	logger         *slog.Logger
-	apis           map[int16]api
-	maxRequestSize int32
-	writeTimeout   time.Duration
-	metrics        *requestMetrics
+	logger       *slog.Logger
+	cfg          serverConfig
+	apis         map[int16]api
+	writeTimeout time.Duration
+	metrics      *requestMetrics
+	authorizer   Authorizer
+	// requestMem bounds queued request bytes; nil when unbounded.
+	requestMem *semaphore.Weighted
+	limits     connLimits
 
 	// abandon is closed when shutdown stops waiting for requests still in
 	// progress; their connections are closed without a response.
@@ -63,7 +74,6 @@ type Server struct {
 
 	mu        sync.Mutex
 	listeners []*boundListener
-	conns     map[*conn]struct{}
 	wg        sync.WaitGroup
 }
 
@@ -72,15 +82,25 @@ type boundListener struct {
 	ln   net.Listener
 }
 
-func newServer(logger *slog.Logger, apis []api, maxRequestSize int32, metrics *requestMetrics) *Server {
+func newServer(logger *slog.Logger, apis []api, cfg serverConfig, metrics *requestMetrics) *Server {
+	if cfg.authorizer == nil {
+		cfg.authorizer = AllowAll{}
+	}
+	if cfg.frameReadTimeout <= 0 {
+		cfg.frameReadTimeout = defaultFrameReadTimeout
+	}
 	s := &Server{
-		logger:         logger,
-		apis:           make(map[int16]api, len(apis)),
-		maxRequestSize: maxRequestSize,
-		writeTimeout:   30 * time.Second,
-		metrics:        metrics,
-		conns:          make(map[*conn]struct{}),
-		abandon:        make(chan struct{}),
+		logger:       logger,
+		cfg:          cfg,
+		apis:         make(map[int16]api, len(apis)),
+		writeTimeout: 30 * time.Second,
+		metrics:      metrics,
+		abandon:      make(chan struct{}),
+	}
+	s.setAuthorizer(cfg.authorizer)
+	s.limits.init(cfg)
+	if cfg.queuedMaxRequestBytes > 0 {
+		s.requestMem = semaphore.NewWeighted(cfg.queuedMaxRequestBytes)
 	}
 	for _, a := range apis {
 		if _, dup := s.apis[a.key]; dup {
@@ -91,16 +111,25 @@ func newServer(logger *slog.Logger, apis []api, maxRequestSize int32, metrics *r
 	return s
 }
 
+// setAuthorizer installs the authorizer requests are checked against,
+// behind noTransactions. Call it before Serve.
+func (s *Server) setAuthorizer(a Authorizer) { s.authorizer = noTransactions{next: a} }
+
 // Listen binds a listener. It does not accept until Serve.
 func (s *Server) Listen(name, addr string) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listener %s on %s: %w", name, addr, err)
 	}
+	s.addListener(name, ln)
+	return ln.Addr(), nil
+}
+
+// addListener serves ln under name from Serve on.
+func (s *Server) addListener(name string, ln net.Listener) {
 	s.mu.Lock()
 	s.listeners = append(s.listeners, &boundListener{name: name, ln: ln})
 	s.mu.Unlock()
-	return ln.Addr(), nil
 }
 
 // Serve accepts on every bound listener until ctx is cancelled, then stops
@@ -126,36 +155,43 @@ func (s *Server) Serve(ctx context.Context) {
 	s.wg.Wait()
 }
 
-func (s *Server) acceptLoop(ctx context.Context, bl *boundListener) {
-	for {
-		nc, err := bl.ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
-				return
-			}
-			s.logger.Warn("accept failed", "listener", bl.name, "err", err)
-			select {
-			case <-time.After(50 * time.Millisecond):
-			case <-ctx.Done():
-				return
-			}
-			continue
-		}
-		if tc, ok := nc.(*net.TCPConn); ok {
-			tc.SetNoDelay(true)
-		}
-		c := &conn{
-			srv:      s,
-			nc:       nc,
-			listener: bl.name,
-			logger:   s.logger.With("remote", nc.RemoteAddr().String(), "listener", bl.name),
-		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.serve(ctx)
-		}()
+// startConn serves an accepted connection, or closes it at once when it is
+// over max.connections or max.connections.per.ip, as Kafka does: the
+// client sees the close and backs off.
+func (s *Server) startConn(ctx context.Context, bl *boundListener, nc net.Conn) {
+	ip := remoteIP(nc)
+	if reason := s.limits.admit(ip); reason != "" {
+		s.metrics.rejected.WithLabelValues(bl.name, reason).Inc()
+		s.logger.Debug("connection over the limit; closing", "listener", bl.name, "remote", nc.RemoteAddr().String(), "limit", reason)
+		nc.Close()
+		return
 	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c := newConn(s, nc, bl.name)
+	gauge := s.metrics.connections.WithLabelValues(bl.name)
+	gauge.Inc()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer gauge.Dec()
+		defer s.limits.release(ip)
+		c.serve(ctx)
+	}()
+}
+
+// remoteIP is the peer's IP address as a string, the key of the per-IP
+// connection counts.
+func remoteIP(nc net.Conn) string {
+	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
 }
 
 // versionRanges lists the served APIs sorted by key, for ApiVersions.

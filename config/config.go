@@ -149,6 +149,13 @@ type Config struct {
 	// gossip; see cluster/membership's keyring.go for the format.
 	GossipSecretKeyFile string `kafka:"gossip.secret.key.file"`
 	AdminListener       string `kafka:"admin.listener"`
+
+	// Client connection and request limits (keys: connections.go).
+	MaxConnections               int32            `kafka:"max.connections"`
+	MaxConnectionsPerIP          int32            `kafka:"max.connections.per.ip"`
+	MaxConnectionsPerIPOverrides map[string]int32 `kafka:"max.connections.per.ip.overrides"`
+	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
+	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
 }
 
 // Default returns the configuration of a single node that is both broker

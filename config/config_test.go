@@ -471,3 +471,39 @@ func TestBrokerConfigEntries(t *testing.T) {
 		t.Errorf("listeners: %+v", e)
 	}
 }
+
+func TestMaxConnectionsPerIPOverrides(t *testing.T) {
+	for _, tc := range []struct {
+		value   string
+		want    map[string]int32
+		wantErr bool
+	}{
+		{value: "", want: map[string]int32{}},
+		{value: "127.0.0.1:5, broker-a:0", want: map[string]int32{"127.0.0.1": 5, "broker-a": 0}},
+		{value: "::1:7,[fe80::1]:2", want: map[string]int32{"::1": 7, "fe80::1": 2}},
+		{value: "host", wantErr: true},
+		{value: "host:-1", wantErr: true},
+		{value: "host:x", wantErr: true},
+		{value: "h:1,h:2", wantErr: true},
+	} {
+		c, err := Load("", nil, []string{"max.connections.per.ip.overrides=" + tc.value})
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("%q: no error", tc.value)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tc.value, err)
+			continue
+		}
+		if !reflect.DeepEqual(c.MaxConnectionsPerIPOverrides, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.value, c.MaxConnectionsPerIPOverrides, tc.want)
+		}
+	}
+	d := Default()
+	if d.MaxConnections != math.MaxInt32 || d.MaxConnectionsPerIP != math.MaxInt32 ||
+		d.ConnectionsMaxIdleMs != 600000 || d.QueuedMaxRequestBytes != 104857600 {
+		t.Errorf("connection defaults: %d %d %d %d", d.MaxConnections, d.MaxConnectionsPerIP, d.ConnectionsMaxIdleMs, d.QueuedMaxRequestBytes)
+	}
+}

@@ -368,6 +368,18 @@ var keys = []brokerKey{
 		func(c *Config) *string { return &c.GossipSecretKeyFile }),
 	hostPortKey("admin.listener", "host:port of the admin HTTP server (/metrics); empty is off.",
 		func(c *Config) *string { return &c.AdminListener }),
+
+	// Client connection and request limits (cluster/server.go); the
+	// overrides parser is in connections.go.
+	intKey("max.connections", strconv.Itoa(math.MaxInt32), "Client connections accepted across all listeners; further ones are accepted and closed at once.", 0,
+		func(c *Config) *int32 { return &c.MaxConnections }),
+	intKey("max.connections.per.ip", strconv.Itoa(math.MaxInt32), "Client connections accepted from one IP address; further ones are accepted and closed at once.", 0,
+		func(c *Config) *int32 { return &c.MaxConnectionsPerIP }),
+	maxConnectionsPerIPOverridesKey,
+	intKey("connections.max.idle.ms", "600000", "A client connection with no request in flight and no bytes received for this long is closed; -1 is never.", -1,
+		func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
+	intKey("queued.max.request.bytes", "104857600", "Bytes of requests read and not yet answered, across all connections; past it connections stop reading until responses are written. -1 is no limit. A request larger than the limit waits until it is the only one.", -1,
+		func(c *Config) *int64 { return &c.QueuedMaxRequestBytes }),
 }
 
 var keyIndex = func() map[string]*brokerKey {

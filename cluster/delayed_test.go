@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/purgatory"
+	"github.com/kbroker/kbroker/replication"
+)
+
+// stuckOp is a delayed produce that can only expire: its high watermark
+// never comes. On expiry it answers with the request's response.
+type stuckOp struct {
+	rc   *RequestContext
+	resp kmsg.Response
+}
+
+func (o *stuckOp) TryComplete() bool { return false }
+func (o *stuckOp) OnExpire()         { o.rc.Respond(o.resp) }
+
+// parkingAPI is a Produce row that parks every acks=all request in
+// waiters (a fresh purgatory when nil) until its timeout, as a produce
+// whose followers never catch up would. keepsRequest is passed to park.
+func parkingAPI(waiters *purgatory.Purgatory[replication.TopicPartition], keepsRequest bool) api {
+	if waiters == nil {
+		waiters = purgatory.New[replication.TopicPartition]("test")
+	}
+	return api{key: 0, min: 3, max: 11, handle: func(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+		req := kreq.(*kmsg.ProduceRequest)
+		op := &stuckOp{rc: rc, resp: req.ResponseKind()}
+		deadline := time.Now().Add(cappedWait(req.TimeoutMillis, maxProduceTimeout))
+		park(waiters, rc, op, deadline, []replication.TopicPartition{{Topic: "t"}}, keepsRequest)
+		return nil, nil
+	}}
+}
+
+// When a client disconnects, its parked acks=all produce leaves the
+// purgatory, its request memory is given back and the server closes the
+// socket at once, without waiting for the produce's timeout.
+func TestPeerCloseDropsParkedRequests(t *testing.T) {
+	waiters := purgatory.New[replication.TopicPartition]("produce")
+	cfg := testServerConfig()
+	cfg.queuedMaxRequestBytes = 1 << 20
+	ts := startServer(t, cfg, nil, parkingAPI(waiters, true))
+	queued := func() float64 { return metricValue(t, ts.metrics.queuedBytes) }
+
+	c := dialRaw(t, ts.addr)
+	req := produceRequest(9, -1, "t", map[int32][]byte{0: nil})
+	req.TimeoutMillis = 60_000
+	c.send(req)
+	c.send(req) // a second one queued behind it
+	waitFor(t, 5*time.Second, "both produces to park", func() bool { return waiters.Len() == 2 })
+	if queued() == 0 {
+		t.Fatal("parked requests hold no request memory")
+	}
+
+	if n := ts.limits.open(); n != 1 {
+		t.Fatalf("%d connections open, want 1", n)
+	}
+	c.nc.Close()
+	start := time.Now()
+	waitFor(t, 5*time.Second, "the server to close the socket", func() bool { return ts.limits.open() == 0 })
+	waitFor(t, 5*time.Second, "the parked produces to leave the purgatory", func() bool { return waiters.Len() == 0 })
+	t.Logf("socket closed and purgatory emptied %v after the client left", time.Since(start))
+	if got := queued(); got != 0 {
+		t.Errorf("%v request bytes still queued", got)
+	}
+
+	// A client that stays gets its answer at the timeout.
+	stay := dialRaw(t, ts.addr)
+	req.TimeoutMillis = 100
+	stay.roundTrip(req)
+	// The purgatory counts the operation until OnExpire, which sent the
+	// response, has returned.
+	waitFor(t, 5*time.Second, "the expired produce to leave the purgatory", func() bool { return waiters.Len() == 0 })
+}
+
+func TestCappedWait(t *testing.T) {
+	for _, tc := range []struct {
+		ms   int32
+		want time.Duration
+	}{
+		{0, 0},
+		{500, 500 * time.Millisecond},
+		{30_000, 30 * time.Second},
+		{2_000_000_000, 30 * time.Second},
+	} {
+		if got := cappedWait(tc.ms, maxFetchWait); got != tc.want {
+			t.Errorf("cappedWait(%d) = %v, want %v", tc.ms, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/replication"
+)
+
+// startPair starts two broker+controller nodes forming one quorum, with
+// controlled shutdown off so that stopping one leaves the other's ISRs
+// alone (the quorum of two is gone with it).
+func startPair(t *testing.T) [2]*testNode {
+	t.Helper()
+	ctrl := [2]int{freePort(t), freePort(t)}
+	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ctrl[0], ctrl[1])
+	var nodes [2]*testNode
+	for i := range nodes {
+		cfg, err := config.Load("", nil, []string{
+			"node.id=" + strconv.Itoa(i+1),
+			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:" + strconv.Itoa(ctrl[i]),
+			"controller.quorum.voters=" + voters,
+			"log.dirs=" + t.TempDir(),
+			"controlled.shutdown.enable=false",
+			"offsets.topic.replication.factor=1",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := NewNode(cfg, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		tn := &testNode{Node: n, cancel: cancel, done: make(chan error, 1)}
+		go func() { tn.done <- n.Run(ctx) }()
+		nodes[i] = tn
+		t.Cleanup(func() { tn.stop(t) })
+	}
+	for _, tn := range nodes {
+		select {
+		case <-tn.Ready():
+		case err := <-tn.done:
+			t.Fatalf("node exited before ready: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("node not ready after 30s")
+		}
+		tn.addr, _ = tn.Addr("PLAINTEXT")
+	}
+	return nodes
+}
+
+// A real acks=all produce whose follower has stopped waits in the
+// produce purgatory; when its client disconnects the broker closes the
+// socket at once and the produce leaves the purgatory, while the batch it
+// appended stays in the leader's log.
+func TestClientCloseDropsParkedAcksAllProduce(t *testing.T) {
+	nodes := startPair(t)
+	leader, follower := nodes[0], nodes[1]
+	tp := replication.TopicPartition{Topic: "acks-all", Partition: 0}
+
+	// Replicas [1 2]: node 1 leads.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = tp.Topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, []int32{1, 2}
+	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = 10_000
+	resp, err := create.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
+	}
+	var part *replication.Partition
+	waitFor(t, 20*time.Second, "node 1 to lead with ISR [1 2]", func() bool {
+		part, err = leader.hostedPartition(tp)
+		return err == nil && part.IsLeader() && len(part.State().ISR) == 2
+	})
+
+	// The follower stops without leaving the ISR: nothing can shrink it
+	// (no quorum), so acks=all cannot complete.
+	follower.stop(t)
+	c := dialRaw(t, leader.addr)
+	req := produceRequest(9, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)})
+	req.TimeoutMillis = 60_000
+	c.send(req)
+	waitFor(t, 10*time.Second, "the produce to park", func() bool { return leader.produceWaiters.Len() == 1 })
+	leo := part.LogEndOffset()
+	if leo != 5 || part.HighWatermark() != 0 {
+		t.Fatalf("log end offset %d high watermark %d, want 5 and 0", leo, part.HighWatermark())
+	}
+	open := leader.server.limits.open()
+
+	c.nc.Close()
+	start := time.Now()
+	waitFor(t, 5*time.Second, "the server to close the socket", func() bool { return leader.server.limits.open() == open-1 })
+	waitFor(t, 5*time.Second, "the produce to leave the purgatory", func() bool { return leader.produceWaiters.Len() == 0 })
+	t.Logf("socket closed and produce purgatory emptied %v after the client left (its timeout was 60s)", time.Since(start))
+	if got := part.LogEndOffset(); got != leo {
+		t.Errorf("log end offset %d after the drop, want %d: the appended batch must stay", got, leo)
+	}
+}

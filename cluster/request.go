@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"context"
+	"net"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/wire"
+)
+
+// handlerFunc serves one decoded request. It returns the response, or nil
+// when it has arranged to call rc.Respond (or rc.NoResponse) itself later.
+// A returned error closes the connection, as Kafka does for requests it
+// cannot make sense of; Kafka error codes go in the response instead.
+type handlerFunc func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
+
+// api is one row of the server's dispatch table: the versions served of
+// one key, its handler, and the authorizations it declares.
+type api struct {
+	key      int16
+	min, max int16
+	handle   handlerFunc
+	actions  func(rc *RequestContext, req kmsg.Request) []Action
+}
+
+// RequestContext is what a handler knows about the request besides its
+// body: who sent it, over which listener, from where (Remote), and what they may do
+// (Authorized).
+type RequestContext struct {
+	Header    wire.RequestHeader
+	Principal Principal
+	// Listener is the name of the listener the request arrived on.
+	Listener string
+	// Remote is the client's address.
+	Remote net.Addr
+
+	conn  *conn
+	slot  *slot
+	authz authzCache
+}
+
+// Respond completes the request with resp. Only the first call counts.
+func (rc *RequestContext) Respond(resp kmsg.Response) { rc.slot.finish(resp, false, nil) }
+
+// NoResponse completes the request without writing anything (acks=0).
+func (rc *RequestContext) NoResponse() { rc.slot.finish(nil, true, nil) }
+
+// CloseConnection completes the request by closing the connection once
+// every earlier response has been written (acks=0 produce errors).
+func (rc *RequestContext) CloseConnection(err error) { rc.slot.finish(nil, false, err) }
+
+// apiName is the request's API name, for logs and metric labels.
+func (rc *RequestContext) apiName() string { return kmsg.NameForKey(rc.Header.APIKey) }
