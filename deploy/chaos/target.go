@@ -47,16 +47,9 @@ const (
 func waitReady(ctx context.Context, addr string, exited func() bool) error {
 	err := testutil.Poll(ctx, readyTimeout, func() error {
 		if exited != nil && exited() {
-			return errExited
+			return testutil.Permanent(errExited)
 		}
-		m, err := clustercheck.MetadataFrom(ctx, addr)
-		if err != nil {
-			return err
-		}
-		if len(m.Brokers) == 0 {
-			return fmt.Errorf("metadata lists no brokers")
-		}
-		return nil
+		return clustercheck.Ready(ctx, addr)
 	})
 	if err != nil {
 		return fmt.Errorf("%s not ready: %w", addr, err)

@@ -121,3 +121,16 @@ func FullISR(topic string, parts, isrSize int, alive func(id int32) bool) func(*
 		return true
 	}
 }
+
+// Ready returns nil once the broker at addr answers Metadata with a list
+// of brokers (it has joined a cluster), else why not.
+func Ready(ctx context.Context, addr string) error {
+	m, err := MetadataFrom(ctx, addr)
+	if err != nil {
+		return err
+	}
+	if len(m.Brokers) == 0 {
+		return fmt.Errorf("metadata from %s lists no brokers", addr)
+	}
+	return nil
+}

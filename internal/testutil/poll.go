@@ -44,19 +44,33 @@ func eval[C Cond](cond C) error {
 	panic("unreachable: Cond is func() bool or func() error")
 }
 
-// Poll evaluates cond until it holds, timeout passes or ctx ends. It
-// returns nil when cond held, otherwise an error that says how long it
-// waited and wraps cond's last error (or ctx's).
+// Permanent wraps err, returned by a condition, to stop the polling at
+// once: the state can no longer change (a process exited, say).
+func Permanent(err error) error { return permanentError{err} }
+
+type permanentError struct{ err error }
+
+func (p permanentError) Error() string { return p.err.Error() }
+func (p permanentError) Unwrap() error { return p.err }
+
+// Poll evaluates cond until it holds, timeout passes, ctx ends or cond
+// returns a Permanent error. It returns nil when cond held, otherwise an
+// error that says how long it waited and wraps cond's last error (or
+// ctx's).
 func Poll[C Cond](ctx context.Context, timeout time.Duration, cond C) error {
-	deadline := time.Now().Add(timeout)
+	began := time.Now()
+	deadline := began.Add(timeout)
 	interval := firstInterval
-	timer := time.NewTimer(0)
+	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	<-timer.C
 	for {
 		last := eval(cond)
 		if last == nil {
 			return nil
+		}
+		var perm permanentError
+		if errors.As(last, &perm) {
+			return fmt.Errorf("gave up after %v: %w", time.Since(began).Round(time.Millisecond), perm.err)
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
