@@ -107,6 +107,7 @@ func CheckFor[C Cond](t TB, d time.Duration, cond C, format string, args ...any)
 	for {
 		if err := eval(cond); err != nil {
 			t.Fatalf("%s: broke after %v of %v: %v", fmt.Sprintf(format, args...), time.Since(began).Round(time.Millisecond), d, err)
+			return
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
