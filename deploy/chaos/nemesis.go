@@ -262,10 +262,17 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 			}
 			return nil
 		})
+		n.mu.Lock()
+		f := &n.faults[i]
 		if err == nil {
-			n.mu.Lock()
-			n.faults[i].Failover = time.Since(start)
-			n.mu.Unlock()
+			f.Failover = time.Since(start)
+		}
+		kind, failover := f.Kind, f.Failover
+		n.mu.Unlock()
+		if err == nil {
+			n.out("%s  leader change after %-15s node %d: %v (%d partitions)", time.Now().Format("15:04:05.000"), kind, node, failover.Round(time.Millisecond), len(led))
+		} else if ctx.Err() == nil {
+			n.out("%s  no leader change after %s node %d: %v", time.Now().Format("15:04:05.000"), kind, node, err)
 		}
 	}()
 }

@@ -37,7 +37,11 @@ func (r result) exitCode() int {
 
 func run(ctx context.Context, cfg *config) result {
 	began := time.Now()
+	// Nemeses and failover watches log from their own goroutines.
+	var outMu sync.Mutex
 	logf := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
 		fmt.Fprintf(cfg.out, "chaos: "+format+"\n", args...)
 	}
 	fail := func(err error) result {
