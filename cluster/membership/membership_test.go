@@ -205,28 +205,13 @@ func TestCrashDetectedAndRestart(t *testing.T) {
 	}
 }
 
-// freeAddr returns a 127.0.0.1 address whose port is free for TCP and UDP.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := l.Addr().String()
-		u, err := net.ListenPacket("udp", a)
-		l.Close()
-		if err == nil {
-			u.Close()
-			return a
-		}
-	}
-	t.Fatal("no free port")
-	return ""
-}
-
 func TestSeedStartsLast(t *testing.T) {
-	seed := freeAddr(t)
+	// The seed's port must refuse connections while nodes 2 and 3 retry
+	// it, so it is not held until node 1 starts: another process may
+	// take it meanwhile (testutil.Ports), which would fail this test.
+	ports := testutil.MustReservePorts(t, 1)
+	ports.Release()
+	seed := ports.Addr(0)
 	// Every node lists the same seed, the seed node included.
 	n3 := start(t, testConfig(3, "127.0.0.1:0", seed))
 	n2 := start(t, testConfig(2, "127.0.0.1:0", seed))

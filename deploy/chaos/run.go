@@ -62,9 +62,7 @@ func run(ctx context.Context, cfg *config) result {
 	defer func() {
 		if !keep {
 			// A broker that was slow to exit may still create files.
-			for i := 0; i < 3 && os.RemoveAll(work) != nil; i++ {
-				time.Sleep(500 * time.Millisecond)
-			}
+			_ = testutil.Poll(context.Background(), 2*time.Second, func() error { return os.RemoveAll(work) })
 		}
 	}()
 	histPath := cfg.history
