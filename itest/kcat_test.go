@@ -82,7 +82,7 @@ func TestKcat(t *testing.T) {
 			// partition, line i must be at offset i.
 			a := newAcks()
 			for i, l := range lines {
-				a.ack(0, int64(i), l)
+				a.Ack(0, int64(i), l)
 			}
 			checkLog(t, a, consumeAll(t, b, topic))
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -534,18 +535,17 @@ func TestManagerRunCleans(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if r, _ := l.DirtyRatio(time.Now()); r == 0 {
-			break
+	err := testutil.Poll(context.Background(), 5*time.Second, func() error {
+		if r, _ := l.DirtyRatio(time.Now()); r != 0 {
+			return fmt.Errorf("dirty ratio %v", r)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not clean")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	<-done
+	if err != nil {
+		t.Fatalf("Run did not clean: %v", err)
+	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}

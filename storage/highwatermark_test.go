@@ -2,11 +2,14 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func TestHighWatermarkCheckpoint(t *testing.T) {
@@ -44,22 +47,22 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); m.Run(ctx) }()
 	path := filepath.Join(dir, highWatermarkFile)
-	written := func() bool {
+	written := func() error {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return false
+			return err
 		}
 		got, err := decodeCheckpoint(data)
-		return err == nil && got[topicPartition{"t", 0}] == 7 && got[topicPartition{"u", 3}] == 4
+		if err != nil || got[topicPartition{"t", 0}] != 7 || got[topicPartition{"u", 3}] != 4 {
+			return fmt.Errorf("checkpoint holds %v (%v), want t-0 at 7 and u-3 at 4", got, err)
+		}
+		return nil
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !written() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	err = testutil.Poll(context.Background(), 5*time.Second, written)
 	cancel()
 	wg.Wait()
-	if !written() {
-		t.Fatal("high watermarks not checkpointed by Run")
+	if err != nil {
+		t.Fatalf("high watermarks not checkpointed by Run: %v", err)
 	}
 
 	l.SetHighWatermarkCheckpoint(9)

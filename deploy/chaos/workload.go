@@ -188,15 +188,27 @@ type po struct {
 // while reading.
 type reads struct {
 	mu        sync.Mutex
-	at        map[po]string          // first value read at each offset
-	where     map[string]map[po]bool // value -> offsets it was read at
-	conflicts []string               // one offset, two values
-	order     []string               // a session's offsets not increasing
+	at        map[po]string // first value read at each offset
+	conflicts []string      // one offset, two values
+	order     []string      // a session's offsets not increasing
 	count     int
 }
 
 func newReads() *reads {
-	return &reads{at: map[po]string{}, where: map[string]map[po]bool{}}
+	return &reads{at: map[po]string{}}
+}
+
+// caughtUp reports whether some consumer read each partition's last
+// offset below its end offset in ends.
+func (r *reads) caughtUp(ends map[int32]int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, e := range ends {
+		if _, ok := r.at[po{p, e - 1}]; e > 0 && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *reads) add(who string, p int32, o int64, v string) {
@@ -211,10 +223,6 @@ func (r *reads) add(who string, p int32, o int64, v string) {
 	} else {
 		r.at[k] = v
 	}
-	if r.where[v] == nil {
-		r.where[v] = map[po]bool{}
-	}
-	r.where[v][k] = true
 }
 
 func (r *reads) disorder(s string) {
