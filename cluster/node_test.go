@@ -50,7 +50,7 @@ func startNodeWith(t testing.TB, dir string, setup func(*Node), sets ...string) 
 		dir = t.TempDir()
 	}
 	for attempt := 1; ; attempt++ {
-		tn, err := tryStartNode(t, dir, sets)
+		tn, err := tryStartNode(t, dir, setup, sets)
 		if err == nil {
 			t.Cleanup(func() { tn.stop(t) })
 			return tn
@@ -62,7 +62,7 @@ func startNodeWith(t testing.TB, dir string, setup func(*Node), sets ...string) 
 	}
 }
 
-func tryStartNode(t testing.TB, dir string, sets []string) (*testNode, error) {
+func tryStartNode(t testing.TB, dir string, setup func(*Node), sets []string) (*testNode, error) {
 	ports := testutil.MustReservePorts(t, 1)
 	ctrl := ports.Addr(0)
 	base := []string{
