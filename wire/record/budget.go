@@ -56,3 +56,22 @@ func decoderWeight(codec Codec, src []byte, limit int) int64 {
 	}
 	return 0
 }
+
+// expansionBound is the most src can decompress to with codec, from the
+// formats' densest encodings: deflate 1032:1, an lz4 sequence 255:1 (plus
+// a block), a snappy copy 64 bytes for 3, a 4-byte zstd RLE block 128 KiB.
+// It lets a small batch take a small share of the budget.
+func expansionBound(codec Codec, src []byte) int64 {
+	n := int64(len(src))
+	switch codec {
+	case CodecGzip:
+		return 1032*n + 64
+	case CodecLZ4:
+		return 255*n + 4<<20
+	case CodecSnappy:
+		return snappyMaxExpansion * n
+	case CodecZstd:
+		return 32768*n + 128<<10
+	}
+	return n
+}

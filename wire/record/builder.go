@@ -83,16 +83,36 @@ func (b *Builder) Add(r *Record) error {
 	b.last = r.OffsetDelta
 	switch b.codec {
 	case CodecNone:
-		b.out.Write(AppendRecord(b.scratch[:0], r))
+		b.writeRecord(&b.out, r)
 	case CodecSnappy:
 		b.raw = AppendRecord(b.raw, r)
 	default:
-		b.scratch = AppendRecord(b.scratch[:0], r)
-		if _, err := b.w.Write(b.scratch); err != nil {
+		if err := b.writeRecord(b.w, r); err != nil {
 			b.fail(fmt.Errorf("compressing to %s: %w", b.codec, err))
 		}
 	}
 	return b.err
+}
+
+// writeRecord writes r as AppendRecord encodes it, passing the value
+// straight to w rather than copying it into scratch first.
+func (b *Builder) writeRecord(w io.Writer, r *Record) error {
+	b.scratch = appendRecordHead(b.scratch[:0], r)
+	if len(r.Value) <= 4<<10 { // small: one write
+		b.scratch = append(b.scratch, r.Value...)
+		b.scratch = appendRecordTail(b.scratch, r)
+		_, err := w.Write(b.scratch)
+		return err
+	}
+	if _, err := w.Write(b.scratch); err != nil {
+		return err
+	}
+	if _, err := w.Write(r.Value); err != nil {
+		return err
+	}
+	b.scratch = appendRecordTail(b.scratch[:0], r)
+	_, err := w.Write(b.scratch)
+	return err
 }
 
 func (b *Builder) fail(err error) {

@@ -53,7 +53,7 @@ func decompressAppend(dst []byte, codec Codec, src []byte, limit int) ([]byte, e
 		}
 		return append(dst, src...), nil
 	}
-	defer acquire(decoderWeight(codec, src, limit) + int64(limit))()
+	defer acquire(decoderWeight(codec, src, limit) + min(int64(limit), expansionBound(codec, src)))()
 	st, err := openStream(codec, src, limit)
 	if err != nil {
 		return dst, err

@@ -118,9 +118,11 @@ const (
 // record afterwards).
 //
 // The decompression first takes its share of DecompressionBudget: the
-// decoder's state and the scan window, plus, unless scanning, the limit
-// (a record, and so the window, may be that large), plus extra for what
-// the caller builds alongside (Rebuild's output).
+// decoder's state and the scan window, plus, unless scanning, the most
+// the batch can decompress to (the limit, or less for a batch too small
+// to reach it: a record, and so the window, may be that large), plus up
+// to as much again as extra for what the caller builds alongside
+// (Rebuild's output).
 func walk(b Batch, maxUncompressed int, contiguous bool, mode walkMode, extra int64,
 	decode func(src *recordSource, i int32, length int) (*Record, error), fn func(r *Record) error) error {
 	scan := mode == walkScan
@@ -148,9 +150,10 @@ func walk(b Batch, maxUncompressed int, contiguous bool, mode walkMode, extra in
 		limit := min(max(maxUncompressed, 0), MaxDecompressedBatchBytes)
 		// A scan holds the decoder and a small window; a full
 		// iteration may hold a record as large as the limit.
-		weight := decoderWeight(codec, data, limit) + scanBuffer + extra
+		output := min(int64(limit), expansionBound(codec, data))
+		weight := decoderWeight(codec, data, limit) + scanBuffer + min(extra, output)
 		if !scan {
-			weight += int64(limit)
+			weight += output
 		}
 		release := acquire(weight)
 		defer release()
@@ -162,7 +165,7 @@ func walk(b Batch, maxUncompressed int, contiguous bool, mode walkMode, extra in
 		// The window is pooled: most batches need only a few KiB of it.
 		buf := getBuffer()
 		defer func() { *buf = src.buf[:0]; putBuffer(buf) }()
-		src = recordSource{r: st, codec: codec, buf: (*buf)[:cap(*buf)]}
+		src = recordSource{r: st, codec: codec, buf: (*buf)[:cap(*buf)], max: max(limit+1, scanBuffer)}
 		if len(src.buf) < scanBuffer {
 			src.buf = make([]byte, scanBuffer)
 		}
@@ -295,6 +298,14 @@ func readBytes(b []byte, nullable bool) (field, rest []byte, err error) {
 
 // AppendRecord appends the wire form of r, with its length prefix, to dst.
 func AppendRecord(dst []byte, r *Record) []byte {
+	dst = appendRecordHead(dst, r)
+	dst = append(dst, r.Value...)
+	return appendRecordTail(dst, r)
+}
+
+// appendRecordHead appends r's length prefix and fields up to and
+// including the value's length: what precedes the value's bytes.
+func appendRecordHead(dst []byte, r *Record) []byte {
 	size := 1 + varintSize(r.TimestampDelta) + varintSize(int64(r.OffsetDelta)) +
 		bytesSize(r.Key) + bytesSize(r.Value) + varintSize(int64(len(r.Headers)))
 	for i := range r.Headers {
@@ -306,7 +317,14 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = binary.AppendVarint(dst, r.TimestampDelta)
 	dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
 	dst = appendBytes(dst, r.Key)
-	dst = appendBytes(dst, r.Value)
+	if r.Value == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	return binary.AppendVarint(dst, int64(len(r.Value)))
+}
+
+// appendRecordTail appends r's headers: what follows the value's bytes.
+func appendRecordTail(dst []byte, r *Record) []byte {
 	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
 	for i := range r.Headers {
 		h := &r.Headers[i]

@@ -15,6 +15,7 @@ type recordSource struct {
 	codec      Codec     // for error messages
 	buf        []byte
 	start, end int   // unread bytes: buf[start:end]
+	max        int   // the most buf grows to: the stream's limit and a probe byte
 	err        error // why r stopped: io.EOF at the end of the data
 }
 
@@ -32,7 +33,14 @@ func (s *recordSource) fill(n int) bool {
 				s.end = copy(s.buf, s.buf[s.start:s.end])
 				s.start = 0
 			} else {
-				s.buf = append(s.buf, make([]byte, max(len(s.buf), 4096))...)
+				// Full of data that has arrived: double, but never
+				// past what the stream's limit lets arrive.
+				grown := make([]byte, min(max(2*len(s.buf), 4096), s.max))
+				s.end = copy(grown, s.buf[s.start:s.end])
+				s.buf, s.start = grown, 0
+				if s.end == len(s.buf) {
+					return false // at the limit; the stream reports it
+				}
 			}
 			continue
 		}
