@@ -66,8 +66,10 @@ func (s *recordSource) advance(n int) { s.start += n }
 func (s *recordSource) skip(n int) bool {
 	for n > 0 {
 		if s.start == s.end {
-			// Reuse the whole window: nothing unread is kept.
-			s.start, s.end = 0, 0
+			if s.r != nil {
+				// Reuse the whole window: nothing unread is kept.
+				s.start, s.end = 0, 0
+			}
 			if !s.fill(1) {
 				return false
 			}
