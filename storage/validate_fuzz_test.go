@@ -31,10 +31,11 @@ func FuzzValidateForAppend(f *testing.F) {
 	types := []string{"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"}
 	now := time.UnixMilli(testNow)
 	f.Fuzz(func(t *testing.T, data []byte, compression uint8) {
-		// Most mutations break batchLength or the CRC, which are
-		// checked first; repair them (on even lengths) so that the
-		// mutations reach the records.
+		// Most mutations break the base offset (0 from a client),
+		// batchLength or the CRC, which are checked first; repair them
+		// (on even lengths) so that the mutations reach the records.
 		if len(data) >= record.HeaderSize && len(data)%2 == 0 {
+			binary.BigEndian.PutUint64(data[0:], 0)
 			binary.BigEndian.PutUint32(data[8:], uint32(len(data)-record.LogOverhead))
 			record.Batch(data).SetCRC()
 		}
