@@ -226,3 +226,54 @@ func TestScanHoldsNoRecord(t *testing.T) {
 	}
 	t.Logf("Scan allocated %d bytes for a %d-byte batch expanding to 16 MiB", alloc, len(b))
 }
+
+// TestDecompressionBudgetShares: a decompression holds its share of the
+// budget while it runs and returns all of it when done; a scan's share
+// is the decoder and a small window, while a full iteration's also
+// covers the largest record the batch can expand to.
+func TestDecompressionBudgetShares(t *testing.T) {
+	b := zstdValueBomb(4 << 20) // a few hundred bytes, 4 MiB decompressed
+	const limit = 64 << 20
+	free := func(n int64) bool {
+		if !budget.TryAcquire(n) {
+			return false
+		}
+		budget.Release(n)
+		return true
+	}
+	for _, tc := range []struct {
+		name string
+		run  func(fn func(*Record) error) error
+		// What must be left while it runs, and what must not be.
+		leftAtLeast, leftBelow int64
+	}{
+		// A scan holds the zstd decoder's share, not the record.
+		{"Scan", func(fn func(*Record) error) error { return Scan(b, limit, fn) },
+			DecompressionBudget - 16<<20, DecompressionBudget - zstdBudget + 1},
+		// An iteration holds the decoder's and the 4 MiB record's
+		// (what the batch's few hundred bytes can expand to, not the
+		// whole limit).
+		{"Iterate", func(fn func(*Record) error) error { return Iterate(b, limit, fn) },
+			DecompressionBudget - 32<<20, DecompressionBudget - zstdBudget - 4<<20 + 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			calls := 0
+			err := tc.run(func(*Record) error {
+				calls++
+				if !free(tc.leftAtLeast) {
+					t.Errorf("less than %d bytes of the budget left while running", tc.leftAtLeast)
+				}
+				if free(tc.leftBelow) {
+					t.Errorf("%d bytes of the budget left while running: the share is not held", tc.leftBelow)
+				}
+				return nil
+			})
+			if err != nil || calls != 1 {
+				t.Fatalf("%d records, %v", calls, err)
+			}
+			if !free(DecompressionBudget) {
+				t.Fatal("the share was not returned")
+			}
+		})
+	}
+}
