@@ -262,12 +262,22 @@ type snappyReader struct {
 	pos    int    // read position in buf
 }
 
+// snappyReaders keep their block buffers between batches, up to
+// maxPooledBuffer.
+var snappyReaders = sync.Pool{New: func() any { return new(snappyReader) }}
+
 func openSnappy(src []byte, limit int) (io.Reader, func(), error) {
-	r := &snappyReader{rest: src, left: limit}
+	r := snappyReaders.Get().(*snappyReader)
+	*r = snappyReader{rest: src, left: limit, buf: r.buf[:0]}
 	if len(src) >= xerialHeaderSize && bytes.Equal(src[:len(xerialMagic)], xerialMagic) {
 		r.rest, r.xerial = src[xerialHeaderSize:], true
 	}
-	return r, func() {}, nil
+	return r, func() {
+		if cap(r.buf) <= maxPooledBuffer {
+			*r = snappyReader{buf: r.buf[:0]}
+			snappyReaders.Put(r)
+		}
+	}, nil
 }
 
 func (r *snappyReader) Read(p []byte) (int, error) {
@@ -313,7 +323,7 @@ func (r *snappyReader) next() error {
 	}
 	// DecodeStrict (not the more lenient s2 decoder) so that we accept
 	// exactly what the reference snappy, and so consumers, accept.
-	out, err := snappy.DecodeStrict(r.buf[:n], block)
+	out, err := snappy.DecodeStrict(r.buf[:n:cap(r.buf)], block)
 	if err != nil {
 		return fmt.Errorf("%w: snappy: %w", ErrCorrupt, err)
 	}
