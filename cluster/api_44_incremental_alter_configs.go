@@ -20,7 +20,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 )
 
@@ -106,7 +105,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterCon
 			return fmt.Errorf("%w: config operation %d", kerr.InvalidRequest, c.Op)
 		}
 	}
-	if err := config.ValidateTopicConfigs(set); err != nil {
+	if err := n.cfg.ValidateTopicConfigs(set); err != nil {
 		return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
 	}
 	if validateOnly {
@@ -137,7 +136,7 @@ func (n *Node) alterClusterConfigs(ctx context.Context, r kmsg.IncrementalAlterC
 			return fmt.Errorf("%w: config operation %d on a broker config", kerr.InvalidRequest, c.Op)
 		}
 	}
-	if err := config.ValidateClusterConfigs(set); err != nil {
+	if err := n.cfg.ValidateClusterConfigs(set); err != nil {
 		return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
 	}
 	if validateOnly {

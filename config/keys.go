@@ -253,7 +253,7 @@ var keys = []brokerKey{
 		func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
 	boolKey("auto.create.topics.enable", "true", "Create a topic when a client asks for metadata of an unknown one.",
 		func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
-	intKey("message.max.bytes", "1048588", "Largest record batch accepted, after compression (topic: max.message.bytes).", 1,
+	intKey("message.max.bytes", "1048588", "Largest record batch accepted, after compression (topic: max.message.bytes); at most socket.request.max.bytes.", 1,
 		func(c *Config) *int32 { return &c.MessageMaxBytes }),
 	intKey("socket.request.max.bytes", "104857600", "Largest request accepted; larger frames close the connection.", 1,
 		func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),

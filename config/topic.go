@@ -1,7 +1,9 @@
 package config
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 )
@@ -35,6 +37,9 @@ type topicKey struct {
 	parse     func(t *TopicConfig, v string) error // syntax and range
 	format    func(t *TopicConfig) string
 	inherit   func(t *TopicConfig, c *Config) // copy the broker default
+	// bound, when set, checks a parsed value against this node's broker
+	// config (limits that depend on other keys).
+	bound func(t *TopicConfig, c *Config) error
 }
 
 func topicInt[T integer](name, brokerKey, doc string, min T, f func(*TopicConfig) *T, from func(*Config) T) topicKey {
@@ -72,6 +77,23 @@ func topicEnum(name, brokerKey, doc string, allowed []string, f func(*TopicConfi
 	}
 }
 
+func withBound(k topicKey, bound func(t *TopicConfig, c *Config) error) topicKey {
+	k.bound = bound
+	return k
+}
+
+// checkMaxMessageBytes refuses a max.message.bytes (or message.max.bytes
+// as a cluster-wide default) above socket.request.max.bytes: no request
+// can carry such a batch, and the limit is what bounds how far the leader
+// lets a compressed batch expand while validating it.
+func checkMaxMessageBytes(t *TopicConfig, c *Config) error {
+	if t.MaxMessageBytes > c.SocketRequestMaxBytes {
+		return errString(strconv.Quote(strconv.FormatInt(int64(t.MaxMessageBytes), 10)) +
+			" is larger than socket.request.max.bytes " + strconv.FormatInt(int64(c.SocketRequestMaxBytes), 10))
+	}
+	return nil
+}
+
 // topicKeys is the table of topic keys.
 var topicKeys = []topicKey{
 	{
@@ -90,9 +112,10 @@ var topicKeys = []topicKey{
 	topicEnum("compression.type", "compression.type", "Codec batches are stored with; producer keeps the producer's.", compressionTypes,
 		func(t *TopicConfig) *string { return &t.CompressionType },
 		func(c *Config) string { return c.CompressionType }),
-	topicInt("max.message.bytes", "message.max.bytes", "Largest record batch accepted, after compression.", 0,
+	withBound(topicInt("max.message.bytes", "message.max.bytes", "Largest record batch accepted, after compression; at most socket.request.max.bytes.", 0,
 		func(t *TopicConfig) *int32 { return &t.MaxMessageBytes },
 		func(c *Config) int32 { return c.MessageMaxBytes }),
+		checkMaxMessageBytes),
 	topicInt("min.insync.replicas", "min.insync.replicas", "Replicas that must have a batch before acks=all succeeds.", 1,
 		func(t *TopicConfig) *int32 { return &t.MinInsyncReplicas },
 		func(c *Config) int32 { return c.MinInsyncReplicas }),
@@ -170,23 +193,39 @@ func (c *Config) TopicDefaults() TopicConfig {
 }
 
 // ValidateTopicConfigs checks a topic's overrides (CreateTopics,
-// AlterConfigs): every key must be a topic key and every value valid. It
-// returns the first problem in key order, as an *Error.
+// AlterConfigs) against the built-in defaults: see
+// Config.ValidateTopicConfigs.
 func ValidateTopicConfigs(overrides map[string]string) error {
-	names := make([]string, 0, len(overrides))
-	for k := range overrides {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	d := Default()
+	return d.ValidateTopicConfigs(overrides)
+}
+
+// ValidateTopicConfigs checks a topic's overrides (CreateTopics,
+// AlterConfigs): every key must be a topic key and every value valid,
+// including limits that depend on this node's broker keys
+// (max.message.bytes <= socket.request.max.bytes). It returns the first
+// problem in key order, as an *Error.
+func (c *Config) ValidateTopicConfigs(overrides map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
 		k, ok := topicKeyIndex[name]
 		if !ok {
 			return &Error{Key: name, Err: ErrUnknownKey}
 		}
-		var scratch TopicConfig
-		if err := k.parse(&scratch, overrides[name]); err != nil {
+		if err := k.check(c, overrides[name]); err != nil {
 			return &Error{Key: name, Msg: err.Error(), Err: ErrInvalid}
 		}
+	}
+	return nil
+}
+
+// check parses v as this key's value and applies its bound.
+func (k *topicKey) check(c *Config, v string) error {
+	var scratch TopicConfig
+	if err := k.parse(&scratch, v); err != nil {
+		return err
+	}
+	if k.bound != nil {
+		return k.bound(&scratch, c)
 	}
 	return nil
 }
@@ -204,13 +243,16 @@ func (c *Config) ResolveTopic(overrides map[string]string) TopicConfig {
 func (c *Config) ResolveTopicIn(cluster, overrides map[string]string) TopicConfig {
 	t := c.TopicDefaults()
 	for name, v := range cluster {
-		if k, ok := topicKeyByBrokerKey[name]; ok {
+		if k, ok := topicKeyByBrokerKey[name]; ok && k.check(c, v) == nil {
 			_ = k.parse(&t, v)
 		}
 	}
 	for name, v := range overrides {
-		if k, ok := topicKeyIndex[name]; ok {
-			_ = k.parse(&t, v) // parse leaves t unchanged on error
+		// A value out of bounds here was stored before the bound
+		// existed (or under another node's config): it is ignored, as
+		// unparsable values are, rather than trusted.
+		if k, ok := topicKeyIndex[name]; ok && k.check(c, v) == nil {
+			_ = k.parse(&t, v)
 		}
 	}
 	return t
@@ -234,18 +276,21 @@ var topicKeyByBrokerKey = func() map[string]*topicKey {
 	return m
 }()
 
+// ValidateClusterConfigs checks cluster-wide dynamic broker defaults
+// against the built-in defaults: see Config.ValidateClusterConfigs.
+func ValidateClusterConfigs(cluster map[string]string) error {
+	d := Default()
+	return d.ValidateClusterConfigs(cluster)
+}
+
 // ValidateClusterConfigs checks cluster-wide dynamic broker defaults (set
 // with IncrementalAlterConfigs on the broker resource with an empty name):
 // every key must be a broker key that backs a topic key (log.retention.ms,
 // compression.type, min.insync.replicas, ...), with a value that topic key
-// accepts. These change topic defaults across the cluster at runtime.
-func ValidateClusterConfigs(cluster map[string]string) error {
-	names := make([]string, 0, len(cluster))
-	for k := range cluster {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+// accepts on this node (message.max.bytes <= socket.request.max.bytes).
+// These change topic defaults across the cluster at runtime.
+func (c *Config) ValidateClusterConfigs(cluster map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(cluster)) {
 		k, ok := topicKeyByBrokerKey[name]
 		if !ok {
 			if _, static := keyIndex[name]; static {
@@ -253,8 +298,7 @@ func ValidateClusterConfigs(cluster map[string]string) error {
 			}
 			return &Error{Key: name, Err: ErrUnknownKey}
 		}
-		var scratch TopicConfig
-		if err := k.parse(&scratch, cluster[name]); err != nil {
+		if err := k.check(c, cluster[name]); err != nil {
 			return &Error{Key: name, Msg: err.Error(), Err: ErrInvalid}
 		}
 	}

@@ -120,6 +120,20 @@
 //
 // All checkpoint files are written to a .tmp file, fsynced and renamed.
 //
+// # Validating a leader's append
+//
+// AppendAsLeader checks every record of a client batch (validateForAppend,
+// Kafka's LogValidator). A compressed batch is never expanded whole: when
+// it keeps its codec (compression.type producer or the same codec) its
+// records are scanned as they stream out of the decompressor through a
+// 32 KiB window (record.Scan); when the topic asks for another codec they
+// stream from the decompressor into the new compressor (record.Rebuild).
+// A batch may decompress to 64 × max.message.bytes, at most
+// record.MaxDecompressedBatchBytes (128 MiB); past that it is refused as
+// INVALID_RECORD. Decompressions in progress share the process-wide
+// record.DecompressionBudget (256 MiB), so many bombs at once wait rather
+// than exhaust memory.
+//
 // # Recovery
 //
 // OpenManager removes each directory's clean-shutdown marker and remembers
