@@ -21,7 +21,7 @@
 //	    00000000000000005678.snapshot       producer state at offset 5678
 //	    leader-epoch-checkpoint             leader epoch -> first offset
 //	    00000000000000001234.log.cleaned    a segment being rewritten by the cleaner
-//	    00000000000000001234.log.swap       (and .index/.timeindex) a cleaned segment being swapped in
+//	    00000000000000001234.log.swap       (and .index/.timeindex/.txnindex) a cleaned segment being swapped in
 //
 // Segment files are named by the 20-digit zero-padded base offset: the
 // offset of the first batch they hold. The last segment is the active one;
@@ -190,10 +190,16 @@
 // The cleaner (below) never cleans from the first unstable offset on; in
 // the cleaned range it drops the batches of aborted transactions (known
 // from the .txnindex entries) and does not let them supersede committed
-// records in the key map. It keeps every marker, and so the .txnindex
-// entries, which stay valid: Kafka removes markers once their
-// transaction's data is gone and delete.retention.ms has passed; kbroker
-// does not yet.
+// records in the key map. As Kafka's cleaner, it drops a marker only in a
+// pass that read no data of its transaction (so never while any is left),
+// once its segment is past delete.retention.ms (the tombstone rule), if
+// it lies below the newest producer snapshot (a replay from it would
+// miss it) and is not possibly the producer's last record (a producer
+// whose state holds no batch keeps the markers of its epoch). A cleaned
+// segment gets a new .txnindex without the entries of its dropped ABORT
+// markers, swapped in with its other files (.txnindex.cleaned,
+// .txnindex.swap): an entry without its marker would make a
+// read_committed consumer skip the producer's later data.
 //
 // # Retention and truncation
 //

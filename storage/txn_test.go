@@ -622,3 +622,143 @@ func BenchmarkAppendTransactional(b *testing.B) {
 		})
 	}
 }
+
+// markerScenario writes two transactions whose data later cleaning
+// removes (a committed one superseded by a later record, an aborted one)
+// and, after them, the producers' last transactions, whose markers stay.
+type markerScenario struct {
+	l                          *Log
+	commit, abort, last1, last int64
+	future                     time.Time
+}
+
+func newMarkerScenario(t *testing.T, dir string, fsys FS) *markerScenario {
+	cfg := compactConfig()
+	l := openTxnLog(t, dir, cfg, fsys, true)
+	app := func(b record.Batch) {
+		t.Helper()
+		if _, err := l.AppendAsLeader(b, AppendOptions{LogAppendTimeMs: -1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sc := &markerScenario{l: l, future: time.Now().Add(time.Duration(cfg.DeleteRetentionMs+3600_000) * time.Millisecond)}
+	app(keyedTxnBatch(t, 1, 0, k("a", "in a committed transaction")))
+	sc.commit = endTxn(t, l, 1, 0, true)
+	app(keyedTxnBatch(t, 2, 0, k("b", "aborted")))
+	sc.abort = endTxn(t, l, 2, 0, false)
+	appendKeyed(t, l, record.CodecNone, testNow, k("a", "superseding"))
+	fillKeyed(t, l, record.CodecNone, 30, 5, testNow)
+	app(keyedTxnBatch(t, 1, 1, k("y", "producer 1's last batch")))
+	app(keyedTxnBatch(t, 2, 1, k("z", "producer 2's last batch")))
+	sc.last1 = endTxn(t, l, 1, 0, true)
+	sc.last = endTxn(t, l, 2, 0, true)
+	return sc
+}
+
+func (sc *markerScenario) markers(t *testing.T) map[int64]bool {
+	m := map[int64]bool{}
+	for _, b := range readAll(t, sc.l) {
+		if b.IsControl() {
+			m[b.BaseOffset()] = true
+		}
+	}
+	return m
+}
+
+// pass appends a new dirty section and cleans.
+func (sc *markerScenario) pass(t *testing.T) (CleanStats, error) {
+	fillKeyed(t, sc.l, record.CodecNone, 30, 5, testNow)
+	sc.l.SetHighWatermarkCheckpoint(sc.l.LogEndOffset())
+	return sc.l.Clean(sc.future)
+}
+
+// checkAbortsHaveMarkers checks that every .txnindex entry's ABORT marker
+// is in the log: a consumer reaching an entry waits for the marker.
+func checkAbortsHaveMarkers(t *testing.T, l *Log) {
+	t.Helper()
+	ab, err := l.AbortedTransactions(0, l.LogEndOffset())
+	if err != nil {
+		t.Fatal(err)
+	}
+	markers := map[int64]bool{}
+	for _, b := range readAll(t, l) {
+		if b.IsControl() {
+			markers[b.BaseOffset()] = true
+		}
+	}
+	for _, a := range ab {
+		if !markers[a.LastOffset] {
+			t.Fatalf("aborted transaction %+v has no marker", a)
+		}
+	}
+}
+
+func TestTxnCleanerRemovesMarkersOnceDataIsGone(t *testing.T) {
+	dir := t.TempDir()
+	sc := newMarkerScenario(t, dir, nil)
+	l := sc.l
+	// First pass: the data goes, its markers stay (the pass read data of
+	// their transactions).
+	if st, err := sc.pass(t); err != nil || st.MarkersRemoved != 0 {
+		t.Fatalf("first pass: %+v, %v", st, err)
+	}
+	if m := sc.markers(t); !m[sc.commit] || !m[sc.abort] || !m[sc.last] || !m[sc.last1] {
+		t.Fatalf("markers after the first pass: %v", m)
+	}
+	if ab, _ := l.AbortedTransactions(0, l.LogEndOffset()); len(ab) != 1 {
+		t.Fatalf("aborted after the first pass: %+v", ab)
+	}
+	// Second pass: nothing of the two transactions is left.
+	if st, err := sc.pass(t); err != nil || st.MarkersRemoved != 2 {
+		t.Fatalf("second pass: %+v, %v", st, err)
+	}
+	if m := sc.markers(t); m[sc.commit] || m[sc.abort] || !m[sc.last] || !m[sc.last1] {
+		t.Fatalf("markers after the second pass: %v (%+v)", m, sc)
+	}
+	if ab, _ := l.AbortedTransactions(0, l.LogEndOffset()); len(ab) != 0 {
+		t.Fatalf("aborted after the marker went: %+v", ab)
+	}
+	before := viewOf(t, l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	removeGlob(t, dir, "*.snapshot") // replay the whole cleaned log
+	l2 := openTxnLog(t, dir, compactConfig(), nil, false)
+	defer l2.Close()
+	after := viewOf(t, l2)
+	if !reflect.DeepEqual(after.Aborted, before.Aborted) || after.LSO != before.LSO || !reflect.DeepEqual(after.Ongoing, before.Ongoing) {
+		t.Fatalf("after reopen:\n%+v\nbefore:\n%+v", after, before)
+	}
+}
+
+// TestTxnCleanerCrashDuringSwap crashes the marker-removing pass after
+// each rename: whatever is on disk, no .txnindex entry outlives its
+// marker.
+func TestTxnCleanerCrashDuringSwap(t *testing.T) {
+	for renames := 0; ; renames++ {
+		dir := t.TempDir()
+		fsys := &faultFS{}
+		sc := newMarkerScenario(t, dir, fsys)
+		if st, err := sc.pass(t); err != nil || st.Aborted {
+			t.Fatalf("first pass: %+v, %v", st, err)
+		}
+		fillKeyed(t, sc.l, record.CodecNone, 30, 5, testNow)
+		sc.l.SetHighWatermarkCheckpoint(sc.l.LogEndOffset())
+		fsys.set(func(f *faultFS) { f.limitRenames, f.renamesLeft = true, renames })
+		st, err := sc.l.Clean(sc.future)
+		if fsys.check() == nil {
+			if err != nil || st.MarkersRemoved != 2 {
+				t.Fatalf("renames %d: %+v, %v", renames, st, err)
+			}
+			break
+		}
+		l2 := openTxnLog(t, dir, compactConfig(), nil, false)
+		checkAbortsHaveMarkers(t, l2)
+		for _, pat := range []string{"*" + cleanedSuffix, "*" + swapSuffix} {
+			if left, _ := filepath.Glob(filepath.Join(dir, pat)); len(left) > 0 {
+				t.Fatalf("renames %d: left %v", renames, left)
+			}
+		}
+		l2.Close()
+	}
+}
