@@ -762,3 +762,45 @@ func TestTxnCleanerCrashDuringSwap(t *testing.T) {
 		l2.Close()
 	}
 }
+
+func TestTxnFirstUnstableOffsetNotBelowLogStart(t *testing.T) {
+	l := openTxnLog(t, t.TempDir(), txnConfig(), nil, true)
+	defer l.Close()
+	appendTxn(t, l, 1, 0, 0, 3) // 0-2, ongoing
+	mustAppend(t, l, plain(5))  // 3-7
+	l.SetHighWatermarkCheckpoint(l.LogEndOffset())
+	if _, err := l.DeleteRecordsBefore(4); err != nil {
+		t.Fatal(err)
+	}
+	if fuo, ok := l.FirstUnstableOffset(); !ok || fuo != 4 {
+		t.Fatalf("first unstable offset %d %v, want the log start offset 4", fuo, ok)
+	}
+	if lso := l.LastStableOffset(8); lso != 4 {
+		t.Fatalf("LSO %d, want 4", lso)
+	}
+}
+
+func TestTxnMarkerLogAppendTime(t *testing.T) {
+	cfg := txnConfig()
+	cfg.MessageTimestampType = TimestampLogAppendTime
+	now := time.UnixMilli(testNow + 5000)
+	l, err := OpenLog(t.TempDir(), cfg, LogOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	res, err := l.AppendControl(3, 1, 4, true, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.LogAppendTimeMs != now.UnixMilli() {
+		t.Fatalf("log append time %d", res.LogAppendTimeMs)
+	}
+	b := readAll(t, l)[0]
+	if !b.LogAppendTime() || b.MaxTimestamp() != now.UnixMilli() || b.PartitionLeaderEpoch() != 9 {
+		t.Fatalf("marker attrs %x ts %d epoch %d", b.Attributes(), b.MaxTimestamp(), b.PartitionLeaderEpoch())
+	}
+	if first, coord, ok := l.ProducerTxnState(3); !ok || first != -1 || coord != 4 {
+		t.Fatalf("producer state after a marker: %d %d %v", first, coord, ok)
+	}
+}
