@@ -443,6 +443,9 @@ func TestTxnTruncation(t *testing.T) {
 			if len(ab) != tc.wantAborted {
 				t.Fatalf("aborted after truncation: %+v", ab)
 			}
+			if n := txnIndexBytes(t, dir); n != int64(tc.wantAborted)*txnIndexEntrySize {
+				t.Fatalf(".txnindex files hold %d bytes after truncation", n)
+			}
 			want := tc.wantLSO(a1, a2, ongoing)
 			if lso := l.LastStableOffset(l.LogEndOffset()); lso != min(want, l.LogEndOffset()) {
 				t.Fatalf("LSO %d, want %d", lso, want)
@@ -802,5 +805,42 @@ func TestTxnMarkerLogAppendTime(t *testing.T) {
 	}
 	if first, coord, ok := l.ProducerTxnState(3); !ok || first != -1 || coord != 4 {
 		t.Fatalf("producer state after a marker: %d %d %v", first, coord, ok)
+	}
+}
+
+// txnIndexBytes is the total size of the .txnindex files in dir.
+func txnIndexBytes(t testing.TB, dir string) int64 {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(dir, "*"+txnIndexSuffix))
+	var n int64
+	for _, name := range names {
+		fi, err := os.Stat(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += fi.Size()
+	}
+	return n
+}
+
+func TestTxnIndexDeletedWithSegment(t *testing.T) {
+	dir := t.TempDir()
+	l := openTxnLog(t, dir, txnConfig(), nil, true)
+	defer l.Close()
+	txnScenario(t, l)
+	if n := txnIndexBytes(t, dir); n != 2*txnIndexEntrySize {
+		t.Fatalf(".txnindex files hold %d bytes", n)
+	}
+	for range 30 { // roll past the last marker
+		mustAppend(t, l, plain(5))
+	}
+	if _, err := l.DeleteRecordsBefore(l.LogEndOffset()); err != nil {
+		t.Fatal(err)
+	}
+	if n := txnIndexBytes(t, dir); n != 0 {
+		t.Fatalf(".txnindex files hold %d bytes after their segments went", n)
+	}
+	if ab, _ := l.AbortedTransactions(l.LogStartOffset(), l.LogEndOffset()); len(ab) != 0 {
+		t.Fatalf("aborted after deletion: %+v", ab)
 	}
 }
