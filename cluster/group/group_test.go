@@ -326,7 +326,9 @@ func TestRebalanceTimeoutDropsMembersThatDoNotRejoin(t *testing.T) {
 	h.wantState(PreparingRebalance)
 	for range 10 { // 30s rebalance timeout; ids[1] keeps heartbeating
 		h.advance(3 * time.Second)
-		h.g.Heartbeat(ids[1], "", h.g.Generation(), h.now)
+		if err := h.g.Heartbeat(ids[1], "", h.g.Generation(), h.now); !errors.Is(err, kerr.RebalanceInProgress) {
+			t.Fatalf("heartbeat during the rebalance: %v, want %v", err, kerr.RebalanceInProgress)
+		}
 	}
 	h.advance(time.Second)
 	if !jc.answered() || jc.res.Err != nil {
@@ -441,9 +443,13 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	// The key versions are Kafka's.
 	var k kmsg.OffsetCommitKey
-	k.ReadFrom(OffsetKey("g", tp))
+	if err := k.ReadFrom(OffsetKey("g", tp)); err != nil {
+		t.Fatalf("offset key: %v", err)
+	}
 	var gk kmsg.GroupMetadataKey
-	gk.ReadFrom(GroupKey("g"))
+	if err := gk.ReadFrom(GroupKey("g")); err != nil {
+		t.Fatalf("group key: %v", err)
+	}
 	if k.Version != 1 || gk.Version != 2 {
 		t.Fatalf("key versions %d %d", k.Version, gk.Version)
 	}
