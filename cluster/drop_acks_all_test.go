@@ -27,7 +27,7 @@ func startPair(t *testing.T) [2]*testNode {
 	var nodes [2]*testNode
 	// The window between Release and the nodes binding is small; a
 	// lost port fails the test with "address already in use".
-	ports.Release()
+	ports.MustRelease(t)
 	for i := range nodes {
 		cfg, err := config.Load("", nil, []string{
 			"node.id=" + strconv.Itoa(i+1),

@@ -84,7 +84,7 @@ func tryStartNode(t testing.TB, dir string, setup func(*Node), sets []string) (*
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tn := &testNode{Node: n, dir: dir, cancel: cancel, done: make(chan error, 1)}
-	ports.Release()
+	ports.MustRelease(t)
 	go func() { tn.done <- n.Run(ctx) }()
 	select {
 	case <-n.Ready():

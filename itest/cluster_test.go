@@ -70,7 +70,7 @@ func tryStartCluster(t testing.TB, n int, sets []string) (*testCluster, error) {
 	for i := range n {
 		c.brokers = append(c.brokers, c.newNode(i+1, ports.Addr(3*i), ports.Addr(3*i+1), ports.Addr(3*i+2)))
 	}
-	ports.Release()
+	ports.MustRelease(c.t)
 	for _, b := range c.brokers {
 		b.launch()
 	}
@@ -101,7 +101,7 @@ func (c *testCluster) addBrokerOnly() *broker {
 	ports := testutil.MustReservePorts(c.t, 3)
 	b := c.newNode(len(c.brokers)+1, ports.Addr(0), ports.Addr(1), ports.Addr(2), "process.roles=broker")
 	c.brokers = append(c.brokers, b)
-	ports.Release()
+	ports.MustRelease(c.t)
 	b.start()
 	return b
 }
@@ -230,7 +230,7 @@ func TestKillActiveController(t *testing.T) {
 	m := c.waitConverged(30*time.Second, "a controller", func(m *kmsg.MetadataResponse) bool { return m.ControllerID > 0 })
 	old := m.ControllerID
 	c.node(old).kill9()
-	m = c.waitConverged(30*time.Second, "a new controller", func(m *kmsg.MetadataResponse) bool {
+	c.waitConverged(30*time.Second, "a new controller", func(m *kmsg.MetadataResponse) bool {
 		return m.ControllerID > 0 && m.ControllerID != old
 	})
 	survivor := c.alive()[0]

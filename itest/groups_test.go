@@ -205,7 +205,7 @@ func TestKcatGroupConsumers(t *testing.T) {
 				"-X", "auto.offset.reset=earliest", "-e", "-q", "-f", "%s\n", topic)
 			outs[i], errs[i] = out, err
 			if err != nil {
-				errs[i] = fmt.Errorf("%v: %s", err, tail(stderr, 800))
+				errs[i] = fmt.Errorf("%w: %s", err, tail(stderr, 800))
 			}
 		}()
 	}

@@ -37,7 +37,13 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "itest:", err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		// A broker left running still writes there; say so rather than
+		// leave the directory behind unnoticed.
+		if err := os.RemoveAll(tmp); err != nil {
+			fmt.Fprintln(os.Stderr, "itest: removing the work dir:", err)
+		}
+	}()
 
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -100,7 +106,7 @@ func startBroker(t testing.TB, dir string, sets ...string) *broker {
 		}
 		b := newBroker(t, 1, dir, ports.Addr(0), ctrl, "1@"+ctrl, resolved...)
 		b.spare = ports.Addr(2)
-		ports.Release()
+		ports.MustRelease(t)
 		b.launch()
 		err := b.ready()
 		if err == nil {
@@ -155,7 +161,11 @@ func newBroker(t testing.TB, id int, dir, addr, ctrl, voters string, sets ...str
 	}
 	t.Cleanup(func() {
 		if b.running() {
-			b.signalAndWait(syscall.SIGKILL, killTimeout)
+			// The exit status of a killed broker says nothing; one that
+			// outlives SIGKILL would hold its ports and files.
+			if _, exited := b.signalAndWait(syscall.SIGKILL, killTimeout); !exited {
+				t.Errorf("kbroker %s did not exit within %v of SIGKILL", b.addr, killTimeout)
+			}
 		}
 		if b.logFile != nil {
 			b.logFile.Close()

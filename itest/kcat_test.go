@@ -3,6 +3,7 @@ package itest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -35,7 +36,7 @@ func runCmdErr(timeout time.Duration, stdin string, name string, args ...string)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v (%v)", timeout, err)
+		err = fmt.Errorf("timed out after %v: %w", timeout, errors.Join(ctx.Err(), err))
 	}
 	return out.String(), errb.String(), err
 }

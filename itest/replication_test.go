@@ -292,7 +292,7 @@ func TestNotEnoughReplicas(t *testing.T) {
 	for _, b := range stopped {
 		b.start()
 	}
-	m = c.waitConverged(60*time.Second, "ISR of 3 after restarting the stopped brokers", fullISR(c, topic, 3, 3))
+	c.waitConverged(60*time.Second, "ISR of 3 after restarting the stopped brokers", fullISR(c, topic, 3, 3))
 	t.Logf("restart to ISR of 3 on every partition: %v", time.Since(start).Round(time.Millisecond))
 
 	cl = clusterClient(t, c, producerOpts()...)

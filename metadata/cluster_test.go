@@ -289,15 +289,21 @@ func TestClusterQuorum(t *testing.T) {
 }
 
 // heartbeater sends heartbeats for a set of brokers through a store.
+// Heartbeats fail for a while when the quorum loses its leader, which the
+// tests cause on purpose; the failures are counted and logged when it
+// stops, so a test that fails for want of heartbeats says why.
 type heartbeater struct {
+	t       testing.TB
 	mu      sync.Mutex
 	brokers map[int32]bool
+	failed  int
+	lastErr error
 	stop    chan struct{}
 	done    chan struct{}
 }
 
 func startHeartbeats(c *testCluster, s *Store, ids ...int32) *heartbeater {
-	h := &heartbeater{brokers: map[int32]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &heartbeater{t: c.t, brokers: map[int32]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, id := range ids {
 		h.brokers[id] = true
 	}
@@ -320,8 +326,14 @@ func startHeartbeats(c *testCluster, s *Store, ids ...int32) *heartbeater {
 			for _, id := range ids {
 				if b, ok := s.Image().Brokers[id]; ok {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-					s.Heartbeat(ctx, id, b.Epoch)
+					_, err := s.Heartbeat(ctx, id, b.Epoch)
 					cancel()
+					if err != nil {
+						h.mu.Lock()
+						h.failed++
+						h.lastErr = fmt.Errorf("broker %d: %w", id, err)
+						h.mu.Unlock()
+					}
 				}
 			}
 		}
@@ -347,6 +359,12 @@ func (h *heartbeater) close() {
 		close(h.stop)
 	}
 	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failed > 0 {
+		h.t.Logf("heartbeater: %d heartbeats failed, the last: %v", h.failed, h.lastErr)
+		h.failed = 0
+	}
 }
 
 func TestClusterFencingAndElections(t *testing.T) {

@@ -29,6 +29,9 @@ func TestReportBrokerDead(t *testing.T) {
 	var beating [4]atomic.Bool
 	beating[1].Store(true)
 	beating[2].Store(true)
+	// Every heartbeat must land: the checks below assume brokers 1 and 2
+	// are heard from while they beat.
+	var hbErr atomic.Pointer[error]
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -43,12 +46,21 @@ func TestReportBrokerDead(t *testing.T) {
 			}
 			for id := int32(1); id <= 2; id++ {
 				if beating[id].Load() {
-					s.Heartbeat(ctx, id, s.Image().Brokers[id].Epoch)
+					if _, err := s.Heartbeat(ctx, id, s.Image().Brokers[id].Epoch); err != nil {
+						err = fmt.Errorf("heartbeat of broker %d: %w", id, err)
+						hbErr.CompareAndSwap(nil, &err)
+					}
 				}
 			}
 		}
 	}()
-	defer func() { close(stop); <-done }()
+	defer func() {
+		close(stop)
+		<-done
+		if err := hbErr.Load(); err != nil {
+			t.Errorf("%v", *err)
+		}
+	}()
 
 	// Broker 7 never registered: ignored.
 	before := s.Image()

@@ -135,7 +135,11 @@ func TestPollFiles(t *testing.T) {
 		}, false},
 		{"new content", func() { replaceFile(t, path, []byte("two")) }, true},
 		{"again unchanged", func() {}, false},
-		{"removed", func() { os.Remove(path) }, true},
+		{"removed", func() {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
 		{"still removed", func() {}, false},
 		{"back", func() { replaceFile(t, path, []byte("two")) }, true},
 	}

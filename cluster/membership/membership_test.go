@@ -210,7 +210,7 @@ func TestSeedStartsLast(t *testing.T) {
 	// it, so it is not held until node 1 starts: another process may
 	// take it meanwhile (testutil.Ports), which would fail this test.
 	ports := testutil.MustReservePorts(t, 1)
-	ports.Release()
+	ports.MustRelease(t)
 	seed := ports.Addr(0)
 	// Every node lists the same seed, the seed node included.
 	n3 := start(t, testConfig(3, "127.0.0.1:0", seed))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -227,7 +228,7 @@ func tryStartBrokerProcess(t *testing.T, bin, dataDir string) (string, *syncBuff
 		"--set", "log.dirs="+dataDir,
 		"--log-level", "warn")
 	cmd.Stdout, cmd.Stderr = logs, logs
-	ports.Release()
+	ports.MustRelease(t)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,10 @@ func tryStartBrokerProcess(t *testing.T, bin, dataDir string) (string, *syncBuff
 	err := testutil.Poll(context.Background(), 10*time.Second, func() error {
 		select {
 		case <-exited:
-			return testutil.Permanent(fmt.Errorf("broker exited early: %v", waitErr))
+			if waitErr == nil {
+				return testutil.Permanent(errors.New("broker exited early with status 0"))
+			}
+			return testutil.Permanent(fmt.Errorf("broker exited early: %w", waitErr))
 		default:
 		}
 		return clustercheck.Ready(context.Background(), addr)

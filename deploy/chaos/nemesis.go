@@ -329,7 +329,7 @@ func (n *nemesis) act(ctx context.Context, kind string, node int32) error {
 			}
 			// Under-replicated = 0 on every node before the next one.
 			if _, err := waitConverged(ctx, n.t, n.topic, 60*time.Second, healthy(n.t, n.topic, n.parts)); err != nil {
-				return fmt.Errorf("after restarting node %d: under-replicated partitions remain: %v", id, err)
+				return fmt.Errorf("after restarting node %d: under-replicated partitions remain: %w", id, err)
 			}
 		}
 		return nil

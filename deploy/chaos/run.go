@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -35,7 +36,7 @@ func (r result) exitCode() int {
 	return 0
 }
 
-func run(ctx context.Context, cfg *config) result {
+func run(ctx context.Context, cfg *config) (res result) {
 	began := time.Now()
 	// Nemeses and failover watches log from their own goroutines.
 	var outMu sync.Mutex
@@ -73,7 +74,15 @@ func run(ctx context.Context, cfg *config) result {
 	if err != nil {
 		return fail(err)
 	}
-	defer h.close()
+	// The full run closes the history itself and reports a failed write
+	// among the report's problems. A run that ends early closes it here:
+	// a history that lost events must not look like a complete one.
+	defer func() {
+		if err := h.close(); err != nil && res.report == nil {
+			logf("history %s: %v", histPath, err)
+			res.setupErr = errors.Join(res.setupErr, fmt.Errorf("history %s: %w", histPath, err))
+		}
+	}()
 	logf("seed %d, target %s, duration %v, work dir %s, history %s", cfg.seed, cfg.target, cfg.duration, work, histPath)
 
 	var t target
@@ -108,7 +117,7 @@ func run(ctx context.Context, cfg *config) result {
 	}
 	if _, err := waitConverged(bg, t, topic, 60*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
 		keep = true
-		return fail(fmt.Errorf("topic %s not led with a full ISR: %v", topic, err))
+		return fail(fmt.Errorf("topic %s not led with a full ISR: %w", topic, err))
 	}
 	logf("cluster up, topic %s with %d partitions, RF 3, min.insync.replicas 2", topic, cfg.partitions)
 
@@ -324,10 +333,10 @@ func createTopic(ctx context.Context, seeds []string, topic string, parts int) e
 	two := "2"
 	res, err := kadm.NewClient(cl).CreateTopic(ctx, int32(parts), 3, map[string]*string{"min.insync.replicas": &two}, topic)
 	if err != nil {
-		return fmt.Errorf("create %s: %v", topic, err)
+		return fmt.Errorf("create %s: %w", topic, err)
 	}
 	if res.Err != nil {
-		return fmt.Errorf("create %s: %v (%s)", topic, res.Err, res.ErrMessage)
+		return fmt.Errorf("create %s: %w (%s)", topic, res.Err, res.ErrMessage)
 	}
 	return nil
 }

@@ -19,11 +19,12 @@ import (
 // procTarget is three kbroker subprocesses on 127.0.0.1, each broker and
 // controller, with OS-chosen ports that stay the same across restarts.
 type procTarget struct {
-	bin   string
-	dir   string
-	ports *testutil.Ports // reserved until start
-	nodes []*procNode
-	ctx   context.Context
+	bin    string
+	dir    string
+	ports  *testutil.Ports // reserved until start
+	nodes  []*procNode
+	ctx    context.Context
+	issues []string // the target's own, beside each node's
 }
 
 type procNode struct {
@@ -61,7 +62,7 @@ const sessionTimeout = 3 * time.Second
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %v", err)
+		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {
@@ -83,7 +84,7 @@ func newProcTarget(bin, dir string) (*procTarget, error) {
 		build := exec.Command("go", "build", "-o", bin, "./cmd/kbroker")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building kbroker: %v\n%s", err, out)
+			return nil, fmt.Errorf("building kbroker: %w\n%s", err, out)
 		}
 	}
 	return &procTarget{bin: bin, dir: dir}, nil
@@ -171,7 +172,10 @@ func (t *procTarget) start(ctx context.Context) error {
 // startOnce launches every node and waits until each answers; inUse
 // reports a node that could not bind its address.
 func (t *procTarget) startOnce(ctx context.Context) (inUse bool, err error) {
-	t.ports.Release()
+	if err := t.ports.Release(); err != nil {
+		// A port still held would fail its node's bind: retry on fresh ones.
+		return true, err
+	}
 	for _, n := range t.nodes {
 		if err := n.launch(t.bin); err != nil {
 			return false, err
@@ -181,7 +185,7 @@ func (t *procTarget) startOnce(ctx context.Context) (inUse bool, err error) {
 	for _, n := range t.nodes {
 		if err := waitReady(ctx, n.addr, n.exited); err != nil {
 			log := tail(n.logPath, 30)
-			return testutil.AddrInUse(err, log), fmt.Errorf("node %d: %v; log tail:\n%s", n.id, err, log)
+			return testutil.AddrInUse(err, log), fmt.Errorf("node %d: %w; log tail:\n%s", n.id, err, log)
 		}
 	}
 	return false, nil
@@ -205,7 +209,7 @@ func (n *procNode) launch(bin string) error {
 	cmd := exec.Command(bin, n.args...)
 	cmd.Stdout, cmd.Stderr = n.logFile, n.logFile
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("node %d: %v", n.id, err)
+		return fmt.Errorf("node %d: %w", n.id, err)
 	}
 	n.cmd, n.done, n.expectExit, n.paused = cmd, make(chan struct{}), false, false
 	done := n.done
@@ -371,7 +375,7 @@ func (t *procTarget) replicaLogs(topic string, p int32, hw int64) (map[int32][]b
 }
 
 func (t *procTarget) problems() []string {
-	var out []string
+	out := append([]string(nil), t.issues...)
 	for _, n := range t.nodes {
 		n.mu.Lock()
 		out = append(out, n.issues...)
@@ -424,7 +428,9 @@ func tail(path string, n int) string {
 
 func (t *procTarget) close() {
 	if t.ports != nil {
-		t.ports.Release()
+		if err := t.ports.Release(); err != nil {
+			t.issues = append(t.issues, err.Error())
+		}
 	}
 	var wg sync.WaitGroup
 	for _, n := range t.nodes {

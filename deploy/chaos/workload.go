@@ -43,7 +43,8 @@ type history struct {
 	f     *os.File
 	enc   *json.Encoder
 	sends []event
-	werr  error
+	werr  error // the first failed write or close
+	shut  bool
 }
 
 func newHistory(path string) (*history, error) {
@@ -65,9 +66,15 @@ func (h *history) add(e event) {
 	}
 }
 
+// close closes the file once; every call returns the first write or
+// close error.
 func (h *history) close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.shut {
+		return h.werr
+	}
+	h.shut = true
 	if err := h.f.Close(); err != nil && h.werr == nil {
 		h.werr = err
 	}
@@ -174,7 +181,7 @@ loop:
 		return fmt.Errorf("producer %d: callbacks still pending 30s after close", i)
 	}
 	if ferr != nil {
-		return fmt.Errorf("producer %d flush: %v", i, ferr)
+		return fmt.Errorf("producer %d flush: %w", i, ferr)
 	}
 	return nil
 }

@@ -52,13 +52,11 @@ func ReservePorts(n int) (*Ports, error) {
 	p := &Ports{}
 	for tries := 0; len(p.ports) < n; tries++ {
 		if tries >= 20*n {
-			p.Release()
-			return nil, fmt.Errorf("reserving %d ports: no port free for both TCP and UDP after %d tries", n, tries)
+			return nil, errors.Join(fmt.Errorf("reserving %d ports: no port free for both TCP and UDP after %d tries", n, tries), p.Release())
 		}
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			p.Release()
-			return nil, fmt.Errorf("reserving a port: %w", err)
+			return nil, errors.Join(fmt.Errorf("reserving a port: %w", err), p.Release())
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		pc, err := net.ListenPacket("udp", ln.Addr().String())
@@ -92,15 +90,30 @@ func (p *Ports) Addr(i int) string {
 }
 
 // Release frees the ports for the subprocess to bind; call it right before
-// starting it. Safe to call more than once.
-func (p *Ports) Release() {
+// starting it. Safe to call more than once. An error means a socket may
+// still hold its port: the subprocess would fail to bind it.
+func (p *Ports) Release() error {
+	var errs []error
 	for _, ln := range p.tcp {
-		ln.Close()
+		if err := ln.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("releasing TCP %v: %w", ln.Addr(), err))
+		}
 	}
 	for _, pc := range p.udp {
-		pc.Close()
+		if err := pc.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("releasing UDP %v: %w", pc.LocalAddr(), err))
+		}
 	}
 	p.tcp, p.udp = nil, nil
+	return errors.Join(errs...)
+}
+
+// MustRelease is Release failing the test on error.
+func (p *Ports) MustRelease(t TB) {
+	t.Helper()
+	if err := p.Release(); err != nil {
+		t.Fatalf("%v", err)
+	}
 }
 
 // AddrInUse reports whether err, or a subprocess's log text, says a bind
