@@ -147,6 +147,9 @@ type faultFS struct {
 	// before the process "crashes".
 	limitRenames bool
 	renamesLeft  int
+	// removeFails, when set, makes Remove of the names it accepts fail
+	// with EIO.
+	removeFails func(name string) bool
 }
 
 var errCrashed = errors.New("injected crash")
@@ -224,6 +227,12 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *faultFS) Remove(name string) error {
 	if err := f.check(); err != nil {
 		return err
+	}
+	f.mu.Lock()
+	fails := f.removeFails != nil && f.removeFails(name)
+	f.mu.Unlock()
+	if fails {
+		return &os.PathError{Op: "remove", Path: name, Err: syscall.EIO}
 	}
 	return f.OSFS.Remove(name)
 }
