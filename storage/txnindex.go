@@ -55,7 +55,7 @@ func (s *segment) loadTxnIndex(fsys FS, dir string) error {
 	s.txn = f
 	var buf [txnIndexEntrySize]byte
 	for pos := int64(0); pos+txnIndexEntrySize <= size; pos += txnIndexEntrySize {
-		if _, err := f.ReadAt(buf[:], pos); err != nil && err != io.EOF {
+		if _, err := f.ReadAt(buf[:], pos); err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
 		if binary.BigEndian.Uint16(buf[:]) != txnIndexVersion {

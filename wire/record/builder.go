@@ -83,7 +83,11 @@ func (b *Builder) Add(r *Record) error {
 	b.last = r.OffsetDelta
 	switch b.codec {
 	case CodecNone:
-		b.writeRecord(&b.out, r)
+		// A bytes.Buffer write cannot fail today (it panics when it
+		// cannot grow); checking keeps Add right if the buffer changes.
+		if err := b.writeRecord(&b.out, r); err != nil {
+			b.fail(fmt.Errorf("encoding record: %w", err))
+		}
 	case CodecSnappy:
 		b.raw = AppendRecord(b.raw, r)
 	default:
