@@ -136,6 +136,15 @@ func checkContiguous(t testing.TB, l *Log) {
 	}
 }
 
+// mustRemove removes path, which must exist: a test that removes a file to
+// simulate a crash checks nothing if the file was never there.
+func mustRemove(t testing.TB, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // faultFS injects faults into writes of .log files.
 type faultFS struct {
 	OSFS

@@ -53,8 +53,11 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 			return err
 		}
 		got, err := decodeCheckpoint(data)
-		if err != nil || got[topicPartition{"t", 0}] != 7 || got[topicPartition{"u", 3}] != 4 {
-			return fmt.Errorf("checkpoint holds %v (%v), want t-0 at 7 and u-3 at 4", got, err)
+		if err != nil {
+			return fmt.Errorf("decode checkpoint: %w", err)
+		}
+		if got[topicPartition{"t", 0}] != 7 || got[topicPartition{"u", 3}] != 4 {
+			return fmt.Errorf("checkpoint holds %v, want t-0 at 7 and u-3 at 4", got)
 		}
 		return nil
 	}
@@ -81,7 +84,9 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 		t.Fatalf("high watermark %d past LEO %d after truncation", got, l2.LogEndOffset())
 	}
 	m2.Close()
-	os.WriteFile(path, []byte("0\n1\nt 0 1000\n"), 0o644)
+	if err := os.WriteFile(path, []byte("0\n1\nt 0 1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, l3 := openTestManager(t, OSFS{}, dir, smallConfig())
 	if got := l3.HighWatermarkCheckpoint(); got != l3.LogEndOffset() {
 		t.Fatalf("loaded %d, want clamped to LEO %d", got, l3.LogEndOffset())

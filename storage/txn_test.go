@@ -343,9 +343,17 @@ func TestTxnRecovery(t *testing.T) {
 		{"torn transaction index entry", func(t *testing.T, dir string) {
 			removeGlob(t, dir, "*.snapshot")
 			names, _ := filepath.Glob(filepath.Join(dir, "*.txnindex"))
+			if len(names) == 0 {
+				t.Fatal("no transaction index to tear")
+			}
 			for _, n := range names {
-				fi, _ := os.Stat(n)
-				os.Truncate(n, fi.Size()-5)
+				fi, err := os.Stat(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Truncate(n, fi.Size()-5); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}, false},
 	}
