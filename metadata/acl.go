@@ -226,3 +226,14 @@ func (f *ACLFilter) matchesPattern(acl *ACL) bool {
 			(f.ResourceName == nil || *f.ResourceName == acl.ResourceName)
 	}
 }
+
+// NewACLs returns an index of acls (their ids must differ), for images
+// built outside the log (tests of the authorizer).
+func NewACLs(acls []ACL) *ACLs {
+	byID := make(map[[16]byte]*ACL, len(acls))
+	for i := range acls {
+		a := acls[i]
+		byID[a.ID] = &a
+	}
+	return newACLs(byID)
+}
