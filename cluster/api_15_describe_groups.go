@@ -12,20 +12,34 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 15, min: 0, max: 5, handle: (*Node).handleDescribeGroups})
+	register(apiSpec{key: 15, min: 0, max: 5, handle: (*Node).handleDescribeGroups, actions: describeGroupsActions})
 }
 
-func (n *Node) handleDescribeGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func describeGroupsActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	var out []Action
+	for _, g := range kreq.(*kmsg.DescribeGroupsRequest).Groups {
+		out = append(out, Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeGroup, Name: g})
+	}
+	return out
+}
+
+func (n *Node) handleDescribeGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = -2147483648
+		if !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, id) {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		s, err := n.groups.describe(id)
 		rg.ErrorCode = errorCode(err)
 		if err == nil {
