@@ -27,8 +27,13 @@ func IsKnownClass(name string) bool {
 // WildcardPrincipal is the ACL principal that matches every principal.
 const WildcardPrincipal = "User:*"
 
-// maxCached bounds the cached decisions.
-const maxCached = 100_000
+// maxCached and maxCachedBytes bound the cached decisions: their number
+// and the bytes of the names in their keys (a client names resources of
+// up to 32 KiB).
+const (
+	maxCached      = 100_000
+	maxCachedBytes = 16 << 20
+)
 
 // Config configures an Authorizer.
 type Config struct {
@@ -49,9 +54,10 @@ type Authorizer struct {
 	superUsers    map[string]bool
 	allowEveryone bool
 
-	mu      sync.Mutex
-	version uint64 // ACL version the cache was filled at
-	cache   map[cacheKey]bool
+	mu         sync.Mutex
+	version    uint64 // ACL version the cache was filled at
+	cache      map[cacheKey]bool
+	cacheBytes int // bytes of the strings of cache's keys
 }
 
 type cacheKey struct {
@@ -118,7 +124,7 @@ func (a *Authorizer) cached(k cacheKey, decide func(*metadata.Image) bool) bool 
 	img := a.image()
 	a.mu.Lock()
 	if a.version != img.ACLVersion || a.cache == nil {
-		a.version, a.cache = img.ACLVersion, map[cacheKey]bool{}
+		a.version, a.cache, a.cacheBytes = img.ACLVersion, map[cacheKey]bool{}, 0
 	}
 	if ok, hit := a.cache[k]; hit {
 		a.mu.Unlock()
@@ -128,10 +134,12 @@ func (a *Authorizer) cached(k cacheKey, decide func(*metadata.Image) bool) bool 
 	ok := decide(img)
 	a.mu.Lock()
 	if a.version == img.ACLVersion {
-		if len(a.cache) >= maxCached {
-			a.cache = map[cacheKey]bool{}
+		size := len(k.principal) + len(k.host) + len(k.name)
+		if len(a.cache) >= maxCached || a.cacheBytes+size > maxCachedBytes {
+			a.cache, a.cacheBytes = map[cacheKey]bool{}, 0
 		}
 		a.cache[k] = ok
+		a.cacheBytes += size
 	}
 	a.mu.Unlock()
 	return ok

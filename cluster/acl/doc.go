@@ -36,6 +36,7 @@
 // Decisions are cached per (principal, host, operation, resource type,
 // name) for the ACL version of the image (metadata.Image.ACLVersion): the
 // first decision asked against a newer version drops the whole cache. The
-// cache holds at most maxCached decisions; past that it is dropped, so
-// that clients naming many resources cannot grow it without bound.
+// cache holds at most maxCached decisions and maxCachedBytes of names;
+// past either it is dropped, so that clients naming many (or long)
+// resources cannot grow it without bound.
 package acl
