@@ -182,6 +182,15 @@ func TestACLsWithFranzGo(t *testing.T) {
 		if !slices.Equal(names, []string{"team-a.orders", "team-a.secret"}) {
 			t.Fatalf("alice lists %v", names)
 		}
+		// Auto-creation without CREATE is refused, not reported unknown.
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr("team-a.new")
+		req.Topics, req.AllowAutoTopicCreation = append(req.Topics, rt), true
+		resp, err := req.RequestWith(ctx, alice)
+		if err != nil || resp.Topics[0].ErrorCode != kerr.TopicAuthorizationFailed.Code {
+			t.Fatalf("auto-create without CREATE: %v %v", err, resp)
+		}
 	})
 	t.Run("deny overrides allow", func(t *testing.T) {
 		if err := fetchError(ctx, t, alice, "team-a.secret"); !errors.Is(err, kerr.TopicAuthorizationFailed) {

@@ -113,6 +113,10 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 				mt.ErrorCode = kerr.UnknownTopicID.Code
 			case metadata.ValidateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case autoCreate && !createTopicAllowed(rc, *rt.Topic):
+				// Kafka: a topic that would be auto-created but for
+				// the missing CREATE is refused, not unknown.
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
