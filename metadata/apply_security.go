@@ -38,12 +38,20 @@ func applyRemoveACL(img *Image, r *removeAccessControlEntryRecord) error {
 // usable (a user name and the key material); mechanism and iteration
 // bounds are checked by the request handler, which knows the mechanisms.
 func applyScram(img *Image, r *ScramCredential) error {
-	if r.User == "" || len(r.Salt) == 0 || len(r.StoredKey) == 0 || len(r.ServerKey) == 0 || r.Iterations <= 0 {
-		return fmt.Errorf("%w: incomplete scram credential for %q", ErrInvalidConfig, r.User)
+	if err := checkScram(r); err != nil {
+		return err
 	}
 	c := *r
 	c.Salt, c.StoredKey, c.ServerKey = slices.Clone(r.Salt), slices.Clone(r.StoredKey), slices.Clone(r.ServerKey)
 	img.withScram(&c)
+	return nil
+}
+
+// checkScram is what the FSM requires of a credential.
+func checkScram(r *ScramCredential) error {
+	if r.User == "" || len(r.Salt) == 0 || len(r.StoredKey) == 0 || len(r.ServerKey) == 0 || r.Iterations <= 0 {
+		return fmt.Errorf("%w: incomplete scram credential for %q", ErrInvalidConfig, r.User)
+	}
 	return nil
 }
 

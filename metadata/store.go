@@ -564,7 +564,14 @@ func (s *Store) setClusterID(ctx context.Context) error {
 	id := randomUUID(nil)
 	rec := &setClusterIDRecord{ClusterID: encodeUUID(id)}
 	for i := range s.cfg.BootstrapScram {
-		rec.Scram = append(rec.Scram, &s.cfg.BootstrapScram[i])
+		c := &s.cfg.BootstrapScram[i]
+		// One bad credential must not keep the cluster from getting
+		// its id (the record would be rejected whole).
+		if err := checkScram(c); err != nil {
+			s.log.Error("bootstrap SCRAM credential skipped", "user", c.User, "err", err)
+			continue
+		}
+		rec.Scram = append(rec.Scram, c)
 	}
 	_, err := s.propose(ctx, recSetClusterID, rec)
 	if err == nil && len(rec.Scram) > 0 {
