@@ -15,6 +15,7 @@ import (
 // request classes' filter checks), shared by CreateAcls, DescribeAcls and
 // DeleteAcls.
 
+// invalidACL is an ACL or filter Kafka refuses with INVALID_REQUEST.
 func invalidACL(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", kerr.InvalidRequest, fmt.Sprintf(format, args...))
 }

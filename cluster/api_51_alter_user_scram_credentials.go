@@ -50,7 +50,7 @@ func (n *Node) handleAlterUserSCRAMCredentials(ctx context.Context, rc *RequestC
 			userErr[user] = err
 		}
 	}
-	// add records one change of user, refusing it (and so the user's
+	// add takes one change of user, refusing it (and with it the user's
 	// other changes) when it repeats a user and mechanism or is invalid.
 	add := func(user string, mechanism int8, build func() (metadata.ScramChange, error)) {
 		k := metadata.ScramKey{User: user, Mechanism: mechanism}
