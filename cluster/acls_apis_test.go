@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // TestAPIsAuthorize: every API answers a principal without ACLs with
@@ -211,5 +212,66 @@ func TestAPIsAuthorize(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestAuthorizedOperations: Metadata (topic and cluster) and
+// DescribeGroups compute Kafka's authorized-operations bit fields when
+// asked: bit op for each operation the principal may do.
+func TestAuthorizedOperations(t *testing.T) {
+	node := startNodeWith(t, "", principalsByClientID, aclSets...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(clientAs(t, node.addr, "admin"))
+	if _, err := adm.CreateTopics(ctx, 1, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []*kadm.ACLBuilder{
+		kadm.NewACLs().Allow("User:carol").Topics("t").Operations(kadm.OpRead, kadm.OpAlterConfigs),
+		kadm.NewACLs().Allow("User:carol").Groups("g").Operations(kadm.OpDelete),
+		kadm.NewACLs().Allow("User:carol").Clusters().Operations(kadm.OpDescribe),
+	} {
+		if res, err := adm.CreateACLs(ctx, b); err != nil || res[0].Err != nil {
+			t.Fatalf("create acls: %v %+v", err, res)
+		}
+	}
+	// Metadata v10 is the last to carry the cluster's operations: pin
+	// the client's versions to Kafka 2.7's.
+	carol := clientAs(t, node.addr, "carol", kgo.MaxVersions(kversion.V2_7_0()))
+	bits := func(ops ...kmsg.ACLOperation) int32 {
+		var b int32
+		for _, op := range ops {
+			b |= 1 << op
+		}
+		return b
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 10
+	req.IncludeClusterAuthorizedOperations, req.IncludeTopicAuthorizedOperations = true, true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("t")
+	req.Topics = append(req.Topics, rt)
+	resp, err := carol.Broker(1).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := resp.(*kmsg.MetadataResponse)
+	// READ implies DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS.
+	wantTopic := bits(kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationDescribeConfigs)
+	if got := mr.Topics[0].AuthorizedOperations; got != wantTopic {
+		t.Errorf("topic operations %b, want %b", got, wantTopic)
+	}
+	if got, want := mr.AuthorizedOperations, bits(kmsg.ACLOperationDescribe); got != want {
+		t.Errorf("cluster operations %b, want %b", got, want)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g"}, true
+	dresp, err := carol.Broker(1).Request(ctx, dg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dresp.(*kmsg.DescribeGroupsResponse).Groups[0].AuthorizedOperations,
+		bits(kmsg.ACLOperationDelete, kmsg.ACLOperationDescribe); got != want {
+		t.Errorf("group operations %b, want %b", got, want)
 	}
 }
