@@ -156,6 +156,12 @@ type Config struct {
 	MaxConnectionsPerIPOverrides map[string]int32 `kafka:"max.connections.per.ip.overrides"`
 	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
 	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
+
+	// Authorization (keys: authorizer.go). An empty AuthorizerClassName
+	// is no authorizer: every request is allowed.
+	AuthorizerClassName       string   `kafka:"authorizer.class.name"`
+	AllowEveryoneIfNoACLFound bool     `kafka:"allow.everyone.if.no.acl.found"`
+	SuperUsers                []string `kafka:"super.users"`
 }
 
 // Default returns the configuration of a single node that is both broker

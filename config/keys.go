@@ -380,6 +380,12 @@ var keys = []brokerKey{
 		func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
 	intKey("queued.max.request.bytes", "104857600", "Bytes of requests read and not yet answered, across all connections; past it connections stop reading until responses are written. -1 is no limit. A request larger than the limit waits until it is the only one.", -1,
 		func(c *Config) *int64 { return &c.QueuedMaxRequestBytes }),
+
+	// Authorization (cluster/acl); the keys are in authorizer.go.
+	authorizerClassNameKey,
+	boolKey("allow.everyone.if.no.acl.found", "false", "With an authorizer, allow an action on a resource that no ACL matches.",
+		func(c *Config) *bool { return &c.AllowEveryoneIfNoACLFound }),
+	superUsersKey,
 }
 
 var keyIndex = func() map[string]*brokerKey {

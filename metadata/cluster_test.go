@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"net"
 	"reflect"
 	"slices"
@@ -37,22 +38,6 @@ func freeAddrs(t *testing.T, n int) []string {
 		ln.Close()
 	}
 	return addrs
-}
-
-// waitFor polls cond until it returns nil or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // testCluster is n voters (node ids 1..n) plus any broker-only nodes added.
@@ -127,7 +112,7 @@ func (c *testCluster) ready() {
 func (c *testCluster) leader() *Store {
 	c.t.Helper()
 	var l *Store
-	waitFor(c.t, 10*time.Second, "leader", func() error {
+	testutil.Eventually(c.t, 10*time.Second, func() error {
 		for _, s := range c.stores {
 			if s.IsController() {
 				l = s
@@ -135,7 +120,7 @@ func (c *testCluster) leader() *Store {
 			}
 		}
 		return errors.New("no leader")
-	})
+	}, "leader")
 	return l
 }
 
@@ -156,7 +141,7 @@ func (c *testCluster) follower() *Store {
 func (c *testCluster) converged() *Image {
 	c.t.Helper()
 	var img *Image
-	waitFor(c.t, 10*time.Second, "images converge", func() error {
+	testutil.Eventually(c.t, 10*time.Second, func() error {
 		img = c.leader().Image()
 		for id, s := range c.stores {
 			if got := s.Image(); !reflect.DeepEqual(got, img) {
@@ -164,7 +149,7 @@ func (c *testCluster) converged() *Image {
 			}
 		}
 		return nil
-	})
+	}, "images converge")
 	return img
 }
 
@@ -402,12 +387,12 @@ func TestClusterFencingAndElections(t *testing.T) {
 
 	// Broker 3 stops heartbeating: its session expires and it is fenced.
 	h.set(3, false)
-	waitFor(t, 10*time.Second, "broker 3 fenced", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if !c.leader().Image().Brokers[3].Fenced {
 			return errors.New("not fenced")
 		}
 		return nil
-	})
+	}, "broker 3 fenced")
 	if p := part("t"); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1, 2}) || p.LeaderEpoch != 1 {
 		t.Fatalf("t-0 after fencing 3: %+v", p)
 	}
@@ -438,12 +423,12 @@ func TestClusterFencingAndElections(t *testing.T) {
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "preferred leader", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if p := part("t"); p.Leader != 3 {
 			return fmt.Errorf("t-0 %+v", p)
 		}
 		return nil
-	})
+	}, "preferred leader")
 
 	// Controlled shutdown of 3 moves its leaderships away and fences it.
 	h.set(3, false)
@@ -473,11 +458,11 @@ func TestClusterFencingAndElections(t *testing.T) {
 	if err := f.ReportBrokerDead(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "2 fenced after ReportBrokerDead", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if !c.leader().Image().Brokers[2].Fenced {
 			return errors.New("not fenced")
 		}
 		return nil
-	})
+	}, "2 fenced after ReportBrokerDead")
 	c.converged()
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"log/slog"
 	"math/big"
 	"net"
@@ -241,12 +242,12 @@ func TestTLSQuorum(t *testing.T) {
 	// cannot speak raft to a voter (only voters send raft requests).
 	b := c.open(4, freeAddrs(t, 1)[0])
 	c.ready()
-	waitFor(t, 10*time.Second, "node 4 joins as a non-voter", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if !b.inConfiguration() {
 			return errors.New("not in its configuration")
 		}
 		return nil
-	})
+	}, "node 4 joins as a non-voter")
 	cert4 := ca.issue(t, "node-4")
 	trans4 := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: newRaftStream(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, dialer{tls: ca.clientTLS(&cert4)}), MaxPool: 1, Timeout: 2 * time.Second,
