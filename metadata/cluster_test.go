@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kbroker/kbroker/internal/testutil"
-	"net"
 	"reflect"
 	"slices"
 	"sync"
@@ -24,19 +23,18 @@ func clusterRaft(c *raft.Config) {
 	c.CommitTimeout = 5 * time.Millisecond
 }
 
-// freeAddrs returns n addresses on 127.0.0.1 with ports the OS picked (and
-// released, so that the voters can know each other's before they start).
+// freeAddrs returns n addresses on 127.0.0.1 with ports the OS picked,
+// reserved together (so no two are the same) and released, so that the
+// voters can know each other's before they start. The window between the
+// release and a store binding is the one testutil.Ports documents.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		ln.Close()
+	ports := testutil.MustReservePorts(t, n)
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = ports.Addr(i)
 	}
+	ports.MustRelease(t)
 	return addrs
 }
 
