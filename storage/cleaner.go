@@ -81,6 +81,7 @@ type cleanPlan struct {
 	logStart, logEnd    int64
 	generation          uint64
 	producerLastOffsets map[int64]int64
+	aborted             abortedRanges
 }
 
 func (l *Log) planLocked(now time.Time) cleanPlan {
@@ -92,6 +93,9 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		generation:   l.mu.generation,
 	}
 	lagLimit := now.UnixMilli() - l.config().MinCompactionLagMs
+	// Records of transactions still undecided (or whose marker may not be
+	// replicated) are not cleaned: whether they are aborted is not known.
+	firstUnstable, unstable := l.firstUnstableLocked(l.mu.highWatermark)
 	stopped := false
 	for i, s := range segs[:len(segs)-1] {
 		p.inactiveBytes += s.size
@@ -101,6 +105,10 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		// min.compaction.lag.ms: a segment with a record newer than the
 		// lag, and everything after it, stays uncleaned.
 		if l.config().MinCompactionLagMs > 0 && s.maxTimestamp > lagLimit {
+			p.cleanableEnd, stopped = s.base, true
+			continue
+		}
+		if unstable && segs[i+1].base > firstUnstable {
 			p.cleanableEnd, stopped = s.base, true
 			continue
 		}
@@ -239,6 +247,7 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 			p.producerLastOffsets[pid] = e.last().lastOffset
 		}
 	}
+	p.aborted = l.abortedRangesLocked(p.cleanableEnd)
 	l.mu.RUnlock()
 
 	firstDirty := l.firstDirtyLocked(p.logStart, p.logEnd, p.generation)
@@ -248,12 +257,12 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 		st.Duration = time.Since(started)
 		return st, nil
 	}
-	keys, err := l.buildKeyMap(p.segs, firstDirty)
+	keys, err := l.buildKeyMap(p.segs, firstDirty, p.aborted)
 	if err != nil {
 		return st, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	st.Keys = len(keys)
-	c := &segmentCleaner{l: l, keys: keys, producerLast: p.producerLastOffsets, st: &st,
+	c := &segmentCleaner{l: l, keys: keys, producerLast: p.producerLastOffsets, aborted: p.aborted, st: &st,
 		tombstoneHorizon: now.UnixMilli() - l.config().DeleteRetentionMs}
 	for _, cs := range p.segs {
 		st.SegmentsScanned++
@@ -284,9 +293,10 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 }
 
 // buildKeyMap maps every key of a record at or after firstDirty in segs
-// to its latest offset. Control batches and undecodable batches are
-// skipped (their records are kept anyway).
-func (l *Log) buildKeyMap(segs []cleanSeg, firstDirty int64) (map[string]int64, error) {
+// to its latest offset. Control batches, batches of aborted transactions
+// (which must not supersede committed records) and undecodable batches
+// are skipped.
+func (l *Log) buildKeyMap(segs []cleanSeg, firstDirty int64, aborted abortedRanges) (map[string]int64, error) {
 	keys := make(map[string]int64)
 	for _, cs := range segs {
 		if cs.end <= firstDirty {
@@ -298,7 +308,7 @@ func (l *Log) buildKeyMap(segs []cleanSeg, firstDirty int64) (map[string]int64, 
 			if !ok {
 				break
 			}
-			if b.LastOffset() < firstDirty || b.IsControl() {
+			if b.LastOffset() < firstDirty || b.IsControl() || aborted.aborted(b) {
 				continue
 			}
 			base := b.BaseOffset()
@@ -324,6 +334,7 @@ type segmentCleaner struct {
 	l                *Log
 	keys             map[string]int64
 	producerLast     map[int64]int64
+	aborted          abortedRanges
 	st               *CleanStats
 	tombstoneHorizon int64 // tombstones in segments whose max timestamp is below it are dropped
 
@@ -407,8 +418,9 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 // or rebuilt is kept as it is.
 func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Batch, bool) {
 	if b.IsControl() {
-		return b, false
+		return b, false // markers stay: see doc.go, Transactions
 	}
+	dropAll := c.aborted.aborted(b)
 	c.recs, c.arena, c.header = c.recs[:0], c.arena[:0], c.header[:0]
 	base, lod := b.BaseOffset(), b.LastOffsetDelta()
 	pid := b.ProducerID()
@@ -423,8 +435,8 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 	err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
 		read++
 		off := base + int64(r.OffsetDelta)
-		keep, tomb := true, false
-		if r.Key != nil {
+		keep, tomb := !dropAll, false // an aborted batch goes whole (but see keepLast)
+		if !dropAll && r.Key != nil {
 			if latest, ok := c.keys[string(r.Key)]; ok && latest > off {
 				keep = false
 			} else if r.Value == nil && dropTombstones {
@@ -672,6 +684,10 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 		l.mu.failed = fmt.Errorf("%w: swapping cleaned segment %d: %v", ErrStorage, cs.base, err)
 		return false, l.mu.failed
 	}
+	// The .txnindex is not rewritten: markers are kept, so its entries
+	// still describe the segment.
+	w.s.txn, w.s.aborted, w.s.txnDirty = cs.s.txn, cs.s.aborted, cs.s.txnDirty
+	cs.s.txn = nil
 	cs.s.close()
 	l.mu.segments[i] = w.s
 	return true, nil

@@ -46,7 +46,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 		}
 	}
 	for _, e := range ents {
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if off, ok := parseFileName(e.Name(), suffix); ok && !logs[off] {
 				l.fs.Remove(fileName(l.dir, off, suffix)) // orphan index
 			}
@@ -106,6 +106,18 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 			return fmt.Errorf("read first batch of %s: %w", l.dir, err)
 		}
 		last.firstTimestamp = hdr.MaxTimestamp()
+	}
+	// A trusted segment's .txnindex may still hold entries past its end
+	// (the .log was cut by recovery of a later segment, or the index
+	// written before a crash lost the .log's tail).
+	for i, s := range l.mu.segments {
+		end := l.mu.logEndOffset
+		if i+1 < len(l.mu.segments) {
+			end = l.mu.segments[i+1].base
+		}
+		if err := s.truncateAborted(end); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrStorage, l.dir, err)
+		}
 	}
 	if err := l.loadProducerState(snaps); err != nil {
 		return err
@@ -228,6 +240,9 @@ func (l *Log) dropFrom(i int) error {
 		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.sync()); err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
+		if err := s.truncateAborted(s.base); err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
 		s.size, s.entries, s.tentries, s.nextOffset, s.bytesSinceIndex = 0, 0, 0, s.base, 0
 		s.restoreTimeState(timeState{0, -1, s.base, -1})
 		s.firstTimestamp = -1
@@ -326,6 +341,11 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 	}
 	s.entries = len(idx) / indexEntrySize
 	s.bytesSinceIndex = bytesSince
+	// Aborts whose marker is gone go; the producer state replay re-adds
+	// any the crash lost.
+	if err := s.truncateAborted(s.nextOffset); err != nil {
+		return false, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
 	if err := s.appendTimeIndex(l.config().SegmentIndexBytes, true); err != nil {
 		return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
 	}
@@ -356,6 +376,7 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		}
 		l.logger.Warn("ignoring producer snapshot", "dir", l.dir, "offset", off, "err", err)
 	}
+	l.mu.txns = newTxnTracker(l.mu.producers)
 	for _, off := range snaps {
 		if off != used {
 			l.fs.Remove(fileName(l.dir, off, snapshotSuffix))
@@ -378,7 +399,9 @@ func (l *Log) loadProducerState(snaps []int64) error {
 				break
 			}
 			if b.BaseOffset() >= from {
-				l.mu.producers.update(b)
+				if err := l.applyBatchLocked(b); err != nil {
+					return fmt.Errorf("replay producer state of %s: %w", l.dir, err)
+				}
 			}
 		}
 		if sc.err != nil {

@@ -138,6 +138,7 @@ func (l *Log) deleteOldestLocked(n int, reason string) error {
 		for _, name := range []string{
 			fileName(l.dir, s.base, indexSuffix),
 			fileName(l.dir, s.base, timeIndexSuffix),
+			fileName(l.dir, s.base, txnIndexSuffix),
 			fileName(l.dir, s.base, logSuffix) + deletedSuffix,
 		} {
 			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {

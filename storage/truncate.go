@@ -112,10 +112,11 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.epochs = nil
 	l.writeEpochsLocked()
 	l.mu.producers = make(producerStateMap)
+	l.mu.txns = txnTracker{}
 	l.removeSnapshotsLocked(-1)
 	s, err := openSegment(l.fs, l.dir, offset, true, l.now())
-	if err == nil && (s.size != 0 || s.entries != 0 || s.tentries != 0) {
-		err = errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0))
+	if err == nil && (s.size != 0 || s.entries != 0 || s.tentries != 0 || s.txn != nil) {
+		err = errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.truncateAborted(offset))
 		s.size, s.entries, s.tentries = 0, 0, 0
 	}
 	if err == nil {
@@ -149,7 +150,8 @@ func (l *Log) deleteNewestLocked(from int) error {
 		}
 		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 		s.close()
-		for _, n := range []string{fileName(l.dir, s.base, indexSuffix), fileName(l.dir, s.base, timeIndexSuffix), name + deletedSuffix} {
+		for _, n := range []string{fileName(l.dir, s.base, indexSuffix), fileName(l.dir, s.base, timeIndexSuffix),
+			fileName(l.dir, s.base, txnIndexSuffix), name + deletedSuffix} {
 			if err := l.fs.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
 				l.logger.Warn("removing deleted segment file", "file", n, "err", err)
 			}
@@ -186,7 +188,11 @@ func (l *Log) removeSnapshotsLocked(keepAtOrBelow int64) []int64 {
 func (l *Log) rebuildProducerStateLocked() error {
 	snaps := l.removeSnapshotsLocked(l.mu.logEndOffset)
 	l.mu.producers = make(producerStateMap)
-	return l.loadProducerState(snaps)
+	if err := l.loadProducerState(snaps); err != nil {
+		return err
+	}
+	l.mu.txns.onHighWatermark(l.mu.highWatermark)
+	return nil
 }
 
 // AppendAsFollower appends batches fetched from the leader byte for byte:
@@ -234,7 +240,9 @@ func (l *Log) AppendAsFollower(batches []byte) (lastOffset int64, err error) {
 		if err := l.appendLocked(b); err != nil {
 			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.dir, err)
 		}
-		l.mu.producers.update(b)
+		if err := l.applyBatchLocked(b); err != nil {
+			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
 		l.noteBatchEpochLocked(b)
 		messages += int64(b.RecordCount())
 	}
