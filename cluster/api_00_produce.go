@@ -19,9 +19,8 @@ package cluster
 // broker alone), or REQUEST_TIMED_OUT after the request's timeout.
 //
 // Authorization, as Kafka: WRITE on the transactional id when one is
-// given (else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-// transactions are not supported, so it is always denied, see
-// noTransactions), and WRITE on each topic (else its partitions get
+// given (else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+// and WRITE on each topic (else its partitions get
 // TOPIC_AUTHORIZATION_FAILED and the other topics go on).
 //
 // An acks=-1 wait is capped at maxProduceTimeout (delayed.go).

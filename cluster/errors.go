@@ -8,6 +8,7 @@ import (
 
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -58,6 +59,10 @@ var errorCodes = []struct {
 	{metadata.ErrPartitionLimit, kerr.PolicyViolation},
 	{metadata.ErrStalePartitionEpoch, kerr.InvalidUpdateVersion},
 	{metadata.ErrClosed, kerr.NotController},
+
+	// Transactions in a partition log (Produce and WriteTxnMarkers).
+	{storage.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{storage.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 }
 
 // errorMessage is the text sent with an error code in versions that carry

@@ -176,6 +176,9 @@ type groupCoordinator struct {
 		parts       map[int32]*offsetsPartition
 		groups      map[string]*group.Group
 		roleChanged map[int32]bool
+		// pendingTxn holds TxnOffsetCommit offsets by producer id, then
+		// group, until the transaction's marker (groups_txn_offsets.go).
+		pendingTxn map[int64]map[string]map[group.TopicPartition]group.Offset
 	}
 }
 
