@@ -1,0 +1,254 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// txnNodeSets are small internal topics for the transaction tests.
+var txnNodeSets = []string{
+	"transaction.state.log.num.partitions=3",
+	"offsets.topic.num.partitions=3",
+	"group.initial.rebalance.delay.ms=0",
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms=100",
+}
+
+func txnProducer(t *testing.T, addr, id, topic string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.TransactionalID(id),
+		kgo.DefaultProduceTopic(topic), kgo.RecordDeliveryTimeout(20 * time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// consumeValues reads topic from the start with the isolation level
+// until want values arrived (or 20 s passed), and returns them.
+func consumeValues(t *testing.T, addr, topic string, committed bool, want int) []string {
+	t.Helper()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(iso),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []string
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < want && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		fs := cl.PollFetches(ctx)
+		cancel()
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	return got
+}
+
+func txnProduce(t *testing.T, cl *kgo.Client, values ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, v := range values {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
+			t.Fatalf("producing %q: %v", v, err)
+		}
+	}
+}
+
+func endTxn(t *testing.T, cl *kgo.Client, commit kgo.TransactionEndTry) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := cl.EndTransaction(ctx, commit); err != nil {
+		t.Fatalf("ending transaction (commit %v): %v", commit, err)
+	}
+}
+
+// A transactional producer commits, aborts and commits again; a
+// read_committed consumer sees the committed records only, in order, and a
+// read_uncommitted one sees all of them.
+func TestTransactionsCommitAndAbort(t *testing.T) {
+	node := startNode(t, "", txnNodeSets...)
+	createTopic(t, node.addr, "txn-out", 1, nil)
+	p := txnProducer(t, node.addr, "t-commit-abort", "txn-out")
+	for _, step := range []struct {
+		values []string
+		commit kgo.TransactionEndTry
+	}{
+		{[]string{"c1", "c2", "c3"}, kgo.TryCommit},
+		{[]string{"a1", "a2"}, kgo.TryAbort},
+		{[]string{"c4"}, kgo.TryCommit},
+	} {
+		if err := p.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		txnProduce(t, p, step.values...)
+		endTxn(t, p, step.commit)
+	}
+	if got, want := consumeValues(t, node.addr, "txn-out", true, 4), []string{"c1", "c2", "c3", "c4"}; !slices.Equal(got, want) {
+		t.Errorf("read_committed consumer got %q, want %q", got, want)
+	}
+	if got := consumeValues(t, node.addr, "txn-out", false, 6); len(got) != 6 {
+		t.Errorf("read_uncommitted consumer got %q, want all 6 records", got)
+	}
+}
+
+// Two producers with the same transactional id: the second's
+// InitProducerId aborts the first's open transaction and fences it; the
+// first's later writes and its commit fail, and nothing it wrote is
+// visible to read_committed consumers.
+func TestTransactionsFencing(t *testing.T) {
+	node := startNode(t, "", txnNodeSets...)
+	createTopic(t, node.addr, "txn-fence", 1, nil)
+	old := txnProducer(t, node.addr, "t-fence", "txn-fence")
+	if err := old.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	txnProduce(t, old, "old-1")
+
+	cur := txnProducer(t, node.addr, "t-fence", "txn-fence")
+	if err := cur.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	txnProduce(t, cur, "new-1")
+	endTxn(t, cur, kgo.TryCommit)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	perr := old.ProduceSync(ctx, &kgo.Record{Value: []byte("old-2")}).FirstErr()
+	eerr := old.EndTransaction(ctx, kgo.TryCommit)
+	fenced := func(err error) bool {
+		return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch)
+	}
+	if !fenced(perr) && !fenced(eerr) {
+		t.Errorf("the fenced producer's produce (%v) and commit (%v): want PRODUCER_FENCED or INVALID_PRODUCER_EPOCH", perr, eerr)
+	}
+	if eerr == nil {
+		t.Errorf("the fenced producer committed")
+	}
+	// A marker follows the committed transaction: wait a little for
+	// anything stray to appear.
+	got := consumeValues(t, node.addr, "txn-fence", true, 2)
+	if !slices.Equal(got, []string{"new-1"}) {
+		t.Errorf("read_committed consumer got %q, want only new-1", got)
+	}
+}
+
+// A transaction begun and never ended is aborted after its timeout, which
+// unblocks read_committed consumers of its partition.
+func TestTransactionTimeoutAborts(t *testing.T) {
+	node := startNode(t, "", txnNodeSets...)
+	createTopic(t, node.addr, "txn-timeout", 1, nil)
+	p := txnProducer(t, node.addr, "t-timeout", "txn-timeout", kgo.TransactionTimeout(time.Second))
+	if err := p.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	txnProduce(t, p, "open")
+
+	plain, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.DefaultProduceTopic("txn-timeout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	txnProduce(t, plain, "after")
+
+	if got := consumeValues(t, node.addr, "txn-timeout", true, 1); !slices.Equal(got, []string{"after"}) {
+		t.Errorf("read_committed consumer got %q, want [after] once the open transaction timed out", got)
+	}
+	if n := node.txns.timedOutAborts.Load(); n != 1 {
+		t.Errorf("%d transactions aborted by timeout, want 1", n)
+	}
+}
+
+// Consume-transform-produce with kgo.GroupTransactSession between two
+// topics: every input record appears exactly once in the output and the
+// group's committed offsets cover the input.
+func TestGroupTransactSessionExactlyOnce(t *testing.T) {
+	const n = 60
+	node := startNode(t, "", txnNodeSets...)
+	createTopic(t, node.addr, "eos-in", 2, nil)
+	createTopic(t, node.addr, "eos-out", 2, nil)
+	in, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.DefaultProduceTopic("eos-in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	var values []string
+	for i := range n {
+		values = append(values, strconv.Itoa(i))
+	}
+	txnProduce(t, in, values...)
+
+	sess, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(node.addr), kgo.TransactionalID("eos-tx"),
+		kgo.ConsumerGroup("eos-group"), kgo.ConsumeTopics("eos-in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DefaultProduceTopic("eos-out"),
+		kgo.RequireStableFetchOffsets(), kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	processed := 0
+	deadline := time.Now().Add(25 * time.Second)
+	for processed < n && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		fs := sess.PollFetches(ctx)
+		cancel()
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if err := sess.Begin(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), 20*time.Second)
+		for _, r := range recs {
+			sess.Produce(ctx, &kgo.Record{Value: append([]byte("out-"), r.Value...)}, nil)
+		}
+		committed, err := sess.End(ctx, kgo.TryCommit)
+		cancel()
+		if err != nil {
+			t.Fatalf("ending the transaction: %v", err)
+		}
+		if committed {
+			processed += len(recs)
+		}
+	}
+	got := consumeValues(t, node.addr, "eos-out", true, n)
+	sort.Strings(got)
+	var want []string
+	for _, v := range values {
+		want = append(want, "out-"+v)
+	}
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("output has %d records, want each of %d inputs once: %q", len(got), n, got)
+	}
+	adm := newAdmin(t, node.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var offs kadm.OffsetResponses
+	waitFor(t, 10*time.Second, "the group's offsets cover the input", func() bool {
+		offs, err = adm.FetchOffsets(ctx, "eos-group")
+		if err != nil {
+			return false
+		}
+		total := int64(0)
+		offs.Each(func(o kadm.OffsetResponse) { total += o.At })
+		return total == n
+	})
+	t.Logf("group offsets: %v", offs)
+}
