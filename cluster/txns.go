@@ -275,7 +275,7 @@ func (c *txnCoordinator) openTransactions() int {
 	defer c.mu.Unlock()
 	n := 0
 	for _, e := range c.mu.txns {
-		if e.meta.State == txn.Ongoing {
+		if e.meta != nil && e.meta.State == txn.Ongoing {
 			n++
 		}
 	}

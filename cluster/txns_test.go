@@ -105,6 +105,30 @@ func TestTransactionsCommitAndAbort(t *testing.T) {
 	if got := consumeValues(t, node.addr, "txn-out", false, 6); len(got) != 6 {
 		t.Errorf("read_uncommitted consumer got %q, want all 6 records", got)
 	}
+
+	// DescribeTransactions and ListTransactions see the finished
+	// transaction once its markers are written.
+	adm := newAdmin(t, node.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	waitFor(t, 10*time.Second, "the transaction completes", func() bool {
+		d, err := adm.DescribeTransactions(ctx, "t-commit-abort")
+		if err != nil {
+			return false
+		}
+		desc, ok := d["t-commit-abort"]
+		return ok && desc.Err == nil && desc.State == "CompleteCommit" && desc.ProducerID >= 0 && len(desc.Topics) == 0
+	})
+	listed, err := adm.ListTransactions(ctx, nil, []string{"CompleteCommit"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := listed["t-commit-abort"]; !ok || len(listed) != 1 {
+		t.Errorf("ListTransactions(CompleteCommit) = %v, want t-commit-abort alone", listed)
+	}
+	if none, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"}); err != nil || len(none) != 0 {
+		t.Errorf("ListTransactions(Ongoing) = %v, %v; want none", none, err)
+	}
 }
 
 // Two producers with the same transactional id: the second's
