@@ -1,6 +1,8 @@
 package cluster
 
-// AddPartitionsToTxn (key 24), v0–3: the producer names the partitions it
+// AddPartitionsToTxn (key 24).
+//
+// The producer names the partitions it
 // is about to write in its transaction; the coordinator records them
 // (Ongoing) before the producer may produce to them, so its markers reach
 // every one.

@@ -1,6 +1,8 @@
 package cluster
 
-// AddOffsetsToTxn (key 25), v0–3: the producer will commit offsets of a
+// AddOffsetsToTxn (key 25).
+//
+// The producer will commit offsets of a
 // group in its transaction (TxnOffsetCommit); the coordinator adds the
 // group's partition of __consumer_offsets to the transaction, so its
 // marker commits or drops those offsets.

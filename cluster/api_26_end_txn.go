@@ -1,6 +1,8 @@
 package cluster
 
-// EndTxn (key 26), v0–3: the producer commits or aborts its transaction.
+// EndTxn (key 26).
+//
+// The producer commits or aborts its transaction.
 // The answer comes once PrepareCommit or PrepareAbort is replicated in
 // __transaction_state; the coordinator then writes the markers and
 // completes the transaction on its own (txns_markers.go), answering

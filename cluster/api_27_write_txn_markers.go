@@ -1,6 +1,8 @@
 package cluster
 
-// WriteTxnMarkers (key 27), the inter-broker request a transaction
+// WriteTxnMarkers (key 27).
+//
+// The inter-broker request a transaction
 // coordinator sends to the leaders of a transaction's partitions.
 //
 // Each partition gets a control batch (COMMIT or ABORT) for the producer

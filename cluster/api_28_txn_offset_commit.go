@@ -1,6 +1,8 @@
 package cluster
 
-// TxnOffsetCommit (key 28), v0–3: offsets committed inside a transaction
+// TxnOffsetCommit (key 28).
+//
+// Offsets committed inside a transaction
 // (consume-transform-produce). The group coordinator holds them until the
 // transaction's marker reaches the group's __consumer_offsets partition
 // (groups_txn_offsets.go), which AddOffsetsToTxn added to the

@@ -1,6 +1,8 @@
 package cluster
 
-// DescribeTransactions (key 65), v0: the coordinator's state of each
+// DescribeTransactions (key 65).
+//
+// The coordinator's state of each
 // transactional id (TRANSACTIONAL_ID_NOT_FOUND when it has none,
 // NOT_COORDINATOR when another broker coordinates it).
 //

@@ -1,6 +1,8 @@
 package cluster
 
-// ListTransactions (key 66), v0–1: the transactions this broker
+// ListTransactions (key 66).
+//
+// The transactions this broker
 // coordinates, filtered by state, producer id and (v1) how long they have
 // been running. Unknown state names are echoed in UnknownStateFilters and
 // select nothing, as Kafka.
