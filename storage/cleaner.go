@@ -49,6 +49,7 @@ type CleanStats struct {
 	RecordsRemoved    int64 // superseded records and tombstones dropped
 	TombstonesRemoved int64 // of RecordsRemoved, expired tombstones (the key's latest record)
 	BatchesRemoved    int64 // batches left empty, dropped
+	MarkersRemoved    int64 // transaction markers whose transaction's data was gone, dropped after delete.retention.ms
 	Aborted           bool  // the log changed under the cleaner (truncated, closed, retention): stopped early
 	Duration          time.Duration
 }
@@ -70,6 +71,8 @@ type cleanSeg struct {
 	base, size   int64
 	end          int64 // the next segment's base offset
 	maxTimestamp int64
+	hasTxnIndex  bool         // the segment has a .txnindex file
+	aborted      []abortedTxn // its entries
 }
 
 // cleanPlan is what Clean and DirtyRatio need from the log, taken under a
@@ -81,7 +84,13 @@ type cleanPlan struct {
 	logStart, logEnd    int64
 	generation          uint64
 	producerLastOffsets map[int64]int64
-	aborted             abortedRanges
+	// markerOnlyEpochs maps producers whose state has no batches (their
+	// last record may be a marker) to their epoch.
+	markerOnlyEpochs map[int64]int16
+	aborted          abortedRanges
+	// markerLimit is the newest producer snapshot's offset: markers at or
+	// past it are kept, as a replay from that snapshot needs them.
+	markerLimit int64
 }
 
 func (l *Log) planLocked(now time.Time) cleanPlan {
@@ -112,7 +121,8 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 			p.cleanableEnd, stopped = s.base, true
 			continue
 		}
-		p.segs = append(p.segs, cleanSeg{s: s, base: s.base, size: s.size, end: segs[i+1].base, maxTimestamp: s.maxTimestamp})
+		p.segs = append(p.segs, cleanSeg{s: s, base: s.base, size: s.size, end: segs[i+1].base, maxTimestamp: s.maxTimestamp,
+			hasTxnIndex: s.txn != nil, aborted: append([]abortedTxn(nil), s.aborted...)})
 	}
 	return p
 }
@@ -219,7 +229,10 @@ func (l *Log) DirtyRatio(now time.Time) (float64, error) {
 // producer's latest batch is always kept, so that the batch's last offset
 // and sequence survive for the producer state rebuilt from the log (Kafka
 // keeps an empty batch instead). The log start and end offsets do not
-// change; segments may end up empty, never deleted here.
+// change; segments may end up empty, never deleted here. Transactions:
+// nothing from the first unstable offset on is cleaned, batches of
+// aborted transactions go, and markers go once their transaction's data
+// is gone (see doc.go, Transactions).
 //
 // Reads and appends go on while Clean reads and writes: it takes the log's
 // lock only to plan and to swap each cleaned segment in. Each cleaned
@@ -242,12 +255,16 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	}
 	p := l.planLocked(now)
 	p.producerLastOffsets = make(map[int64]int64, len(l.mu.producers))
+	p.markerOnlyEpochs = make(map[int64]int16)
 	for pid, e := range l.mu.producers {
 		if len(e.batches) > 0 {
 			p.producerLastOffsets[pid] = e.last().lastOffset
+		} else {
+			p.markerOnlyEpochs[pid] = e.epoch
 		}
 	}
 	p.aborted = l.abortedRangesLocked(p.cleanableEnd)
+	p.markerLimit = l.mu.snapshotOffset
 	l.mu.RUnlock()
 
 	firstDirty := l.firstDirtyLocked(p.logStart, p.logEnd, p.generation)
@@ -263,6 +280,7 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	}
 	st.Keys = len(keys)
 	c := &segmentCleaner{l: l, keys: keys, producerLast: p.producerLastOffsets, aborted: p.aborted, st: &st,
+		markerOnly: p.markerOnlyEpochs, markerLimit: p.markerLimit, txnData: map[int64]bool{},
 		tombstoneHorizon: now.UnixMilli() - l.config().DeleteRetentionMs}
 	for _, cs := range p.segs {
 		st.SegmentsScanned++
@@ -331,10 +349,16 @@ func (l *Log) buildKeyMap(segs []cleanSeg, firstDirty int64, aborted abortedRang
 
 // segmentCleaner rewrites segments against a key map.
 type segmentCleaner struct {
-	l                *Log
-	keys             map[string]int64
-	producerLast     map[int64]int64
-	aborted          abortedRanges
+	l            *Log
+	keys         map[string]int64
+	producerLast map[int64]int64
+	aborted      abortedRanges
+	markerOnly   map[int64]int16
+	markerLimit  int64
+	// txnData marks the producers with data batches read since their
+	// last marker: their next marker must stay.
+	txnData          map[int64]bool
+	removedAborts    map[int64]bool // ABORT markers dropped from the current segment, by offset
 	st               *CleanStats
 	tombstoneHorizon int64 // tombstones in segments whose max timestamp is below it are dropped
 
@@ -350,6 +374,7 @@ type segmentCleaner struct {
 func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, err error) {
 	l := c.l
 	dropTombstones := cs.maxTimestamp >= 0 && cs.maxTimestamp < c.tombstoneHorizon
+	c.removedAborts = map[int64]bool{}
 	var w *cleanedWriter
 	defer func() {
 		if w != nil {
@@ -399,6 +424,20 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 	if w == nil {
 		return true, nil // nothing to remove
 	}
+	if cs.hasTxnIndex {
+		// The entries of dropped ABORT markers go: a read_committed
+		// consumer would otherwise skip the producer's later data
+		// waiting for the marker.
+		var kept []abortedTxn
+		for _, a := range cs.aborted {
+			if !c.removedAborts[a.lastOffset] {
+				kept = append(kept, a)
+			}
+		}
+		if err := w.writeTxnIndex(kept); err != nil {
+			return false, err
+		}
+	}
 	if err := w.finish(); err != nil {
 		return false, err
 	}
@@ -418,7 +457,10 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 // or rebuilt is kept as it is.
 func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Batch, bool) {
 	if b.IsControl() {
-		return b, false // markers stay: see doc.go, Transactions
+		return c.filterMarker(b, dropTombstones)
+	}
+	if b.IsTransactional() {
+		c.txnData[b.ProducerID()] = true
 	}
 	dropAll := c.aborted.aborted(b)
 	c.recs, c.arena, c.header = c.recs[:0], c.arena[:0], c.header[:0]
@@ -526,6 +568,7 @@ type cleanedWriter struct {
 	size       int64 // written + len(buf)
 	idx        []byte
 	bytesSince int
+	hasTxn     bool // a .txnindex.cleaned was written (w.s.txn)
 	committed  bool // the swap passed its commit point: the files are not ours to remove
 }
 
@@ -627,7 +670,7 @@ func (w *cleanedWriter) discard() {
 // removeCleanerFiles removes base's .cleaned and .swap files.
 func (l *Log) removeCleanerFiles(base int64) error {
 	var errs []error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		for _, name := range []string{cleanedName(l.dir, base, suffix), fileName(l.dir, base, suffix) + swapSuffix} {
 			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
@@ -662,6 +705,9 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 		return false, nil
 	}
 	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix} // .log last: the commit point
+	if w.hasTxn {
+		suffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+	}
 	for _, suffix := range suffixes {
 		if err := l.fs.Rename(cleanedName(l.dir, cs.base, suffix), fileName(l.dir, cs.base, suffix)+swapSuffix); err != nil {
 			return false, l.undoSwapLocked(cs.base, fmt.Errorf("%w: rename to %s: %v", ErrStorage, swapSuffix, err))
@@ -684,10 +730,11 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 		l.mu.failed = fmt.Errorf("%w: swapping cleaned segment %d: %v", ErrStorage, cs.base, err)
 		return false, l.mu.failed
 	}
-	// The .txnindex is not rewritten: markers are kept, so its entries
-	// still describe the segment.
-	w.s.txn, w.s.aborted, w.s.txnDirty = cs.s.txn, cs.s.aborted, cs.s.txnDirty
-	cs.s.txn = nil
+	if !w.hasTxn {
+		// No .txnindex when planned; keep whatever the segment has.
+		w.s.txn, w.s.aborted, w.s.txnDirty = cs.s.txn, cs.s.aborted, cs.s.txnDirty
+		cs.s.txn = nil
+	}
 	cs.s.close()
 	l.mu.segments[i] = w.s
 	return true, nil
@@ -717,7 +764,7 @@ func recoverSwaps(fsys FS, dir string, names []string) (changed bool, err error)
 	}
 	var errs []error
 	// Index files first, the .log last, as swapCleaned renames them.
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 		for _, name := range names {
 			path := filepath.Join(dir, name)
 			switch {

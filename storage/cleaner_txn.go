@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"fmt"
+	"os"
 	"sort"
 
 	"github.com/kbroker/kbroker/wire/record"
@@ -39,4 +41,54 @@ func (r abortedRanges) aborted(b record.Batch) bool {
 	list := r[b.ProducerID()]
 	i := sort.Search(len(list), func(i int) bool { return list[i].firstOffset > b.BaseOffset() }) - 1
 	return i >= 0 && b.LastOffset() < list[i].lastOffset
+}
+
+// filterMarker decides a transaction marker's fate (Kafka's
+// CleanedTransactionMetadata.onControlBatchRead and delete horizon): it
+// goes only once no data of its transaction is left (none was read since
+// the producer's previous marker), its segment is past
+// delete.retention.ms (as tombstones), it lies below the newest producer
+// snapshot, and it cannot be the producer's last record (a producer
+// whose state holds no batch keeps the markers of its current epoch, for
+// the epoch a replay restores). Other control records stay.
+func (c *segmentCleaner) filterMarker(b record.Batch, pastHorizon bool) (record.Batch, bool) {
+	pid := b.ProducerID()
+	m, ok, err := record.ParseControl(b)
+	if err != nil || !ok || (m.Type != record.ControlAbort && m.Type != record.ControlCommit) {
+		return b, false
+	}
+	hadData := c.txnData[pid]
+	delete(c.txnData, pid)
+	if hadData || !pastHorizon || b.BaseOffset() >= c.markerLimit {
+		return b, false
+	}
+	if epoch, ok := c.markerOnly[pid]; ok && epoch == b.ProducerEpoch() {
+		return b, false
+	}
+	c.st.MarkersRemoved++
+	if m.Type == record.ControlAbort {
+		c.removedAborts[b.BaseOffset()] = true
+	}
+	return nil, true
+}
+
+// writeTxnIndex writes the cleaned segment's .txnindex.cleaned, swapped
+// in with the other files.
+func (w *cleanedWriter) writeTxnIndex(entries []abortedTxn) error {
+	f, err := w.l.fs.OpenFile(cleanedName(w.l.dir, w.s.base, txnIndexSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrStorage, err)
+	}
+	w.s.txn, w.hasTxn = f, true
+	buf := make([]byte, 0, len(entries)*txnIndexEntrySize)
+	for _, a := range entries {
+		buf = a.encode(buf)
+	}
+	if len(buf) > 0 {
+		if _, err := f.WriteAt(buf, 0); err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
+	}
+	w.s.aborted = entries
+	return nil
 }

@@ -377,6 +377,7 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		l.logger.Warn("ignoring producer snapshot", "dir", l.dir, "offset", off, "err", err)
 	}
 	l.mu.txns = newTxnTracker(l.mu.producers)
+	l.mu.snapshotOffset = used
 	for _, off := range snaps {
 		if off != used {
 			l.fs.Remove(fileName(l.dir, off, snapshotSuffix))
@@ -422,6 +423,7 @@ func (l *Log) writeSnapshotLocked() error {
 	if err := writeFileAtomic(l.fs, l.dir, name, l.mu.producers.encode()); err != nil {
 		return err
 	}
+	l.mu.snapshotOffset = off
 	// Keep only the newest snapshot.
 	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {

@@ -37,6 +37,7 @@ type Log struct {
 		lastFlush      time.Time
 		producers      producerStateMap
 		txns           txnTracker // ongoing and unreplicated transactions, for the last stable offset
+		snapshotOffset int64      // offset of the newest producer snapshot on disk, -1 if none
 		closed         bool
 		failed         error        // set when a failed write could not be undone
 		epochs         []epochEntry // leader epoch cache, increasing epochs and start offsets
@@ -84,6 +85,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now}
 	l.cfg.Store(&cfg)
 	l.mu.producers = make(producerStateMap)
+	l.mu.snapshotOffset = -1
 	if err := l.load(opts.Clean, opts.RecoveryPoint, opts.LogStartOffset); err != nil {
 		for _, s := range l.mu.segments {
 			s.close()

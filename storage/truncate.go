@@ -114,6 +114,7 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.producers = make(producerStateMap)
 	l.mu.txns = txnTracker{}
 	l.removeSnapshotsLocked(-1)
+	l.mu.snapshotOffset = -1
 	s, err := openSegment(l.fs, l.dir, offset, true, l.now())
 	if err == nil && (s.size != 0 || s.entries != 0 || s.tentries != 0 || s.txn != nil) {
 		err = errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.truncateAborted(offset))
