@@ -13,6 +13,13 @@ package cluster
 // OPERATION_NOT_ATTEMPTED for the others). A partition that does not
 // exist gets UNKNOWN_TOPIC_OR_PARTITION and the others
 // OPERATION_NOT_ATTEMPTED.
+//
+// v4 is the broker-to-broker form (KIP-890): several transactions per
+// request, and VerifyOnly, which adds nothing and answers whether each
+// partition is already in the producer's ongoing transaction
+// (INVALID_TXN_STATE if not), as a partition leader asks before it
+// accepts a transactional batch (txns_verify.go). It needs CLUSTER_ACTION
+// on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -24,11 +31,14 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 24, min: 0, max: 3, handle: (*Node).handleAddPartitionsToTxn, actions: addPartitionsToTxnActions})
+	register(apiSpec{key: 24, min: 0, max: 4, handle: (*Node).handleAddPartitionsToTxn, actions: addPartitionsToTxnActions})
 }
 
 func addPartitionsToTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
+	if req.Version >= 4 {
+		return clusterActionActions(nil, kreq)
+	}
 	out := []Action{txnIDAction(req.TransactionalID)}
 	return append(out, topicActions(kmsg.ACLOperationWrite, func(yield func(string)) {
 		for _, t := range req.Topics {
@@ -40,6 +50,9 @@ func addPartitionsToTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {
 func (n *Node) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
+	if req.Version >= 4 {
+		return n.addPartitionsToTxnBatch(ctx, rc, req, resp), nil
+	}
 	// perPartition answers the partitions: with refused set, those get
 	// their own error and the others OPERATION_NOT_ATTEMPTED.
 	perPartition := func(all error, refused map[txn.TopicPartition]error) {
@@ -89,4 +102,44 @@ func (n *Node) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext,
 	}
 	perPartition(n.txns.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps), nil)
 	return resp, nil
+}
+
+// addPartitionsToTxnBatch serves v4+: each transaction on its own, either
+// verified (VerifyOnly) or added.
+func (n *Node) addPartitionsToTxnBatch(ctx context.Context, rc *RequestContext, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) *kmsg.AddPartitionsToTxnResponse {
+	if !rc.AuthorizedCluster(kmsg.ACLOperationClusterAction) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp
+	}
+	for _, t := range req.Transactions {
+		rt := kmsg.NewAddPartitionsToTxnResponseTransaction()
+		rt.TransactionalID = t.TransactionalID
+		var tps []txn.TopicPartition
+		for _, tt := range t.Topics {
+			for _, p := range tt.Partitions {
+				tps = append(tps, txn.TopicPartition{Topic: tt.Topic, Partition: p})
+			}
+		}
+		var all error
+		if !t.VerifyOnly {
+			all = n.txns.addPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+		}
+		for _, tt := range t.Topics {
+			rtt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
+			rtt.Topic = tt.Topic
+			for _, p := range tt.Partitions {
+				rp := kmsg.NewAddPartitionsToTxnResponseTransactionTopicPartition()
+				rp.Partition = p
+				err := all
+				if t.VerifyOnly {
+					err = n.txns.verifyPartition(t.TransactionalID, t.ProducerID, t.ProducerEpoch, txn.TopicPartition{Topic: tt.Topic, Partition: p})
+				}
+				rp.ErrorCode = errorCode(err)
+				rtt.Partitions = append(rtt.Partitions, rp)
+			}
+			rt.Topics = append(rt.Topics, rtt)
+		}
+		resp.Transactions = append(resp.Transactions, rt)
+	}
+	return resp
 }

@@ -72,7 +72,8 @@ func txnsConfigOf(n *Node) txnsConfig {
 	}
 }
 
-// markerClients are franz-go clients pinned to one broker each (as the
+// markerClients are franz-go clients (for markers, and for the
+// verification of transactional produces, txns_verify.go) pinned to one broker each (as the
 // replica fetchers' connections, replication/dialer.go), kept while they
 // work and redialled after an error or an address change.
 type markerClients struct {
@@ -118,6 +119,16 @@ func (m *markerClients) get(broker int32, ep metadata.Endpoint) (*markerClient, 
 }
 
 func (m *markerClients) writeTxnMarkers(ctx context.Context, broker int32, ep metadata.Endpoint, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
+	resp, err := m.request(ctx, broker, ep, req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+}
+
+// request sends req to broker, dropping the client after an error so the
+// next request dials again.
+func (m *markerClients) request(ctx context.Context, broker int32, ep metadata.Endpoint, req kmsg.Request) (kmsg.Response, error) {
 	c, err := m.get(broker, ep)
 	if err != nil {
 		return nil, err
@@ -130,9 +141,9 @@ func (m *markerClients) writeTxnMarkers(ctx context.Context, broker int32, ep me
 			delete(m.m, broker)
 		}
 		m.mu.Unlock()
-		return nil, fmt.Errorf("write transaction markers on broker %d: %w", broker, err)
+		return nil, fmt.Errorf("%s on broker %d: %w", kmsg.NameForKey(req.Key()), broker, err)
 	}
-	return resp.(*kmsg.WriteTxnMarkersResponse), nil
+	return resp, nil
 }
 
 // close closes every client.

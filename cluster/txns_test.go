@@ -12,6 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/wire/record"
 )
 
 // txnNodeSets are small internal topics for the transaction tests.
@@ -281,4 +284,85 @@ func TestGroupTransactSessionExactlyOnce(t *testing.T) {
 		return total == n
 	})
 	t.Logf("group offsets: %v", offs)
+}
+
+// txnBatch is a transactional batch of n records.
+func txnBatch(t *testing.T, n int, pid int64, epoch int16, seq int32) []byte {
+	t.Helper()
+	b := record.Batch(testBatch(t, n, pid, epoch, seq))
+	recs := make([]record.Record, 0, n)
+	if err := record.Iterate(b, 1<<20, func(r *record.Record) error {
+		recs = append(recs, record.Record{OffsetDelta: r.OffsetDelta, Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...)})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := record.Build(record.BatchSpec{PartitionLeaderEpoch: -1, Attributes: record.TransactionalFlag,
+		BaseTimestamp: time.Now().UnixMilli(), ProducerID: pid, ProducerEpoch: epoch, BaseSequence: seq}, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// KIP-890 part 1: a transactional batch to a partition the producer did
+// not add to its transaction is refused with INVALID_TXN_STATE; once
+// AddPartitionsToTxn added it, the same batch is accepted.
+func TestTransactionalProduceVerified(t *testing.T) {
+	node := startNode(t, "", txnNodeSets...)
+	createTopic(t, node.addr, "verify", 2, nil)
+	c := dialRaw(t, node.addr)
+	const id = "t-verify"
+	var pid int64
+	var epoch int16
+	waitFor(t, 15*time.Second, "InitProducerId with a transactional id", func() bool {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.Version = 4
+		fc.CoordinatorType = 1
+		fc.CoordinatorKeys = []string{id}
+		if c.roundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode != 0 {
+			return false
+		}
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.Version = 4
+		init.TransactionalID = kmsg.StringPtr(id)
+		init.TransactionTimeoutMillis = 60000
+		resp := c.roundTrip(init).(*kmsg.InitProducerIDResponse)
+		pid, epoch = resp.ProducerID, resp.ProducerEpoch
+		return resp.ErrorCode == 0
+	})
+	produce := func(partition int32, seq int32) int16 {
+		req := produceRequest(9, -1, "verify", map[int32][]byte{0: txnBatch(t, 2, pid, epoch, seq)})
+		req.Topics[0].Partitions[0].Partition = partition
+		req.TransactionID = kmsg.StringPtr(id)
+		return partitionErrors(c.roundTrip(req).(*kmsg.ProduceResponse))[0]
+	}
+	if code := produce(0, 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce before AddPartitionsToTxn: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version = 3
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "verify", Partitions: []int32{0}}}
+	if code := c.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+		t.Fatalf("AddPartitionsToTxn: %v", kerr.ErrorForCode(code))
+	}
+	if code := produce(0, 0); code != 0 {
+		t.Fatalf("produce after AddPartitionsToTxn: %v", kerr.ErrorForCode(code))
+	}
+	if code := produce(1, 0); code != kerr.InvalidTxnState.Code {
+		t.Fatalf("produce to a partition not added: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
+	}
+	// Another epoch than the coordinator's is fenced at AddPartitionsToTxn
+	// (PRODUCER_FENCED, INVALID_PRODUCER_EPOCH before v2).
+	add.ProducerEpoch = epoch + 1
+	for _, tc := range []struct {
+		version int16
+		want    *kerr.Error
+	}{{1, kerr.InvalidProducerEpoch}, {3, kerr.ProducerFenced}} {
+		add.Version = tc.version
+		if code := c.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != tc.want.Code {
+			t.Errorf("AddPartitionsToTxn v%d with another epoch: %v, want %v", tc.version, kerr.ErrorForCode(code), tc.want)
+		}
+	}
 }
