@@ -310,6 +310,7 @@ func (c *groupCoordinator) handleRoleChanges(ctx context.Context, wg *sync.WaitG
 // dropLocked forgets the groups of partition p.
 func (c *groupCoordinator) dropLocked(p int32) {
 	delete(c.mu.parts, p)
+	c.dropPendingLocked(p)
 	n := c.numPartitions()
 	for id, g := range c.mu.groups {
 		if groupPartition(id, n) == p {

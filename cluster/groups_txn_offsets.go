@@ -66,18 +66,43 @@ func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, by
 	return errs
 }
 
-// hasPendingTxnOffsets reports whether a transaction holds offsets of
-// groupID not yet committed (OffsetFetch with RequireStable answers
-// UNSTABLE_OFFSET_COMMIT then, KIP-447).
-func (c *groupCoordinator) hasPendingTxnOffsets(groupID string) bool {
+// markUnstable sets UNSTABLE_OFFSET_COMMIT (and offset -1) on the
+// partitions of got whose offset a transaction of groupID holds (KIP-447:
+// a consumer asking with RequireStable waits until the marker decided).
+func (c *groupCoordinator) markUnstable(groupID string, got []fetchedTopic) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, byGroup := range c.mu.pendingTxn {
-		if len(byGroup[groupID]) > 0 {
-			return true
+		pending := byGroup[groupID]
+		if len(pending) == 0 {
+			continue
+		}
+		for ti := range got {
+			for pi := range got[ti].partitions {
+				fo := &got[ti].partitions[pi]
+				if _, ok := pending[group.TopicPartition{Topic: got[ti].topic, Partition: fo.partition}]; ok {
+					fo.err = kerr.UnstableOffsetCommit
+					fo.offset = group.Offset{Offset: -1, LeaderEpoch: -1}
+				}
+			}
 		}
 	}
-	return false
+}
+
+// dropPendingLocked forgets the transactional offsets of the groups of
+// partition p when this broker stops coordinating them.
+func (c *groupCoordinator) dropPendingLocked(p int32) {
+	n := c.numPartitions()
+	for pid, byGroup := range c.mu.pendingTxn {
+		for id := range byGroup {
+			if groupPartition(id, n) == p {
+				delete(byGroup, id)
+			}
+		}
+		if len(byGroup) == 0 {
+			delete(c.mu.pendingTxn, pid)
+		}
+	}
 }
 
 // completeTxnOffsets applies producerID's marker on partition p: its

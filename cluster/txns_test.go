@@ -365,4 +365,41 @@ func TestTransactionalProduceVerified(t *testing.T) {
 			t.Errorf("AddPartitionsToTxn v%d with another epoch: %v, want %v", tc.version, kerr.ErrorForCode(code), tc.want)
 		}
 	}
+
+	// Transactional offsets: held until the marker, UNSTABLE_OFFSET_COMMIT
+	// meanwhile for a RequireStable fetch, committed by EndTxn(commit).
+	add.ProducerEpoch, add.Version = epoch, 3
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid, epoch, "verify-group"
+	if code := c.roundTrip(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
+	}
+	waitFor(t, 10*time.Second, "TxnOffsetCommit accepted", func() bool {
+		oc := kmsg.NewPtrTxnOffsetCommitRequest()
+		oc.Version = 3
+		oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch = id, "verify-group", pid, epoch
+		oc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "verify", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42, LeaderEpoch: -1}}}}
+		return c.roundTrip(oc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode == 0
+	})
+	fetch := func() (int64, int16) {
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.Version = 7
+		of.Group = "verify-group"
+		of.RequireStable = true
+		of.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "verify", Partitions: []int32{0}}}
+		rp := c.roundTrip(of).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+		return rp.Offset, rp.ErrorCode
+	}
+	if _, code := fetch(); code != kerr.UnstableOffsetCommit.Code {
+		t.Errorf("OffsetFetch(RequireStable) during the transaction: %v, want UNSTABLE_OFFSET_COMMIT", kerr.ErrorForCode(code))
+	}
+	end := kmsg.NewPtrEndTxnRequest()
+	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+	if code := c.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode; code != 0 {
+		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(code))
+	}
+	waitFor(t, 10*time.Second, "the committed transaction's offset", func() bool {
+		off, code := fetch()
+		return code == 0 && off == 42
+	})
 }
