@@ -2,8 +2,8 @@ package cluster
 
 // WriteTxnMarkers (key 27).
 //
-// The inter-broker request a transaction
-// coordinator sends to the leaders of a transaction's partitions.
+// The inter-broker request a transaction coordinator sends to the leaders
+// of a transaction's partitions.
 //
 // Each partition gets a control batch (COMMIT or ABORT) for the producer
 // id and epoch, written with the acks=all checks of a client append

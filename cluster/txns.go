@@ -54,9 +54,9 @@ import (
 
 const (
 	txnStateTopic = "__transaction_state"
-	// txnStateWriteTimeout bounds a state write's wait for replication
-	// (Kafka's transaction.state.log request timeout, 5 s by default is
-	// offsets.commit.timeout.ms' twin).
+	// txnStateWriteTimeout bounds a state write's wait for replication,
+	// as offsetCommitTimeout does for group writes (Kafka's default
+	// request timeout of the transaction log append, 5 s).
 	txnStateWriteTimeout = 5 * time.Second
 	// txnMarkerRetry is how often markers still unwritten are retried.
 	txnMarkerRetry = 100 * time.Millisecond

@@ -72,13 +72,17 @@ func txnsConfigOf(n *Node) txnsConfig {
 	}
 }
 
+// errMarkerClientsClosed: the node is stopping.
+var errMarkerClientsClosed = errors.New("inter-broker transaction clients closed")
+
 // markerClients are franz-go clients (for markers, and for the
 // verification of transactional produces, txns_verify.go) pinned to one broker each (as the
 // replica fetchers' connections, replication/dialer.go), kept while they
 // work and redialled after an error or an address change.
 type markerClients struct {
-	mu sync.Mutex
-	m  map[int32]*markerClient
+	mu     sync.Mutex
+	m      map[int32]*markerClient
+	closed bool // no new clients once the node stops
 }
 
 type markerClient struct {
@@ -90,6 +94,9 @@ type markerClient struct {
 func (m *markerClients) get(broker int32, ep metadata.Endpoint) (*markerClient, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.closed {
+		return nil, fmt.Errorf("broker %d: %w", broker, errMarkerClientsClosed)
+	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
 	if c, ok := m.m[broker]; ok {
 		if c.addr == addr {
@@ -150,6 +157,7 @@ func (m *markerClients) request(ctx context.Context, broker int32, ep metadata.E
 func (m *markerClients) close() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.closed = true
 	for id, c := range m.m {
 		c.cl.Close()
 		delete(m.m, id)

@@ -350,6 +350,18 @@ func TestTransactionalProduceVerified(t *testing.T) {
 	if code := produce(0, 0); code != 0 {
 		t.Fatalf("produce after AddPartitionsToTxn: %v", kerr.ErrorForCode(code))
 	}
+	// ListOffsets latest: the last stable offset (the open transaction's
+	// first offset) for read_committed, the high watermark otherwise.
+	latest := func(isolation int8) int64 {
+		lo := kmsg.NewPtrListOffsetsRequest()
+		lo.Version = 5
+		lo.IsolationLevel = isolation
+		lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "verify", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: -1}}}}
+		return c.roundTrip(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].Offset
+	}
+	if committed, uncommitted := latest(1), latest(0); committed != 0 || uncommitted != 2 {
+		t.Errorf("ListOffsets latest during the transaction: read_committed %d, read_uncommitted %d; want 0 and 2", committed, uncommitted)
+	}
 	if code := produce(1, 0); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("produce to a partition not added: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
 	}
@@ -402,4 +414,6 @@ func TestTransactionalProduceVerified(t *testing.T) {
 		off, code := fetch()
 		return code == 0 && off == 42
 	})
+	// Two records and the COMMIT marker.
+	waitFor(t, 10*time.Second, "the last stable offset past the marker", func() bool { return latest(1) == 3 })
 }
