@@ -9,9 +9,9 @@ package cluster
 // id and epoch, written with the acks=all checks of a client append
 // (replication.Partition.AppendControlAsLeader) and answered once the
 // high watermark passes it, so a marker acknowledged to the coordinator
-// survives the leader. A __consumer_offsets partition also commits (or
-// drops) the producer's pending transactional offsets of its groups
-// (groups_txn_offsets.go) before answering.
+// survives the leader. On a __consumer_offsets partition the marker also
+// commits (or drops) the producer's pending transactional offsets of its
+// groups (groups_txn_offsets.go).
 //
 // Authorization, as Kafka: CLUSTER_ACTION on the cluster, else every
 // partition gets CLUSTER_AUTHORIZATION_FAILED.
@@ -114,11 +114,7 @@ func (n *Node) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersReq
 					}
 				}()
 				if tp.Topic == offsetsTopic {
-					wg.Add(1)
-					n.groups.completeTxnOffsets(p, m.ProducerID, m.Committed, func(err error) {
-						setErr(err)
-						wg.Done()
-					})
+					n.groups.completeTxnOffsets(p, m.ProducerID, m.Committed)
 				}
 			}
 		}

@@ -2,11 +2,13 @@ package cluster
 
 // TxnOffsetCommit (key 28).
 //
-// Offsets committed inside a transaction
-// (consume-transform-produce). The group coordinator holds them until the
-// transaction's marker reaches the group's __consumer_offsets partition
-// (groups_txn_offsets.go), which AddOffsetsToTxn added to the
-// transaction. v3 carries the member and generation (KIP-447), checked as
+// Offsets committed inside a transaction (consume-transform-produce). The
+// group coordinator writes them with acks=all as the producer's
+// transactional batch in the group's __consumer_offsets partition, which
+// AddOffsetsToTxn added to the transaction, and applies them when the
+// transaction's marker reaches that partition (groups_txn_offsets.go). A
+// fenced producer epoch is PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+// before v3). v3 carries the member and generation (KIP-447), checked as
 // for OffsetCommit.
 //
 // Authorization, as Kafka: WRITE on the transactional id (else
@@ -88,8 +90,11 @@ func (n *Node) handleTxnOffsetCommit(_ context.Context, rc *RequestContext, kreq
 	if req.Version >= 3 {
 		by = commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation}
 	}
-	for i, err := range n.groups.txnCommitOffsets(req.Group, req.ProducerID, by, offsets) {
-		*slots[i] = errorCode(fencedForVersion(err, req.Version, 3))
-	}
-	return resp, nil
+	n.groups.txnCommitOffsets(req.Group, req.ProducerID, req.ProducerEpoch, by, offsets, func(errs []error) {
+		for i, err := range errs {
+			*slots[i] = errorCode(fencedForVersion(err, req.Version, 3))
+		}
+		rc.Respond(resp)
+	})
+	return nil, nil
 }

@@ -1,50 +1,94 @@
 package cluster
 
-// Transactional offset commits (TxnOffsetCommit): the offsets are held in
-// the group coordinator, keyed by producer id, until the transaction's
-// marker reaches the group's __consumer_offsets partition
-// (WriteTxnMarkers): a COMMIT writes them as ordinary offset commits with
-// acks=all and applies them, an ABORT drops them.
+// Transactional offset commits (TxnOffsetCommit), as Kafka's
+// GroupMetadataManager: the offsets are written at once, acks=all, as a
+// transactional batch of the producer (its id and epoch, the transactional
+// flag) to the group's __consumer_offsets partition, and held in the
+// coordinator, keyed by producer id, until the transaction's marker
+// reaches that partition (WriteTxnMarkers): a COMMIT applies them, an
+// ABORT drops them. A coordinator loading the partition settles them the
+// same way from the markers in the log; those still open stay pending.
 //
-// Kafka writes them at once as a transactional batch and lets the marker
-// decide at load time. Here they live in memory only until the marker:
-// a coordinator failover between TxnOffsetCommit and the marker loses
-// them (the transaction's output commits without its offsets, and the
-// consumer reprocesses from the previous ones).
+// The log checks the batch as any transactional write: a producer fenced
+// by a newer epoch (its markers reached the partition) is refused.
 
 import (
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
-// txnCommitOffsets validates a TxnOffsetCommit and holds its offsets for
-// producerID's transaction. It returns one error per entry of offsets.
-func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, by commitMember, offsets []partitionOffset) []error {
+// txnCommitOffsets validates a TxnOffsetCommit, writes its offsets as
+// producerID's transactional batch and, once replicated, holds them for
+// the transaction. done gets one error per entry of offsets; it may run
+// before txnCommitOffsets returns.
+func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, epoch int16, by commitMember, offsets []partitionOffset, done func([]error)) {
 	errs := make([]error, len(offsets))
-	failAll := func(err error) []error {
+	failAll := func(err error) {
 		for i := range errs {
-			errs[i] = err
+			if errs[i] == nil {
+				errs[i] = err
+			}
 		}
-		return errs
 	}
 	if groupID == "" {
-		return failAll(kerr.InvalidGroupID)
+		failAll(kerr.InvalidGroupID)
+		done(errs)
+		return
 	}
 	now := time.Now()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	g, err := c.groupLocked(groupID, true)
 	if err == nil && (by.Generation >= 0 || by.MemberID != "") {
 		// KIP-447: a member of a generation is checked as for a commit.
 		err = g.ValidateCommit(by.MemberID, by.InstanceID, by.Generation, now)
 	}
 	if err != nil {
-		return failAll(err)
+		c.mu.Unlock()
+		failAll(err)
+		done(errs)
+		return
 	}
+	accepted := map[group.TopicPartition]group.Offset{}
+	var recs []record.Record
+	for i, po := range offsets {
+		if len(po.Metadata) > offsetMetadataMaxBytes {
+			errs[i] = kerr.OffsetMetadataTooLarge
+			continue
+		}
+		o := group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: now.UnixMilli()}
+		accepted[po.TP] = o
+		recs = append(recs, record.Record{Key: group.OffsetKey(groupID, po.TP), Value: group.OffsetValue(o)})
+	}
+	p := c.partitionFor(groupID)
+	c.mu.Unlock()
+	if len(recs) == 0 {
+		done(errs)
+		return
+	}
+	c.storeTxn(p, producerID, epoch, recs, func(err error) {
+		if err != nil {
+			failAll(err)
+			done(errs)
+			return
+		}
+		c.mu.Lock()
+		if c.isCurrentLocked(g) {
+			c.addPendingLocked(producerID, groupID, accepted)
+		}
+		c.mu.Unlock()
+		done(errs)
+	})
+}
+
+// addPendingLocked holds offsets of groupID for producerID's transaction.
+func (c *groupCoordinator) addPendingLocked(producerID int64, groupID string, offsets map[group.TopicPartition]group.Offset) {
 	if c.mu.pendingTxn == nil {
 		c.mu.pendingTxn = map[int64]map[string]map[group.TopicPartition]group.Offset{}
 	}
@@ -56,14 +100,58 @@ func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, by
 	if byGroup[groupID] == nil {
 		byGroup[groupID] = map[group.TopicPartition]group.Offset{}
 	}
-	for i, po := range offsets {
-		if len(po.Metadata) > offsetMetadataMaxBytes {
-			errs[i] = kerr.OffsetMetadataTooLarge
-			continue
-		}
-		byGroup[groupID][po.TP] = group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: now.UnixMilli()}
+	for tp, o := range offsets {
+		byGroup[groupID][tp] = o
 	}
-	return errs
+}
+
+// producerStateReplica is the part of a replica that knows its producers'
+// sequences (a replicated partition; the coordinator's test fakes have
+// none, which reads as a producer new to the partition).
+type producerStateReplica interface {
+	ProducerState(producerID int64) (epoch int16, lastSeq int32, ok bool)
+}
+
+// storeTxn appends recs to partition p as producerID's transactional
+// batch and calls done once replicated. Only the coordinator writes this
+// producer's batches to p, so the next sequence comes from the log.
+func (c *groupCoordinator) storeTxn(p int32, producerID int64, epoch int16, recs []record.Record, done func(error)) {
+	tp := replication.TopicPartition{Topic: offsetsTopic, Partition: p}
+	part, err := c.host.OffsetsReplica(p)
+	if err != nil || !part.IsLeader() {
+		done(kerr.NotCoordinator)
+		return
+	}
+	seq := int32(0)
+	if ps, ok := part.(producerStateReplica); ok {
+		if e, last, known := ps.ProducerState(producerID); known && e == epoch && last >= 0 {
+			seq = record.IncrementSequence(last, 1)
+		}
+	}
+	now := time.Now()
+	for i := range recs {
+		recs[i].OffsetDelta = int32(i)
+	}
+	batch, err := record.Build(record.BatchSpec{
+		Attributes:    record.TransactionalFlag,
+		BaseTimestamp: now.UnixMilli(),
+		ProducerID:    producerID, ProducerEpoch: epoch, BaseSequence: seq,
+	}, recs)
+	if err != nil {
+		done(kerr.UnknownServerError)
+		return
+	}
+	lastOffset, err := part.AppendAsLeader(batch)
+	if err != nil {
+		if errors.Is(err, storage.ErrInvalidProducerEpoch) {
+			done(kerr.ProducerFenced)
+			return
+		}
+		done(storeError(err))
+		return
+	}
+	op := &delayedStore{part: part, lastOffset: lastOffset, done: done}
+	c.waiters.TryCompleteElseWatch(op, now.Add(offsetCommitTimeout), tp)
 }
 
 // markUnstable sets UNSTABLE_OFFSET_COMMIT (and offset -1) on the
@@ -105,17 +193,12 @@ func (c *groupCoordinator) dropPendingLocked(p int32) {
 	}
 }
 
-// completeTxnOffsets applies producerID's marker on partition p: its
-// pending offsets of p's groups are written and applied (commit) or
-// dropped (abort). done is called once, possibly before it returns.
-func (c *groupCoordinator) completeTxnOffsets(p int32, producerID int64, commit bool, done func(error)) {
-	type pendingGroup struct {
-		g       *group.Group
-		offsets map[group.TopicPartition]group.Offset
-	}
-	var groups []pendingGroup
-	var recs []record.Record
+// completeTxnOffsets applies producerID's marker, just written to
+// partition p, to the pending offsets of p's groups: a commit applies
+// them (they are in the log already), an abort drops them.
+func (c *groupCoordinator) completeTxnOffsets(p int32, producerID int64, commit bool) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	n := c.numPartitions()
 	byGroup := c.mu.pendingTxn[producerID]
 	for id, offsets := range byGroup {
@@ -123,36 +206,11 @@ func (c *groupCoordinator) completeTxnOffsets(p int32, producerID int64, commit 
 			continue
 		}
 		delete(byGroup, id)
-		if !commit {
-			continue
-		}
-		g := c.mu.groups[id]
-		if g == nil {
-			continue // dropped with its partition: its coordinator moved
-		}
-		groups = append(groups, pendingGroup{g, offsets})
-		for tp, o := range offsets {
-			recs = append(recs, record.Record{Key: group.OffsetKey(id, tp), Value: group.OffsetValue(o)})
+		if g := c.mu.groups[id]; commit && g != nil {
+			g.CommitOffsets(offsets)
 		}
 	}
 	if len(byGroup) == 0 {
 		delete(c.mu.pendingTxn, producerID)
 	}
-	c.mu.Unlock()
-	if len(recs) == 0 {
-		done(nil)
-		return
-	}
-	c.store(p, recs, func(err error) {
-		if err == nil {
-			c.mu.Lock()
-			for _, pg := range groups {
-				if c.isCurrentLocked(pg.g) {
-					pg.g.CommitOffsets(pg.offsets)
-				}
-			}
-			c.mu.Unlock()
-		}
-		done(err)
-	})
 }
