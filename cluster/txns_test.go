@@ -417,3 +417,75 @@ func TestTransactionalProduceVerified(t *testing.T) {
 	// Two records and the COMMIT marker.
 	waitFor(t, 10*time.Second, "the last stable offset past the marker", func() bool { return latest(1) == 3 })
 }
+
+// A restart between TxnOffsetCommit and EndTxn: the restarted broker
+// reloads the open transaction from __transaction_state and its pending
+// offsets from __consumer_offsets; the commit then makes the offsets the
+// group's, and a restart after an abort would have dropped them.
+func TestTransactionSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	node := startNode(t, dir, txnNodeSets...)
+	createTopic(t, node.addr, "restart", 1, nil)
+	c := dialRaw(t, node.addr)
+	const id, groupID = "t-restart", "restart-group"
+	var pid int64
+	var epoch int16
+	waitFor(t, 15*time.Second, "InitProducerId", func() bool {
+		fc := kmsg.NewPtrFindCoordinatorRequest()
+		fc.Version = 4
+		fc.CoordinatorType = 1
+		fc.CoordinatorKeys = []string{id}
+		if c.roundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode != 0 {
+			return false
+		}
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.Version = 4
+		init.TransactionalID = kmsg.StringPtr(id)
+		init.TransactionTimeoutMillis = 60000
+		resp := c.roundTrip(init).(*kmsg.InitProducerIDResponse)
+		pid, epoch = resp.ProducerID, resp.ProducerEpoch
+		return resp.ErrorCode == 0
+	})
+	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
+	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid, epoch, groupID
+	if code := c.roundTrip(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
+		t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
+	}
+	waitFor(t, 10*time.Second, "TxnOffsetCommit accepted", func() bool {
+		oc := kmsg.NewPtrTxnOffsetCommitRequest()
+		oc.Version = 3
+		oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch = id, groupID, pid, epoch
+		oc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "restart", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}}}
+		return c.roundTrip(oc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode == 0
+	})
+
+	node.stop(t)
+	node = startNode(t, dir, txnNodeSets...)
+	c = dialRaw(t, node.addr)
+	fetch := func() (int64, int16) {
+		of := kmsg.NewPtrOffsetFetchRequest()
+		of.Version = 7
+		of.Group = groupID
+		of.RequireStable = true
+		of.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "restart", Partitions: []int32{0}}}
+		resp := c.roundTrip(of).(*kmsg.OffsetFetchResponse)
+		if resp.ErrorCode != 0 {
+			return -1, resp.ErrorCode
+		}
+		rp := resp.Topics[0].Partitions[0]
+		return rp.Offset, rp.ErrorCode
+	}
+	waitFor(t, 15*time.Second, "the reloaded offsets are pending", func() bool {
+		_, code := fetch()
+		return code == kerr.UnstableOffsetCommit.Code
+	})
+	waitFor(t, 15*time.Second, "EndTxn after the restart", func() bool {
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+		return c.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode == 0
+	})
+	waitFor(t, 10*time.Second, "the committed offset", func() bool {
+		off, code := fetch()
+		return code == 0 && off == 7
+	})
+}
