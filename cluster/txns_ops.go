@@ -92,6 +92,12 @@ func (c *txnCoordinator) initProducerID(ctx context.Context, req txn.InitRequest
 	if req.Timeout <= 0 || req.Timeout > c.cfg.MaxTimeout {
 		return -1, -1, kerr.InvalidTransactionTimeout
 	}
+	// A client that skipped FindCoordinator still creates the topic on
+	// first use; it learns the coordinator from NOT_COORDINATOR.
+	if err := c.ensureStateTopic(ctx); err != nil {
+		c.logger.Warn("initializing a transactional producer id", "transactional.id", req.TransactionalID, "err", err)
+		return -1, -1, kerr.CoordinatorNotAvailable
+	}
 	newID := txn.NoProducerID
 	for {
 		e, d, err := c.decide(req.TransactionalID, true, func(cur *txn.Metadata, pending bool) txn.Decision {
