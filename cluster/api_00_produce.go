@@ -136,7 +136,7 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 		}
 		return nil, nil
 	case req.Acks == -1 && len(waits) > 0:
-		op := &delayedProduce{node: n, rc: rc, resp: resp, waits: waits}
+		op := &delayedProduce{rc: rc, resp: resp, waits: waits}
 		keys := make([]replication.TopicPartition, len(waits))
 		for i, w := range waits {
 			keys[i] = w.tp
@@ -182,7 +182,6 @@ type produceWait struct {
 
 // delayedProduce is an acks=-1 produce waiting in the produce purgatory.
 type delayedProduce struct {
-	node  *Node
 	rc    *RequestContext
 	mu    sync.Mutex
 	resp  *kmsg.ProduceResponse
