@@ -84,7 +84,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			if !describeTopicAllowed(rc, name) {
 				continue
 			}
-			resp.Topics = append(resp.Topics, metadataTopic(img.Topics[name], img))
+			resp.Topics = append(resp.Topics, n.metadataTopic(img.Topics[name], img))
 		}
 		return resp, nil
 	}
@@ -120,7 +120,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(t, img))
+		resp.Topics = append(resp.Topics, n.metadataTopic(t, img))
 	}
 	return resp, nil
 }
@@ -192,7 +192,8 @@ func metadataBrokers(img *metadata.Image, listener string) []kmsg.MetadataRespon
 	return out
 }
 
-func metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponseTopic {
+func (n *Node) metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponseTopic {
+	now := time.Now()
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -213,6 +214,10 @@ func metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponse
 			}
 		}
 		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		} else if b, ok := img.Brokers[p.Leader]; ok && !b.Fenced && n.refusing.refuses(p.Leader, b.Epoch, now) {
+			// Its process looks gone; see refusingBrokers.
+			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

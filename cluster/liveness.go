@@ -73,6 +73,102 @@ func (n *Node) watchMembership(ctx context.Context, m *membership.Membership) {
 	}
 }
 
+// reportInterval is the least time between two reports of one
+// unreachable broker: a fetcher redials every 100ms to 1s, and one report
+// is enough for the controller to check the broker itself.
+const reportInterval = 500 * time.Millisecond
+
+// leaderUnreachable is the replication hook for a leader whose listener
+// refused a fetcher's connection. It never blocks the fetcher: a report
+// that finds the queue full is dropped (the fetcher retries and reports
+// again).
+func (n *Node) leaderUnreachable(id int32) {
+	if b, ok := n.store.Image().Brokers[id]; ok {
+		n.refusing.mark(id, b.Epoch, time.Now())
+	}
+	select {
+	case n.unreachable <- id:
+	default:
+	}
+}
+
+// reportUnreachable reports brokers whose listeners refuse connections to
+// the active controller as dead until ctx ends. The controller probes the
+// broker's endpoints itself and fences it at once if they refuse it too:
+// followers notice a killed leader within the fetcher's first redial
+// (~100ms), while gossip needs its suspicion timeout (~2s) and the
+// session timeout many seconds.
+func (n *Node) reportUnreachable(ctx context.Context) {
+	last := make(map[int32]time.Time)
+	for {
+		var id int32
+		select {
+		case <-ctx.Done():
+			return
+		case id = <-n.unreachable:
+		}
+		if time.Since(last[id]) < reportInterval {
+			continue
+		}
+		if b, ok := n.store.Image().Brokers[id]; !ok || b.Fenced {
+			continue
+		}
+		last[id] = time.Now()
+		n.logger.Info("leader refuses replica fetcher connections; reporting it dead", "broker", id)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.store.ReportBrokerDead(rctx, id); err != nil && ctx.Err() == nil {
+			n.logger.Warn("reporting unreachable broker", "broker", id, "err", err)
+		}
+		cancel()
+	}
+}
+
+// refusingFor is how long a refused connection keeps a broker's
+// partitions answered as leaderless in Metadata. Fetchers redial a
+// refusing leader at least every second, so a broker that stays down
+// stays marked, and one that comes back is unmarked within this.
+const refusingFor = 2 * time.Second
+
+// refusingBrokers are the brokers, at their registered epoch, whose
+// listener refused one of this node's replica fetchers recently: their
+// process is likely gone, though the controller may not have fenced them
+// yet (or no controller is elected: the controller itself was killed).
+//
+// Metadata answers their partitions LEADER_NOT_AVAILABLE (Kafka's answer
+// for a leader that is not alive) instead of naming them leader. A client
+// told the dead leader keeps sending to it and waits its metadata min age
+// (5s in franz-go) before asking again; told LEADER_NOT_AVAILABLE it asks
+// again every 250ms and sees the new leader as soon as the controller has
+// fenced the dead one.
+type refusingBrokers struct {
+	mu    sync.Mutex
+	marks map[int32]refusal
+}
+
+type refusal struct {
+	epoch int64
+	at    time.Time
+}
+
+func (r *refusingBrokers) mark(id int32, epoch int64, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.marks == nil {
+		r.marks = make(map[int32]refusal)
+	}
+	r.marks[id] = refusal{epoch: epoch, at: now}
+}
+
+// refuses reports whether broker id, registered at epoch, refused a
+// connection within refusingFor of now. A new registration (a restart)
+// has a new epoch and is not marked.
+func (r *refusingBrokers) refuses(id int32, epoch int64, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.marks[id]
+	return ok && m.epoch == epoch && now.Sub(m.at) < refusingFor
+}
+
 // controlledShutdown asks the controller to move this broker's
 // leaderships to other ISR members before the node stops, so clients see
 // a leader change rather than a timeout.

@@ -59,6 +59,12 @@ type Node struct {
 	}
 	ready  chan struct{} // closed when the node serves requests
 	served chan struct{} // closed when the server has stopped
+
+	// unreachable carries brokers whose listener refused a replica
+	// fetcher's connection to reportUnreachable (liveness.go).
+	unreachable chan int32
+	// refusing remembers those brokers for Metadata answers (liveness.go).
+	refusing refusingBrokers
 }
 
 // drainTimeout bounds how long shutdown waits for requests in progress.
@@ -77,6 +83,7 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
 		ready:          make(chan struct{}),
 		served:         make(chan struct{}),
+		unreachable:    make(chan int32, 8),
 	}
 	n.producerIDs.controller = nodeController{n}
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
@@ -173,6 +180,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 			n.fetchWaiters.Check(tp)
 			n.groups.onRoleChange(tp)
 		},
+		OnLeaderUnreachable: n.leaderUnreachable,
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		return fmt.Errorf("opening partitions: %w", err)
@@ -181,8 +189,9 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	var wg sync.WaitGroup
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); n.replicas.Run(bg, n.store) }()
+	go func() { defer wg.Done(); n.reportUnreachable(bg) }()
 	go func() { defer wg.Done(); n.logs.Run(bg) }()
 	go func() { defer wg.Done(); n.groups.run(bg) }()
 	if cfg.AdminListener != "" {

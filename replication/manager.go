@@ -49,6 +49,12 @@ type ManagerConfig struct {
 	OnHighWatermark func(tp TopicPartition) // the partition's high watermark moved (leader or follower)
 	OnLogAppend     func(tp TopicPartition) // the leader's log end offset moved (wakes follower fetches)
 	OnRoleChange    func(tp TopicPartition) // leadership or leader epoch changed (waiting produces re-check)
+	// OnLeaderUnreachable: dialing a leader was refused (nothing listens
+	// there: the process is likely gone). The node reports it to the
+	// controller, which checks and fences at once, seconds before gossip
+	// or the session timeout would. Called on the fetcher's goroutine; it
+	// must not block.
+	OnLeaderUnreachable func(leader int32)
 
 	// Dialer connects followers to leaders; nil: TCP to the leader's
 	// endpoint on InterBrokerListener.
@@ -136,6 +142,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 		onHighWatermark: cfg.OnHighWatermark,
 		onLogAppend:     cfg.OnLogAppend,
 		onRoleChange:    cfg.OnRoleChange,
+		onUnreachable:   cfg.OnLeaderUnreachable,
 	}}
 	m.mu.partitions = make(map[TopicPartition]*Partition)
 	m.mu.fetchers = make(map[int32]*fetcher)

@@ -81,6 +81,13 @@ type hooks struct {
 	onHighWatermark func(TopicPartition)
 	onLogAppend     func(TopicPartition)
 	onRoleChange    func(TopicPartition)
+	onUnreachable   func(leader int32)
+}
+
+func (h *hooks) leaderUnreachable(leader int32) {
+	if h != nil && h.onUnreachable != nil {
+		h.onUnreachable(leader)
+	}
 }
 
 func (h *hooks) highWatermark(tp TopicPartition) {
