@@ -141,6 +141,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 		park(n.produceWaiters, rc, op, deadline, keys, false)
 		return nil, nil
 	}
+	n.addProduceLeaderHints(resp, rc.Listener)
 	return resp, nil
 }
 
@@ -207,6 +208,9 @@ func (d *delayedProduce) TryComplete() bool {
 			return false
 		}
 	}
+	// Partitions refused before parking, or whose leadership moved while
+	// waiting, tell the client the new leader.
+	d.node.addProduceLeaderHints(d.resp, d.rc.Listener)
 	d.rc.Respond(d.resp)
 	return true
 }
@@ -220,5 +224,6 @@ func (d *delayedProduce) OnExpire() {
 			d.resp.Topics[w.topicIdx].Partitions[w.partIdx].ErrorCode = kerr.RequestTimedOut.Code
 		}
 	}
+	d.node.addProduceLeaderHints(d.resp, d.rc.Listener)
 	d.rc.Respond(d.resp)
 }

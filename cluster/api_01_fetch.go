@@ -141,6 +141,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 	total := 0
 	minOneBatch := true
 	stop := false
+	img := f.node.store.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -169,6 +170,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 				if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 				}
+				f.node.addFetchLeaderHint(req.Version, img, t.Topic, &rp, f.rc.Listener)
 			} else {
 				rp.HighWatermark = res.HighWatermark
 				rp.LastStableOffset = res.HighWatermark
