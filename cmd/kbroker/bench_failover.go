@@ -118,8 +118,14 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 	for p := range int32(c.partitions) {
 		committed.Add(kadm.Offset{Topic: failoverTopic, Partition: p, At: int64(p) + 1, LeaderEpoch: -1})
 	}
+	// The first commit creates __consumer_offsets; retry until its
+	// partitions are hosted.
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = adm.CommitAllOffsets(cctx, failoverGroup, committed)
+	for {
+		if err = adm.CommitAllOffsets(cctx, failoverGroup, committed); err == nil || sleepCtx(cctx, 200*time.Millisecond) != nil {
+			break
+		}
+	}
 	cancel()
 	if err != nil {
 		return fmt.Errorf("committing the group's offsets: %w", err)
@@ -169,7 +175,7 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 
 		var coord sync.WaitGroup
 		coord.Go(func() {
-			r.coordFailover, r.coordRecovered = waitOffsetsReadable(ctx, adm, committed, r.killedAt)
+			r.coordFailover, r.coordRecovered = waitOffsetsReadable(ctx, cl.seeds(), committed, r.killedAt, stdout)
 		})
 		deadline := r.killedAt.Add(failoverWindow)
 		for time.Now().Before(deadline) && ctx.Err() == nil {
@@ -213,19 +219,42 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 	return nil
 }
 
+// fetchOffsetsFresh reads the group's committed offsets with a new
+// client, as a restarting consumer would: franz-go keeps a group's
+// coordinator cached until the coordinator answers NOT_COORDINATOR (or
+// similar), so a long-lived client keeps dialing a dead coordinator and
+// would measure that cache, not the broker's failover.
+func fetchOffsetsFresh(ctx context.Context, seeds []string) (kadm.OffsetResponses, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return kadm.NewClient(cl).FetchOffsets(ctx, failoverGroup)
+}
+
 // waitOffsetsReadable polls the group's committed offsets until they read
 // back as committed; it returns the time since killedAt.
-func waitOffsetsReadable(ctx context.Context, adm *kadm.Client, want kadm.Offsets, killedAt time.Time) (time.Duration, bool) {
+func waitOffsetsReadable(ctx context.Context, seeds []string, want kadm.Offsets, killedAt time.Time, stdout io.Writer) (time.Duration, bool) {
 	deadline := killedAt.Add(failoverWindow)
+	var last error
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		got, err := adm.FetchOffsets(rctx, failoverGroup)
-		cancel()
-		if err == nil && got.Error() == nil && offsetsMatch(got.Offsets(), want) {
+		got, err := fetchOffsetsFresh(ctx, seeds)
+		switch {
+		case err != nil:
+			last = err
+		case got.Error() != nil:
+			last = got.Error()
+		case !offsetsMatch(got.Offsets(), want):
+			last = fmt.Errorf("offsets read back as %v", got.Offsets())
+		default:
 			return time.Since(killedAt), true
 		}
 		sleepCtx(ctx, 20*time.Millisecond)
 	}
+	fmt.Fprintf(stdout, "committed offsets still unreadable: %v\n", last)
 	return time.Since(killedAt), false
 }
 
