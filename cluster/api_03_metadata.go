@@ -64,7 +64,7 @@ func createTopicAllowed(rc *RequestContext, topic string) bool {
 func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	img := n.store.Image()
+	img := n.awaitFailover(ctx, req)
 
 	allTopics := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	autoCreate := n.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
@@ -215,8 +215,10 @@ func (n *Node) metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.Metada
 		}
 		if p.Leader < 0 {
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		} else if b, ok := img.Brokers[p.Leader]; ok && !b.Fenced && n.refusing.refuses(p.Leader, b.Epoch, now) {
-			// Its process looks gone; see refusingBrokers.
+		} else if n.refusingLeader(img, p.Leader, now) {
+			// Its process looks gone and the wait for its fencing
+			// (awaitFailover) timed out: Kafka's answer for a leader
+			// that is not alive.
 			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}

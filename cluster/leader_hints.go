@@ -10,6 +10,7 @@ package cluster
 
 import (
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,13 +31,14 @@ func wantsLeaderHint(code int16) bool {
 }
 
 // leaderHint is the image's leader of topic/partition with its epoch and
-// its endpoint on listener, if it is a live broker there.
-func leaderHint(img *metadata.Image, topic string, partition int32, listener string) (leader, epoch int32, ep metadata.Endpoint, ok bool) {
+// its endpoint on listener, if it is a live broker there (not one whose
+// connection broke: see refusingBrokers).
+func (n *Node) leaderHint(img *metadata.Image, topic string, partition int32, listener string) (leader, epoch int32, ep metadata.Endpoint, ok bool) {
 	p, found := img.Partition(topic, partition)
 	if !found || p.Leader < 0 {
 		return -1, -1, ep, false
 	}
-	if b, found := img.Brokers[p.Leader]; !found || b.Fenced {
+	if b, found := img.Brokers[p.Leader]; !found || b.Fenced || n.refusingLeader(img, p.Leader, time.Now()) {
 		return -1, -1, ep, false
 	}
 	ep, ok = img.BrokerEndpoint(p.Leader, listener)
@@ -57,7 +59,7 @@ func (n *Node) addProduceLeaderHints(resp *kmsg.ProduceResponse, listener string
 			if !wantsLeaderHint(rp.ErrorCode) {
 				continue
 			}
-			leader, epoch, ep, ok := leaderHint(img, t.Topic, rp.Partition, listener)
+			leader, epoch, ep, ok := n.leaderHint(img, t.Topic, rp.Partition, listener)
 			if !ok {
 				continue
 			}
@@ -82,7 +84,7 @@ func (n *Node) addFetchLeaderHint(version int16, img *metadata.Image, topic stri
 	if version < fetchLeaderHintVersion || !wantsLeaderHint(rp.ErrorCode) {
 		return
 	}
-	if leader, epoch, _, ok := leaderHint(img, topic, rp.Partition, listener); ok {
+	if leader, epoch, _, ok := n.leaderHint(img, topic, rp.Partition, listener); ok {
 		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
 	}
 }

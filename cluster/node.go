@@ -181,6 +181,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 			n.groups.onRoleChange(tp)
 		},
 		OnLeaderUnreachable: n.leaderUnreachable,
+		OnLeaderReachable:   n.leaderReachable,
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		return fmt.Errorf("opening partitions: %w", err)

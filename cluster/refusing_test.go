@@ -28,4 +28,8 @@ func TestRefusingBrokers(t *testing.T) {
 			t.Errorf("%s: refuses(%d, %d) = %v, want %v", tc.name, tc.id, tc.epoch, got, tc.want)
 		}
 	}
+	r.clear(2) // fetched from again
+	if r.refuses(2, 7, t0.Add(time.Millisecond)) {
+		t.Error("broker 2 still marked after clear")
+	}
 }

@@ -153,10 +153,13 @@ func (f *fetcher) run(ctx context.Context) {
 	failures := 0 // consecutive
 	fail := func(what string, err error) {
 		failures++
-		if errors.Is(err, syscall.ECONNREFUSED) {
-			// The leader's listener is gone (the dial is lazy, so this
-			// shows on the first request as well as on a redial).
-			f.m.hooks.leaderUnreachable(f.leader)
+		refused := errors.Is(err, syscall.ECONNREFUSED)
+		if refused || failures == 1 {
+			// A broken connection or a refused dial (the dial is lazy,
+			// so a refusal shows on the first request): the leader may
+			// be gone. Said at once, before clients decide where to
+			// send next.
+			f.m.hooks.leaderUnreachable(f.leader, refused)
 		}
 		if ctx.Err() == nil {
 			f.logger.Info("replica fetcher: "+what, "err", err, "retry_in", backoff)
@@ -197,6 +200,9 @@ func (f *fetcher) run(ctx context.Context) {
 		if err != nil {
 			fail("fetch", err)
 			continue
+		}
+		if failures > 0 {
+			f.m.hooks.leaderReachable(f.leader)
 		}
 		backoff, failures = minBackoff, 0
 		f.handleFetch(sent, resp)
@@ -488,6 +494,16 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 			}
 			f.delay(s, now)
 			return
+		}
+		if p.durable() {
+			// Fsync what this response brought (one fsync for all its
+			// batches) before the next fetch reports the new log end
+			// offset to the leader; see durable.go.
+			if err := p.log.SyncTo(p.LogEndOffset()); err != nil {
+				log.Error("fsyncing fetched batches", "err", err)
+				f.delay(s, now)
+				return
+			}
 		}
 	}
 	f.ready(s, false)
