@@ -36,6 +36,7 @@ type benchConfig struct {
 	kills      int
 	rate       float64
 	durable    bool
+	nodeBin    string
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
@@ -54,6 +55,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here")
 	fs.IntVar(&c.kills, "kills", 6, "failover: kills (round robin over the three nodes)")
 	fs.Float64Var(&c.rate, "rate", 3000, "failover: records/s produced during the kills")
+	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
 	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
 	if err := fs.Parse(args); err != nil {
 		return c, parseError{err}
@@ -97,6 +99,9 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	if err != nil {
 		return fmt.Errorf("finding this binary to start nodes: %w", err)
 	}
+	if c.nodeBin != "" {
+		bin = c.nodeBin
+	}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "kbroker-bench-"); err != nil {
 			return err
@@ -107,7 +112,7 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, load average %s (other work on the machine slows both targets alike; compare ratios)\n", runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(stdout, "kbroker nodes: %s (logs node-N.log)\n", c.dir)
-	cl, err := newBenchCluster(bin, c.dir, c.sets)
+	cl, err := newBenchCluster(bin, c.dir, c.sets, c.profileDir != "")
 	if err != nil {
 		return err
 	}

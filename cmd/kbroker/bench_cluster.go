@@ -40,8 +40,9 @@ type benchCluster struct {
 }
 
 // newBenchCluster lays out three nodes under dir; extra are further
-// "key=value" settings given to every node.
-func newBenchCluster(bin, dir string, extra []string) (*benchCluster, error) {
+// "key=value" settings given to every node; pprof turns on their
+// profiling endpoints (a build without admin.pprof.enable refuses it).
+func newBenchCluster(bin, dir string, extra []string, pprof bool) (*benchCluster, error) {
 	ports, err := freeTCPPorts(12)
 	if err != nil {
 		return nil, err
@@ -69,9 +70,11 @@ func newBenchCluster(bin, dir string, extra []string) (*benchCluster, error) {
 			"gossip.listener=" + gossip[i],
 			"gossip.seeds=" + strings.Join(gossip, ","),
 			"admin.listener=" + n.adminAddr,
-			"admin.pprof.enable=true",
 			"default.replication.factor=3",
 			"min.insync.replicas=2",
+		}
+		if pprof {
+			sets = append(sets, "admin.pprof.enable=true")
 		}
 		sets = append(sets, extra...)
 		n.args = []string{"serve"}
