@@ -63,6 +63,11 @@ func fetchActions(_ *RequestContext, kreq kmsg.Request) []Action {
 
 func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
+	if req.ReplicaID >= 0 {
+		// If this connection is dropped, the follower may be gone
+		// (serverConfig.followerGone).
+		rc.conn.replicaID.Store(req.ReplicaID)
+	}
 	f := &delayedFetch{node: n, rc: rc, req: req, peer: n.fetchPeer(rc)}
 	resp, bytes, stop := f.read()
 	var keys []replication.TopicPartition

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,6 +75,10 @@ type conn struct {
 
 	mu      sync.Mutex
 	pending map[*slot]struct{} // read, response not yet written or dropped
+
+	// replicaID is the follower that sent follower fetches on this
+	// connection (-1: none); see serverConfig.followerGone.
+	replicaID atomic.Int32
 }
 
 // slot is the place of one request's response in the connection's order.
@@ -99,7 +104,7 @@ func (s *slot) finish(resp kmsg.Response, noResp bool, closeErr error) {
 }
 
 func newConn(s *Server, nc net.Conn, listener string) *conn {
-	return &conn{
+	c := &conn{
 		srv:      s,
 		nc:       nc,
 		listener: listener,
@@ -108,6 +113,8 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		gone:     make(chan struct{}),
 		pending:  make(map[*slot]struct{}),
 	}
+	c.replicaID.Store(-1)
+	return c
 }
 
 // serve runs the connection until the client goes away, a protocol error
@@ -138,6 +145,9 @@ func (c *conn) serve(ctx context.Context) {
 			c.logger.Debug("dropping connection", "err", err)
 		}
 		c.drop()
+		if id := c.replicaID.Load(); id >= 0 && c.srv.cfg.followerGone != nil {
+			c.srv.cfg.followerGone(id)
+		}
 	}
 	close(c.slots)
 	<-writerDone

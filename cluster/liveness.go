@@ -99,6 +99,24 @@ func (n *Node) leaderUnreachable(id int32, refused bool) {
 	}
 }
 
+// followerGone is told by the server that a follower's fetch connection
+// was dropped by its peer. The follower is reported to the controller,
+// which fences it at once only if its listeners refuse connections too.
+// A dead follower holds back the high watermark of every partition
+// whose ISR it is in (acks=all waits) until it is fenced, and a broker
+// that leads nothing is noticed by no fetcher; its leaders notice it
+// here. It is not marked for Metadata: a live follower closes its fetch
+// connection whenever it stops following this broker.
+func (n *Node) followerGone(id int32) {
+	if id == n.cfg.NodeID {
+		return
+	}
+	select {
+	case n.unreachable <- id:
+	default:
+	}
+}
+
 // leaderReachable is the replication hook for a leader fetched from
 // again: it is no longer marked.
 func (n *Node) leaderReachable(id int32) { n.refusing.clear(id) }
@@ -125,7 +143,7 @@ func (n *Node) reportUnreachable(ctx context.Context) {
 			continue
 		}
 		last[id] = time.Now()
-		n.logger.Info("leader refuses replica fetcher connections; reporting it dead", "broker", id)
+		n.logger.Info("broker unreachable (refused fetcher dial or dropped follower connection); reporting it dead", "broker", id)
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := n.store.ReportBrokerDead(rctx, id); err != nil && ctx.Err() == nil {
 			n.logger.Warn("reporting unreachable broker", "broker", id, "err", err)

@@ -60,8 +60,9 @@ type Node struct {
 	ready  chan struct{} // closed when the node serves requests
 	served chan struct{} // closed when the server has stopped
 
-	// unreachable carries brokers whose listener refused a replica
-	// fetcher's connection to reportUnreachable (liveness.go).
+	// unreachable carries brokers to report dead to the controller
+	// (reportUnreachable, liveness.go): a replica fetcher's dial was
+	// refused, or a follower's fetch connection was dropped.
 	unreachable chan int32
 	// refusing remembers those brokers for Metadata answers (liveness.go).
 	refusing refusingBrokers
@@ -88,7 +89,9 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n.producerIDs.controller = nodeController{n}
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
-	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
+	scfg := serverConfigFrom(&cfg)
+	scfg.followerGone = n.followerGone
+	n.server = newServer(logger, n.apis(), scfg, n.metrics)
 	return n, nil
 }
 
