@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint
+.PHONY: build test fuzz image up down lint bench bench-failover
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -34,3 +34,14 @@ lint:
 	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q ' $(GOLANGCI_LINT_VERSION:v%=%) ' || \
 		go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	$(GOLANGCI_LINT) run ./...
+
+# A local three-node kbroker cluster next to franz-go's in-memory kfake in
+# the same run: throughput and latency ratios (machine load affects both).
+# BENCH_FLAGS passes more flags, e.g. BENCH_FLAGS='--durable --rounds 3'.
+bench: build
+	./bin/kbroker bench $(BENCH_FLAGS)
+
+# kill -9 each broker in turn under load: per kill, the longest ack gap of
+# any partition and how long the group's committed offsets were unreadable.
+bench-failover: build
+	./bin/kbroker bench --mode failover $(BENCH_FLAGS)

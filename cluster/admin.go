@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -17,8 +19,12 @@ import (
 //	/healthz  200 while the process serves HTTP at all
 //	/readyz   200 once the broker is registered, unfenced and accepting
 //	          requests; 503 otherwise
+//	/debug/pprof/...  Go's profiles, only with admin.pprof.enable
 func (n *Node) serveAdmin(ctx context.Context, ln net.Listener) {
 	mux := http.NewServeMux()
+	if n.cfg.AdminPprofEnable {
+		enableProfiling(mux)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
@@ -30,6 +36,7 @@ func (n *Node) serveAdmin(ctx context.Context, ln net.Listener) {
 		}
 		fmt.Fprintln(w, "ready")
 	})
+	// No WriteTimeout: /debug/pprof/profile streams for its seconds= argument.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	stop := context.AfterFunc(ctx, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -40,6 +47,26 @@ func (n *Node) serveAdmin(ctx context.Context, ln net.Listener) {
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		n.logger.Warn("admin listener stopped", "err", err)
 	}
+}
+
+// Sampling rates while profiling is on: one mutex contention event in
+// mutexProfileFraction, and blocking events of at least blockProfileRate
+// nanoseconds, so the profiles cost little on a busy broker.
+const (
+	mutexProfileFraction = 100
+	blockProfileRate     = 10_000 // 10 µs
+)
+
+// enableProfiling registers net/http/pprof's handlers on mux and turns on
+// the mutex and block profiles, which are off by default in Go.
+func enableProfiling(mux *http.ServeMux) {
+	runtime.SetMutexProfileFraction(mutexProfileFraction)
+	runtime.SetBlockProfileRate(blockProfileRate)
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
 // readiness reports why the broker is not ready, or nil.

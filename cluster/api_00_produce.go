@@ -136,7 +136,7 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 		}
 		return nil, nil
 	case req.Acks == -1 && len(waits) > 0:
-		op := &delayedProduce{rc: rc, resp: resp, waits: waits}
+		op := &delayedProduce{node: n, rc: rc, resp: resp, waits: waits}
 		keys := make([]replication.TopicPartition, len(waits))
 		for i, w := range waits {
 			keys[i] = w.tp
@@ -145,6 +145,7 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 		park(n.produceWaiters, rc, op, deadline, keys, false)
 		return nil, nil
 	}
+	n.addProduceLeaderHints(resp, rc.Listener)
 	return resp, nil
 }
 
@@ -182,6 +183,7 @@ type produceWait struct {
 
 // delayedProduce is an acks=-1 produce waiting in the produce purgatory.
 type delayedProduce struct {
+	node  *Node // for the leader hints added to the response
 	rc    *RequestContext
 	mu    sync.Mutex
 	resp  *kmsg.ProduceResponse
@@ -213,6 +215,9 @@ func (d *delayedProduce) TryComplete() bool {
 			return false
 		}
 	}
+	// Partitions refused before parking, or whose leadership moved while
+	// waiting, tell the client the new leader.
+	d.node.addProduceLeaderHints(d.resp, d.rc.Listener)
 	d.rc.Respond(d.resp)
 	return true
 }
@@ -226,5 +231,6 @@ func (d *delayedProduce) OnExpire() {
 			d.resp.Topics[w.topicIdx].Partitions[w.partIdx].ErrorCode = kerr.RequestTimedOut.Code
 		}
 	}
+	d.node.addProduceLeaderHints(d.resp, d.rc.Listener)
 	d.rc.Respond(d.resp)
 }

@@ -64,6 +64,11 @@ func fetchActions(_ *RequestContext, kreq kmsg.Request) []Action {
 
 func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
+	if req.ReplicaID >= 0 {
+		// If this connection is dropped, the follower may be gone
+		// (serverConfig.followerGone).
+		rc.conn.replicaID.Store(req.ReplicaID)
+	}
 	f := &delayedFetch{node: n, rc: rc, req: req, peer: n.fetchPeer(rc)}
 	resp, bytes, stop := f.read()
 	var keys []replication.TopicPartition
@@ -142,6 +147,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 	total := 0
 	minOneBatch := true
 	stop := false
+	img := f.node.store.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
@@ -171,6 +177,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 				if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 				}
+				f.node.addFetchLeaderHint(req.Version, img, t.Topic, &rp, f.rc.Listener)
 			} else {
 				rp.HighWatermark = res.HighWatermark
 				rp.LastStableOffset = lso

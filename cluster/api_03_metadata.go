@@ -64,7 +64,7 @@ func createTopicAllowed(rc *RequestContext, topic string) bool {
 func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	img := n.store.Image()
+	img := n.awaitFailover(ctx, req)
 
 	allTopics := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	autoCreate := n.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
@@ -84,7 +84,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			if !describeTopicAllowed(rc, name) {
 				continue
 			}
-			resp.Topics = append(resp.Topics, metadataTopic(img.Topics[name], img))
+			resp.Topics = append(resp.Topics, n.metadataTopic(img.Topics[name], img))
 		}
 		fillAuthorizedOperations(rc, req, resp)
 		return resp, nil
@@ -125,7 +125,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(t, img))
+		resp.Topics = append(resp.Topics, n.metadataTopic(t, img))
 	}
 	fillAuthorizedOperations(rc, req, resp)
 	return resp, nil
@@ -226,7 +226,8 @@ func metadataBrokers(img *metadata.Image, listener string) []kmsg.MetadataRespon
 	return out
 }
 
-func metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponseTopic {
+func (n *Node) metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponseTopic {
+	now := time.Now()
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -247,6 +248,12 @@ func metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponse
 			}
 		}
 		if p.Leader < 0 {
+			mp.ErrorCode = kerr.LeaderNotAvailable.Code
+		} else if n.refusingLeader(img, p.Leader, now) {
+			// Its process looks gone and the wait for its fencing
+			// (awaitFailover) timed out: Kafka's answer for a leader
+			// that is not alive.
+			mp.Leader = -1
 			mp.ErrorCode = kerr.LeaderNotAvailable.Code
 		}
 		mt.Partitions = append(mt.Partitions, mp)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,6 +75,10 @@ type conn struct {
 
 	mu      sync.Mutex
 	pending map[*slot]struct{} // read, response not yet written or dropped
+
+	// replicaID is the follower that sent follower fetches on this
+	// connection (-1: none); see serverConfig.followerGone.
+	replicaID atomic.Int32
 }
 
 // slot is the place of one request's response in the connection's order.
@@ -99,7 +104,7 @@ func (s *slot) finish(resp kmsg.Response, noResp bool, closeErr error) {
 }
 
 func newConn(s *Server, nc net.Conn, listener string) *conn {
-	return &conn{
+	c := &conn{
 		srv:      s,
 		nc:       nc,
 		listener: listener,
@@ -108,6 +113,8 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		gone:     make(chan struct{}),
 		pending:  make(map[*slot]struct{}),
 	}
+	c.replicaID.Store(-1)
+	return c
 }
 
 // serve runs the connection until the client goes away, a protocol error
@@ -138,6 +145,9 @@ func (c *conn) serve(ctx context.Context) {
 			c.logger.Debug("dropping connection", "err", err)
 		}
 		c.drop()
+		if id := c.replicaID.Load(); id >= 0 && c.srv.cfg.followerGone != nil {
+			c.srv.cfg.followerGone(id)
+		}
 	}
 	close(c.slots)
 	<-writerDone
@@ -377,39 +387,145 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 	return nil
 }
 
+// Bounds of one coalesced write: responses already complete are gathered
+// into one buffer until it holds maxCoalescedBytes or maxCoalesced
+// responses. A buffer that grew past maxRetainedWriteBuf (a large fetch)
+// is dropped after its write rather than kept for the connection's life.
+const (
+	maxCoalescedBytes   = 256 << 10
+	maxCoalesced        = 16
+	maxRetainedWriteBuf = 1 << 20
+)
+
+// writeLoop writes responses in request order. It waits for the oldest
+// slot, then takes every following slot whose response is already
+// complete without waiting, and writes them all with one syscall: under
+// load (many acks=all produces completed by one high watermark move,
+// pipelined fetches) this replaces a write per response with one per
+// burst.
 func (c *conn) writeLoop() {
 	var buf []byte
-	for s := range c.slots {
-		select {
-		case <-s.done:
-		case <-c.gone:
-		case <-c.srv.abandon:
-			// Shutdown gave up on requests that never completed: close
-			// rather than wait for them.
-			c.drop()
+	var batch []*slot
+	head, ok := <-c.slots
+	for ok {
+		c.await(head)
+		batch = append(batch[:0], head)
+		head, ok = nil, false
+		closed := false
+	gather:
+		for len(batch) < maxCoalesced && len(buf) < maxCoalescedBytes {
+			select {
+			case next, more := <-c.slots:
+				if !more {
+					closed = true
+					break gather
+				}
+				if next.ready() {
+					batch = append(batch, next)
+					continue
+				}
+				head, ok = next, true
+				break gather
+			default:
+				break gather
+			}
 		}
-		if !c.dropped() {
-			c.write(s, &buf)
+		buf = c.writeBatch(batch, buf[:0])
+		if cap(buf) > maxRetainedWriteBuf {
+			buf = nil
 		}
-		c.retire(s)
+		for _, s := range batch {
+			c.retire(s)
+		}
+		clear(batch)
+		if !ok && !closed {
+			head, ok = <-c.slots
+		}
 	}
 }
 
-// write sends s's response, or closes the connection as s asks.
-func (c *conn) write(s *slot, buf *[]byte) {
-	switch {
-	case s.noResp:
-		return
-	case s.closeConn != nil:
+// await waits until s's response is complete, the connection is dropped,
+// or shutdown abandons the requests still running.
+func (c *conn) await(s *slot) {
+	select {
+	case <-s.done:
+	case <-c.gone:
+	case <-c.srv.abandon:
+		// Shutdown gave up on requests that never completed: close
+		// rather than wait for them.
 		c.drop()
+	}
+}
+
+// ready reports whether s's response is complete and can share a write
+// with those before it (a slot that closes the connection cannot).
+func (s *slot) ready() bool {
+	select {
+	case <-s.done:
+		return s.closeConn == nil
+	default:
+		return false
+	}
+}
+
+// writeBatch encodes the responses of batch, whose first slot is complete
+// and the rest ready, into buf and writes them at once; a slot that asks
+// to close the connection closes it after those before it are written.
+func (c *conn) writeBatch(batch []*slot, buf []byte) []byte {
+	for _, s := range batch {
+		if c.dropped() {
+			return buf
+		}
+		switch {
+		case !isDone(s):
+			// Dropped or abandoned while waiting: nothing to write.
+			return buf
+		case s.noResp:
+			continue
+		case s.closeConn != nil:
+			c.flush(buf)
+			c.drop()
+			return buf
+		}
+		buf = appendResponse(buf, s)
+	}
+	c.flush(buf)
+	return buf
+}
+
+func isDone(s *slot) bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// flush writes buf, dropping the connection on error.
+func (c *conn) flush(buf []byte) {
+	if len(buf) == 0 || c.dropped() {
 		return
 	}
+	c.nc.SetWriteDeadline(time.Now().Add(c.srv.writeTimeout))
+	if _, err := c.nc.Write(buf); err != nil {
+		c.drop()
+	}
+}
+
+// appendResponse appends s's response frame to buf, encoding the body in
+// place behind the size and header (no intermediate copy of the body).
+func appendResponse(buf []byte, s *slot) []byte {
 	// The ApiVersions response header never has tagged fields, so
 	// clients can parse it before they know our versions.
 	flexible := s.resp.IsFlexible() && s.hdr.APIKey != apiVersionsKey
-	*buf = wire.AppendResponse((*buf)[:0], s.hdr.CorrelationID, flexible, s.resp.AppendTo(nil))
-	c.nc.SetWriteDeadline(time.Now().Add(c.srv.writeTimeout))
-	if _, err := c.nc.Write(*buf); err != nil {
-		c.drop()
+	start := len(buf)
+	buf = append(buf, 0, 0, 0, 0) // size, set below
+	buf = binary.BigEndian.AppendUint32(buf, uint32(s.hdr.CorrelationID))
+	if flexible {
+		buf = append(buf, 0) // no tagged fields
 	}
+	buf = s.resp.AppendTo(buf)
+	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
+	return buf
 }

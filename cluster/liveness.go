@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kbroker/kbroker/cluster/membership"
+	"github.com/kbroker/kbroker/metadata"
 )
 
 // brokerEpoch is this broker's epoch from its registration, as the image
@@ -71,6 +74,221 @@ func (n *Node) watchMembership(ctx context.Context, m *membership.Membership) {
 			cancel()
 		}
 	}
+}
+
+// reportInterval is the least time between two reports of one
+// unreachable broker: a fetcher redials every 100ms to 1s, and one report
+// is enough for the controller to check the broker itself.
+const reportInterval = 500 * time.Millisecond
+
+// leaderUnreachable is the replication hook for a leader whose
+// connection broke or whose listener refused a fetcher's dial: it is
+// marked for Metadata answers at once, and a refusal is reported to the
+// controller. It never blocks the fetcher: a report that finds the queue
+// full is dropped (the fetcher retries and reports again).
+func (n *Node) leaderUnreachable(id int32, refused bool) {
+	if b, ok := n.store.Image().Brokers[id]; ok {
+		n.refusing.mark(id, b.Epoch, time.Now())
+	}
+	if !refused {
+		return
+	}
+	select {
+	case n.unreachable <- id:
+	default:
+	}
+}
+
+// followerGone is told by the server that a follower's fetch connection
+// was dropped by its peer. The follower is reported to the controller,
+// which fences it at once only if its listeners refuse connections too.
+// A dead follower holds back the high watermark of every partition
+// whose ISR it is in (acks=all waits) until it is fenced, and a broker
+// that leads nothing is noticed by no fetcher; its leaders notice it
+// here. It is not marked for Metadata: a live follower closes its fetch
+// connection whenever it stops following this broker.
+func (n *Node) followerGone(id int32) {
+	if id == n.cfg.NodeID {
+		return
+	}
+	select {
+	case n.unreachable <- id:
+	default:
+	}
+}
+
+// leaderReachable is the replication hook for a leader fetched from
+// again: it is no longer marked.
+func (n *Node) leaderReachable(id int32) { n.refusing.clear(id) }
+
+// reportUnreachable reports brokers whose listeners refuse connections to
+// the active controller as dead until ctx ends. The controller probes the
+// broker's endpoints itself and fences it at once if they refuse it too:
+// followers notice a killed leader within the fetcher's first redial
+// (~100ms), while gossip needs its suspicion timeout (~2s) and the
+// session timeout many seconds.
+func (n *Node) reportUnreachable(ctx context.Context) {
+	last := make(map[int32]time.Time)
+	for {
+		var id int32
+		select {
+		case <-ctx.Done():
+			return
+		case id = <-n.unreachable:
+		}
+		if time.Since(last[id]) < reportInterval {
+			continue
+		}
+		if b, ok := n.store.Image().Brokers[id]; !ok || b.Fenced {
+			continue
+		}
+		last[id] = time.Now()
+		n.logger.Info("broker unreachable (refused fetcher dial or dropped follower connection); reporting it dead", "broker", id)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := n.store.ReportBrokerDead(rctx, id); err != nil && ctx.Err() == nil {
+			n.logger.Warn("reporting unreachable broker", "broker", id, "err", err)
+		}
+		cancel()
+	}
+}
+
+// refusingFor is how long a refused connection keeps a broker's
+// partitions answered as leaderless in Metadata. Fetchers redial a
+// refusing leader at least every second, so a broker that stays down
+// stays marked, and one that comes back is unmarked within this.
+const refusingFor = 2 * time.Second
+
+// refusingBrokers are the brokers, at their registered epoch, whose
+// connection from one of this node's replica fetchers broke or whose
+// listener refused it recently, with no successful fetch since: their
+// process is likely gone, though the controller may not have fenced them
+// yet (or no controller is elected: the controller itself was killed).
+//
+// Metadata answers their partitions LEADER_NOT_AVAILABLE (Kafka's answer
+// for a leader that is not alive) instead of naming them leader. A client
+// told the dead leader keeps sending to it and waits its metadata min age
+// (5s in franz-go) before asking again; told LEADER_NOT_AVAILABLE it asks
+// again every 250ms and sees the new leader as soon as the controller has
+// fenced the dead one.
+type refusingBrokers struct {
+	mu    sync.Mutex
+	marks map[int32]refusal
+}
+
+type refusal struct {
+	epoch int64
+	at    time.Time
+}
+
+func (r *refusingBrokers) mark(id int32, epoch int64, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.marks == nil {
+		r.marks = make(map[int32]refusal)
+	}
+	r.marks[id] = refusal{epoch: epoch, at: now}
+}
+
+// any reports whether some broker is marked (a cheap check first).
+func (r *refusingBrokers) any() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.marks) > 0
+}
+
+func (r *refusingBrokers) clear(id int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.marks, id)
+}
+
+// refuses reports whether broker id, registered at epoch, refused a
+// connection within refusingFor of now. A new registration (a restart)
+// has a new epoch and is not marked.
+func (r *refusingBrokers) refuses(id int32, epoch int64, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.marks[id]
+	return ok && m.epoch == epoch && now.Sub(m.at) < refusingFor
+}
+
+// refusingLeader reports whether leader is an unfenced broker of img
+// whose listener refused this node's fetcher recently.
+func (n *Node) refusingLeader(img *metadata.Image, leader int32, now time.Time) bool {
+	b, ok := img.Brokers[leader]
+	return ok && !b.Fenced && n.refusing.refuses(leader, b.Epoch, now)
+}
+
+// maxFailoverWait bounds how long a Metadata request waits for the
+// fencing of a leader whose connection broke: longer than a fencing
+// after a controller election takes (~1s), well below clients' request
+// timeouts.
+const maxFailoverWait = 2 * time.Second
+
+// awaitFailover returns the image to answer req from. While a partition
+// it asks about is led by a broker marked in refusing (its connection
+// broke, no fetch has worked since), it first waits, up to
+// maxFailoverWait, for that to end: the controller fencing the broker
+// and electing new leaders, or a fetcher reaching it again.
+//
+// A client asks for metadata right after losing a leader; answered with
+// the dead leader it keeps sending there and (franz-go) asks again only
+// after its metadata min age, 5s. When the controller died with the
+// leader, fencing waits for a Raft election (~1s), which a client's
+// first metadata request beats; held until then, it is answered with the
+// new leaders.
+func (n *Node) awaitFailover(ctx context.Context, req *kmsg.MetadataRequest) *metadata.Image {
+	deadline := time.Now().Add(maxFailoverWait)
+	for {
+		img := n.store.Image()
+		now := time.Now()
+		if !n.asksAboutRefusingLeader(img, req, now) || !now.Before(deadline) {
+			return img
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return n.store.Image()
+		case <-t.C:
+		}
+	}
+}
+
+// asksAboutRefusingLeader reports whether a topic req names (all topics
+// for a nil list) has a partition led by a refusing broker.
+func (n *Node) asksAboutRefusingLeader(img *metadata.Image, req *kmsg.MetadataRequest, now time.Time) bool {
+	if !n.refusing.any() {
+		return false
+	}
+	refusing := func(t *metadata.Topic) bool {
+		for _, p := range t.Partitions {
+			if p.Leader >= 0 && n.refusingLeader(img, p.Leader, now) {
+				return true
+			}
+		}
+		return false
+	}
+	if req.Topics == nil {
+		for _, t := range img.Topics {
+			if refusing(t) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, rt := range req.Topics {
+		var t *metadata.Topic
+		if rt.Topic != nil {
+			t = img.Topics[*rt.Topic]
+		} else {
+			t = img.TopicsByID[rt.TopicID]
+		}
+		if t != nil && refusing(t) {
+			return true
+		}
+	}
+	return false
 }
 
 // controlledShutdown asks the controller to move this broker's

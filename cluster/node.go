@@ -66,6 +66,13 @@ type Node struct {
 
 	ready  chan struct{} // closed when the node serves requests
 	served chan struct{} // closed when the server has stopped
+
+	// unreachable carries brokers to report dead to the controller
+	// (reportUnreachable, liveness.go): a replica fetcher's dial was
+	// refused, or a follower's fetch connection was dropped.
+	unreachable chan int32
+	// refusing remembers those brokers for Metadata answers (liveness.go).
+	refusing refusingBrokers
 }
 
 // drainTimeout bounds how long shutdown waits for requests in progress.
@@ -84,13 +91,16 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
 		ready:          make(chan struct{}),
 		served:         make(chan struct{}),
+		unreachable:    make(chan int32, 8),
 	}
 	n.producerIDs.controller = nodeController{n}
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.txnClients = &markerClients{}
 	n.txns = newTxnCoordinator(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
-	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
+	scfg := serverConfigFrom(&cfg)
+	scfg.followerGone = n.followerGone
+	n.server = newServer(logger, n.apis(), scfg, n.metrics)
 	if err := n.installAuthorizer(); err != nil {
 		return nil, err
 	}
@@ -187,6 +197,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 			n.groups.onRoleChange(tp)
 			n.txns.onRoleChange(tp)
 		},
+		OnLeaderUnreachable: n.leaderUnreachable,
+		OnLeaderReachable:   n.leaderReachable,
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		return fmt.Errorf("opening partitions: %w", err)
@@ -195,11 +207,12 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	var wg sync.WaitGroup
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	wg.Add(4)
-	go func() { defer wg.Done(); n.replicas.Run(bg, n.store) }()
-	go func() { defer wg.Done(); n.logs.Run(bg) }()
-	go func() { defer wg.Done(); n.groups.run(bg) }()
-	go func() { defer wg.Done(); n.txns.run(bg); n.txnClients.close() }()
+	// wg.Go keeps the count right as goroutines are added here.
+	wg.Go(func() { n.replicas.Run(bg, n.store) })
+	wg.Go(func() { n.reportUnreachable(bg) })
+	wg.Go(func() { n.logs.Run(bg) })
+	wg.Go(func() { n.groups.run(bg) })
+	wg.Go(func() { n.txns.run(bg); n.txnClients.close() })
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)
 		if err != nil {

@@ -33,6 +33,10 @@ type serverConfig struct {
 	// answered, across connections; <= 0 is no bound.
 	queuedMaxRequestBytes int64
 	authorizer            Authorizer
+	// followerGone, if set, is told the replica id of a follower whose
+	// fetch connection the peer dropped (EOF, reset): the broker process
+	// may be gone. Called on the connection's goroutine; must not block.
+	followerGone func(replicaID int32)
 }
 
 // serverConfigFrom takes the connection layer's keys from the broker

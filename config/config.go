@@ -157,6 +157,8 @@ type Config struct {
 	// gossip; see cluster/membership's keyring.go for the format.
 	GossipSecretKeyFile string `kafka:"gossip.secret.key.file"`
 	AdminListener       string `kafka:"admin.listener"`
+	// AdminPprofEnable serves net/http/pprof on the admin listener.
+	AdminPprofEnable bool `kafka:"admin.pprof.enable"`
 
 	// Client connection and request limits (keys: connections.go).
 	MaxConnections               int32            `kafka:"max.connections"`

@@ -382,6 +382,8 @@ var keys = []brokerKey{
 		func(c *Config) *string { return &c.GossipSecretKeyFile }),
 	hostPortKey("admin.listener", "host:port of the admin HTTP server (/metrics); empty is off.",
 		func(c *Config) *string { return &c.AdminListener }),
+	boolKey("admin.pprof.enable", "false", "Serve Go's /debug/pprof profiles on admin.listener and sample mutex and block contention (off: profiles expose internals and cost a little CPU).",
+		func(c *Config) *bool { return &c.AdminPprofEnable }),
 
 	// Client connection and request limits (cluster/server.go); the
 	// overrides parser is in connections.go.

@@ -260,11 +260,17 @@ func (s *Store) reportBrokerDead(ctx context.Context, id int32) error {
 	}
 	now := time.Now()
 	if s.sessions.silence(id, now) < s.cfg.DeadReportGrace {
-		// It heartbeated recently: gossip may be wrong (a partition
-		// between it and the reporter only). Fence it once it stays
-		// silent for the grace (fenceSuspects).
-		s.sessions.suspect(id, b.Epoch, now)
-		return nil
+		if !refusesConnections(ctx, b) {
+			// It heartbeated recently and may still be up: gossip may
+			// be wrong (a partition between it and the reporter only).
+			// Fence it once it stays silent for the grace
+			// (fenceSuspects).
+			s.sessions.suspect(id, b.Epoch, now)
+			return nil
+		}
+		// Nothing listens at its endpoints: the process is gone.
+		s.log.Info("fencing broker reported dead: its listeners refuse connections", "broker", id, "epoch", b.Epoch)
+		return s.fenceBroker(ctx, id, b.Epoch, true, false)
 	}
 	s.log.Info("fencing broker reported dead", "broker", id, "epoch", b.Epoch)
 	return s.fenceBroker(ctx, id, b.Epoch, true, false)

@@ -326,6 +326,14 @@ func Open(cfg Config) (*Store, error) {
 	rc.Logger = rlog
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	// Half of hashicorp/raft's LAN defaults (1s): a follower starts an
+	// election 0.5–1s after the last heartbeat (sent every 50ms) instead
+	// of 1–2s. While there is no active controller a killed broker stays
+	// unfenced and its partitions leaderless, so the election is on the
+	// path of every failover that kills the controller.
+	rc.HeartbeatTimeout = 500 * time.Millisecond
+	rc.ElectionTimeout = 500 * time.Millisecond
+	rc.LeaderLeaseTimeout = 250 * time.Millisecond
 	if len(cfg.Voters) == 1 && cfg.Voters[0].ID == cfg.NodeID {
 		// A sole voter has nobody to hear from: waiting a full heartbeat
 		// timeout before electing itself only delays every start.

@@ -61,7 +61,7 @@
 // high watermark to min(leader's, log end offset), never lower. A fetch
 // OFFSET_OUT_OF_RANGE below the leader's log start offset restarts the
 // log there; otherwise it asks OffsetForLeaderEpoch again. Partition
-// errors back the partition off (100ms doubling to 1s) until the image
+// errors back the partition off (20ms doubling to 1s) until the image
 // moves it; connection errors back the fetcher off likewise and redial.
 // Every follower write runs under the partition lock held shared and
 // after checking the partition still follows that leader in that epoch,

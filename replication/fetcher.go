@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,6 +21,12 @@ import (
 const (
 	minBackoff = 100 * time.Millisecond
 	maxBackoff = time.Second
+	// minPartitionBackoff is the first backoff of a partition the leader
+	// refused. Short: right after a leader change the new leader often
+	// has not applied the image yet (NOT_LEADER_OR_FOLLOWER,
+	// UNKNOWN_LEADER_EPOCH) and will a few milliseconds later, while
+	// acks=all produces wait for this follower to fetch.
+	minPartitionBackoff = 20 * time.Millisecond
 	// replicaFetchResponseMaxBytes is replica.fetch.response.max.bytes.
 	replicaFetchResponseMaxBytes = 10 << 20
 )
@@ -143,13 +150,30 @@ func (f *fetcher) run(ctx context.Context) {
 		}
 	}()
 	backoff := minBackoff
+	failures := 0 // consecutive
 	fail := func(what string, err error) {
+		failures++
+		refused := errors.Is(err, syscall.ECONNREFUSED)
+		if refused || failures == 1 {
+			// A broken connection or a refused dial (the dial is lazy,
+			// so a refusal shows on the first request): the leader may
+			// be gone. Said at once, before clients decide where to
+			// send next.
+			f.m.hooks.leaderUnreachable(f.leader, refused)
+		}
 		if ctx.Err() == nil {
 			f.logger.Info("replica fetcher: "+what, "err", err, "retry_in", backoff)
 		}
 		if conn != nil {
 			conn.Close()
 			conn = nil
+		}
+		if failures == 1 && !errors.Is(err, syscall.ECONNREFUSED) {
+			// Redial at once after a working connection broke: when the
+			// leader was killed the redial is refused, which reports it
+			// (above) within milliseconds of the kill rather than after
+			// a backoff, while clients are still deciding where to send.
+			return
 		}
 		sleep(ctx, backoff)
 		backoff = min(2*backoff, maxBackoff)
@@ -177,7 +201,10 @@ func (f *fetcher) run(ctx context.Context) {
 			fail("fetch", err)
 			continue
 		}
-		backoff = minBackoff
+		if failures > 0 {
+			f.m.hooks.leaderReachable(f.leader)
+		}
+		backoff, failures = minBackoff, 0
 		f.handleFetch(sent, resp)
 	}
 }
@@ -247,7 +274,7 @@ func (f *fetcher) delay(s sentPartition, now time.Time) {
 	if f.mu.parts[s.tp] != s.fp {
 		return
 	}
-	s.fp.backoff = min(max(2*s.fp.backoff, minBackoff), maxBackoff)
+	s.fp.backoff = min(max(2*s.fp.backoff, minPartitionBackoff), maxBackoff)
 	s.fp.delayUntil = now.Add(s.fp.backoff)
 }
 
@@ -467,6 +494,16 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 			}
 			f.delay(s, now)
 			return
+		}
+		if p.durable() {
+			// Fsync what this response brought (one fsync for all its
+			// batches) before the next fetch reports the new log end
+			// offset to the leader; see durable.go.
+			if err := p.log.SyncTo(p.LogEndOffset()); err != nil {
+				log.Error("fsyncing fetched batches", "err", err)
+				f.delay(s, now)
+				return
+			}
 		}
 	}
 	f.ready(s, false)

@@ -170,6 +170,8 @@ type testCluster struct {
 	// skipEpochRequest makes followers rely on diverging-epoch fetch
 	// responses alone (KIP-320) instead of asking OffsetForLeaderEpoch.
 	skipEpochRequest bool
+	// flushMessages, when set, is every topic's flush.messages.
+	flushMessages int64
 	// Hooks of every node, set before starting nodes.
 	onHighWatermark func(node int32, tp TopicPartition)
 	onRoleChange    func(node int32, tp TopicPartition)
@@ -226,7 +228,11 @@ func (c *testCluster) start(id int32) *testNode {
 		NodeID: id, Logs: logs, Logger: logger,
 		TopicConfig: func(map[string]string) config.TopicConfig {
 			cfg := config.Default()
-			return cfg.TopicDefaults()
+			tc := cfg.TopicDefaults()
+			if c.flushMessages != 0 {
+				tc.FlushMessages = c.flushMessages
+			}
+			return tc
 		},
 		InterBrokerListener:  "REPLICATION",
 		ReplicaFetchMaxBytes: 1 << 20,

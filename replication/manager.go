@@ -49,6 +49,15 @@ type ManagerConfig struct {
 	OnHighWatermark func(tp TopicPartition) // the partition's high watermark moved (leader or follower)
 	OnLogAppend     func(tp TopicPartition) // the leader's log end offset moved (wakes follower fetches)
 	OnRoleChange    func(tp TopicPartition) // leadership or leader epoch changed (waiting produces re-check)
+	// OnLeaderUnreachable: the connection to a leader broke or dialing it
+	// failed; refused says nothing listens there (the process is likely
+	// gone). The node marks the leader for its Metadata answers and, when
+	// refused, reports it to the controller, which checks and fences at
+	// once, seconds before gossip or the session timeout would.
+	// OnLeaderReachable: a fetch from it succeeded again. Both are called
+	// on the fetcher's goroutine and must not block.
+	OnLeaderUnreachable func(leader int32, refused bool)
+	OnLeaderReachable   func(leader int32)
 
 	// Dialer connects followers to leaders; nil: TCP to the leader's
 	// endpoint on InterBrokerListener.
@@ -136,6 +145,8 @@ func NewManager(cfg ManagerConfig) *Manager {
 		onHighWatermark: cfg.OnHighWatermark,
 		onLogAppend:     cfg.OnLogAppend,
 		onRoleChange:    cfg.OnRoleChange,
+		onUnreachable:   cfg.OnLeaderUnreachable,
+		onReachable:     cfg.OnLeaderReachable,
 	}}
 	m.mu.partitions = make(map[TopicPartition]*Partition)
 	m.mu.fetchers = make(map[int32]*fetcher)
@@ -366,6 +377,11 @@ func logConfig(c config.TopicConfig) storage.LogConfig {
 	lc.SegmentIndexBytes = int(c.SegmentIndexBytes)
 	lc.MaxMessageBytes = int(c.MaxMessageBytes)
 	lc.FlushMessages = c.FlushMessages
+	if Durable(c) {
+		// The replication path fsyncs with group commit (Log.SyncTo)
+		// instead of once inside every append.
+		lc.FlushMessages = 0
+	}
 	lc.CleanupPolicy = c.CleanupPolicy
 	lc.CompressionType = c.CompressionType
 	lc.MessageTimestampType = c.MessageTimestampType

@@ -81,6 +81,20 @@ type hooks struct {
 	onHighWatermark func(TopicPartition)
 	onLogAppend     func(TopicPartition)
 	onRoleChange    func(TopicPartition)
+	onUnreachable   func(leader int32, refused bool)
+	onReachable     func(leader int32)
+}
+
+func (h *hooks) leaderUnreachable(leader int32, refused bool) {
+	if h != nil && h.onUnreachable != nil {
+		h.onUnreachable(leader, refused)
+	}
+}
+
+func (h *hooks) leaderReachable(leader int32) {
+	if h != nil && h.onReachable != nil {
+		h.onReachable(leader)
+	}
 }
 
 func (h *hooks) highWatermark(tp TopicPartition) {
@@ -151,7 +165,7 @@ func (p *Partition) maybeAdvanceHighWatermark() bool {
 	if len(p.mu.expanding) > 0 {
 		isr = append(slices.Clone(isr), p.mu.expanding...)
 	}
-	target := HighWatermark(p.log.LogEndOffset(), p.nodeID, isr, p.mu.followerLEO,
+	target := HighWatermark(p.durableEndOffsetRLocked(), p.nodeID, isr, p.mu.followerLEO,
 		EffectiveMinISR(p.mu.cfg.MinInsyncReplicas, len(p.mu.replicas)))
 	p.mu.RUnlock()
 	for {
@@ -207,6 +221,13 @@ func (p *Partition) AppendAsLeader(b record.Batch, requiredAcks int16) (AppendRe
 	p.mu.RUnlock()
 	if err != nil {
 		return AppendResult{}, err
+	}
+	if p.durable() {
+		// Group commit; see durable.go. A duplicate is synced too: its
+		// first write may not have been yet.
+		if err := p.log.SyncTo(res.LastOffset + 1); err != nil {
+			return AppendResult{}, err
+		}
 	}
 	out := AppendResult{AppendResult: res}
 	if !res.Duplicate {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,10 @@ type Log struct {
 	// cleanMu serializes Clean and DirtyRatio; it guards cleaner.
 	cleanMu sync.Mutex
 	cleaner cleanerState
+
+	// syncMu serializes SyncTo's fsyncs, which run outside mu so that
+	// appends and reads go on meanwhile (group commit).
+	syncMu sync.Mutex
 
 	mu struct {
 		sync.RWMutex
@@ -417,6 +422,50 @@ func (l *Log) flushLocked() error {
 	}
 	l.mu.recoveryPoint = l.mu.logEndOffset
 	l.mu.unflushed = 0
+	l.mu.lastFlush = l.now()
+	return nil
+}
+
+// SyncTo makes the log durable at least up to offset (exclusive): it
+// fsyncs the active segment unless the recovery point already covers
+// offset. It is group commit: the fsync runs outside the log's lock, so
+// batches keep being appended during it, and callers that arrive while
+// one fsync runs wait for it and then find their offset covered, or run
+// one more fsync that covers every batch appended meanwhile. Durable
+// topics (flush.messages=1) call it instead of fsyncing inside every
+// append.
+func (l *Log) SyncTo(offset int64) error {
+	l.syncMu.Lock()
+	defer l.syncMu.Unlock()
+	l.mu.RLock()
+	closed, failed := l.mu.closed, l.mu.failed
+	covered := l.mu.recoveryPoint >= offset
+	// Offsets below leo are in s or in older segments, which were
+	// fsynced when they were rolled.
+	leo, s := l.mu.logEndOffset, l.activeLocked()
+	l.mu.RUnlock()
+	switch {
+	case closed:
+		return fmt.Errorf("sync %s: %w", l.dir, ErrClosed)
+	case failed != nil:
+		return fmt.Errorf("sync %s: %w", l.dir, failed)
+	case covered:
+		return nil
+	}
+	err := s.sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !slices.Contains(l.mu.segments, s) {
+		// Truncated or closed meanwhile: what was appended may be gone.
+		return fmt.Errorf("sync %s: %w: the active segment was replaced during the fsync", l.dir, ErrStorage)
+	}
+	if err != nil {
+		l.mu.failed = fmt.Errorf("%w: fsync: %v", ErrStorage, err)
+		return l.mu.failed
+	}
+	if leo > l.mu.recoveryPoint && leo <= l.mu.logEndOffset {
+		l.mu.recoveryPoint = leo
+	}
 	l.mu.lastFlush = l.now()
 	return nil
 }

@@ -40,6 +40,8 @@ func run(args, env []string, stderr io.Writer) int {
 		return healthcheck(args, env, os.Stdout, stderr)
 	case "perf":
 		return perf(args, os.Stdout, stderr)
+	case "bench":
+		return benchCmd(args, os.Stdout, stderr)
 	case "tls":
 		return tlsCmd(args, os.Stdout, stderr)
 	case "help":
@@ -60,6 +62,7 @@ Commands:
   dump-log  decode .log/.index/.timeindex files like kafka-dump-log.sh
   healthcheck  exit 0 if the local broker is registered, unfenced and serving
   perf      produce|consume load tests like kafka-producer/consumer-perf-test
+  bench     a local 3-node cluster vs franz-go's kfake (throughput, latency), or kill -9 failover times
   tls init  write a private CA and PEM keys/certificates for brokers and a client
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
@@ -115,6 +118,7 @@ func serve(args, env []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)
 		return 2
 	}
+	setMemoryLimit(env, logger)
 	node, err := cluster.NewNode(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)

@@ -1,0 +1,305 @@
+package main
+
+// kbroker bench: throughput and latency of a local three-node kbroker
+// cluster next to franz-go's in-memory kfake (three brokers) in the same
+// run, so a loaded machine slows both and the ratio stays meaningful; and
+// a failover mode that kills -9 each broker in turn under load.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+type benchConfig struct {
+	mode       string
+	duration   time.Duration
+	partitions int
+	recordSize int
+	rounds     int
+	dir        string
+	keep       bool
+	sets       []string
+	profileDir string
+	kills      int
+	rate       float64
+	durable    bool
+	nodeBin    string
+}
+
+func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c benchConfig
+	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency) or failover (kill -9 each broker in turn under load)")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each produce run")
+	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the bench topic (replication factor 3, min.insync.replicas 2)")
+	fs.IntVar(&c.recordSize, "record-size", 100, "value bytes per record")
+	fs.IntVar(&c.rounds, "rounds", 2, "compare: full-speed rounds per target (the best is kept)")
+	fs.StringVar(&c.dir, "dir", "", "data and log directory of the kbroker nodes (default: a new temporary one)")
+	fs.BoolVar(&c.keep, "keep", false, "keep --dir (node logs, data) after the run")
+	var sets stringList
+	fs.Var(&sets, "set", "a key=value given to every kbroker node (repeatable)")
+	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here")
+	fs.IntVar(&c.kills, "kills", 6, "failover: kills (round robin over the three nodes)")
+	fs.Float64Var(&c.rate, "rate", 3000, "failover: records/s produced during the kills")
+	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
+	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
+	if err := fs.Parse(args); err != nil {
+		return c, parseError{err}
+	}
+	c.sets = sets
+	switch {
+	case c.mode != "compare" && c.mode != "failover":
+		return c, flagErr("mode", "must be compare or failover, got %q", c.mode)
+	case c.duration <= 0:
+		return c, flagErr("duration", "must be positive")
+	case c.partitions <= 0:
+		return c, flagErr("partitions", "must be positive")
+	case c.recordSize <= 0:
+		return c, flagErr("record-size", "must be positive")
+	case c.rounds <= 0:
+		return c, flagErr("rounds", "must be positive")
+	case c.kills <= 0:
+		return c, flagErr("kills", "must be positive")
+	case c.rate <= 0:
+		return c, flagErr("rate", "must be positive")
+	}
+	return c, nil
+}
+
+func benchCmd(args []string, stdout, stderr io.Writer) int {
+	c, err := parseBenchFlags(args, stderr)
+	if err != nil {
+		return flagExit(err, "bench", stderr)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := runBench(ctx, c, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "kbroker bench: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) error {
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this binary to start nodes: %w", err)
+	}
+	if c.nodeBin != "" {
+		bin = c.nodeBin
+	}
+	if c.dir == "" {
+		if c.dir, err = os.MkdirTemp("", "kbroker-bench-"); err != nil {
+			return err
+		}
+	}
+	if !c.keep {
+		defer os.RemoveAll(c.dir)
+	}
+	fmt.Fprintf(stdout, "machine: %d CPUs, load average %s (other work on the machine slows both targets alike; compare ratios)\n", runtime.NumCPU(), loadAverage())
+	fmt.Fprintf(stdout, "kbroker nodes: %s (logs node-N.log)\n", c.dir)
+	cl, err := newBenchCluster(bin, c.dir, c.sets, c.profileDir != "")
+	if err != nil {
+		return err
+	}
+	defer cl.stop()
+	if err := cl.start(ctx); err != nil {
+		return err
+	}
+	if c.mode == "failover" {
+		return runFailover(ctx, c, cl, stdout)
+	}
+	fake, err := kfake.NewCluster(kfake.NumBrokers(3))
+	if err != nil {
+		return fmt.Errorf("starting kfake: %w", err)
+	}
+	defer fake.Close()
+	return runCompare(ctx, c, cl, fake.ListenAddrs(), stdout, stderr)
+}
+
+type benchTarget struct {
+	name    string
+	seeds   []string
+	configs map[string]*string
+	cluster *benchCluster // nil for kfake
+}
+
+func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds []string, stdout, stderr io.Writer) error {
+	minISR := "2"
+	targets := []benchTarget{
+		{name: "kfake", seeds: fakeSeeds},
+		{name: "kbroker", seeds: cl.seeds(), cluster: cl, configs: map[string]*string{"min.insync.replicas": &minISR}},
+	}
+	if c.durable {
+		one := "1"
+		targets = append(targets, benchTarget{name: "kbroker-durable", seeds: cl.seeds(), cluster: cl,
+			configs: map[string]*string{"min.insync.replicas": &minISR, "flush.messages": &one}})
+	}
+	best := make(map[string][2]loadResult) // produce, consume
+	topicN := 0
+	newTopic := func(t benchTarget) (string, error) {
+		topicN++
+		topic := fmt.Sprintf("bench-%d", topicN)
+		return topic, createBenchTopic(ctx, t.seeds, topic, int32(c.partitions), 3, t.configs)
+	}
+	for round := range c.rounds {
+		for _, t := range targets {
+			topic, err := newTopic(t)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			var stopProfiles func()
+			if t.cluster != nil && c.profileDir != "" && round == 0 && t.name == "kbroker" {
+				stopProfiles = t.cluster.profile(ctx, c.profileDir, c.duration, stderr)
+			}
+			p, err := benchProduce(ctx, produceSpec{seeds: t.seeds, topic: topic, recordSize: c.recordSize, duration: c.duration, linger: 10 * time.Millisecond})
+			if stopProfiles != nil {
+				stopProfiles()
+			}
+			if err != nil {
+				return fmt.Errorf("%s produce: %w", t.name, err)
+			}
+			if p.failed > 0 {
+				return fmt.Errorf("%s produce: %d records failed: %w", t.name, p.failed, p.firstErr)
+			}
+			cons, err := benchConsume(ctx, t.seeds, topic, p.records)
+			if err != nil {
+				return fmt.Errorf("%s consume: %w", t.name, err)
+			}
+			fmt.Fprintf(stderr, "round %d %-16s produce %10.0f rec/s  consume %10.0f rec/s\n", round+1, t.name, p.rate(), cons.rate())
+			b := best[t.name]
+			if p.rate() > b[0].rate() {
+				b[0] = p
+			}
+			if cons.rate() > b[1].rate() {
+				b[1] = cons
+			}
+			best[t.name] = b
+		}
+	}
+	full := best["kbroker"][0].rate()
+	type latRow struct {
+		label string
+		res   map[string]loadResult
+	}
+	var lats []latRow
+	for _, frac := range []struct {
+		label string
+		f     float64
+	}{{"half", 0.5}, {"quarter", 0.25}} {
+		rate := full * frac.f
+		row := latRow{label: fmt.Sprintf("%s of kbroker's full rate (%.0f rec/s, linger 0)", frac.label, rate), res: map[string]loadResult{}}
+		for _, t := range targets {
+			topic, err := newTopic(t)
+			if err != nil {
+				return fmt.Errorf("%s: %w", t.name, err)
+			}
+			r, err := benchProduce(ctx, produceSpec{seeds: t.seeds, topic: topic, recordSize: c.recordSize, duration: c.duration, rate: rate})
+			if err != nil {
+				return fmt.Errorf("%s paced produce: %w", t.name, err)
+			}
+			fmt.Fprintf(stderr, "%-8s %-16s p50 %v p99 %v (%.0f rec/s, %d failed %v)\n", frac.label, t.name, r.p50, r.p99, r.rate(), r.failed, r.firstErr)
+			row.res[t.name] = r
+		}
+		lats = append(lats, row)
+	}
+
+	fk, kb := best["kfake"], best["kbroker"]
+	fmt.Fprintf(stdout, "\n%d partitions, RF 3 (kbroker min.insync.replicas 2), %d-byte values, idempotent acks=all, no compression, best of %d × %v\n",
+		c.partitions, c.recordSize, c.rounds, c.duration)
+	fmt.Fprintf(stdout, "%-44s %14s %14s %8s\n", "", "kfake", "kbroker", "ratio")
+	fmt.Fprintf(stdout, "%-44s %14.0f %14.0f %8.2f\n", "produce rec/s (linger 10ms)", fk[0].rate(), kb[0].rate(), ratio(kb[0].rate(), fk[0].rate()))
+	fmt.Fprintf(stdout, "%-44s %14.0f %14.0f %8.2f\n", "consume rec/s", fk[1].rate(), kb[1].rate(), ratio(kb[1].rate(), fk[1].rate()))
+	if d, ok := best["kbroker-durable"]; ok {
+		fmt.Fprintf(stdout, "%-44s %14s %14.0f %8.2f  (vs kbroker default)\n", "produce rec/s, flush.messages=1", "", d[0].rate(), ratio(d[0].rate(), kb[0].rate()))
+	}
+	for _, row := range lats {
+		fmt.Fprintf(stdout, "%s\n", row.label)
+		for _, t := range targets {
+			r := row.res[t.name]
+			fmt.Fprintf(stdout, "  %-16s p50 %8.2f ms  p99 %8.2f ms  (%.0f rec/s achieved)\n", t.name, ms(r.p50), ms(r.p99), r.rate())
+		}
+	}
+	fmt.Fprintf(stdout, "load average after the run: %s\n", loadAverage())
+	return nil
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// loadAverage is /proc/loadavg's first three fields, or "unknown".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// profile fetches, from every node's admin listener, a CPU profile over
+// d and then mutex and heap profiles, into dir; the returned func waits
+// for them.
+func (c *benchCluster) profile(ctx context.Context, dir string, d time.Duration, stderr io.Writer) func() {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintf(stderr, "profiles: %v\n", err)
+		return func() {}
+	}
+	secs := max(int(d/time.Second)-1, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fetch := func(n *benchNode, path, file string) {
+			hc := &http.Client{Timeout: d + 30*time.Second}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.adminAddr+path, nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				fmt.Fprintf(stderr, "profile node %d %s: %v\n", n.id, path, err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, file))
+			if err == nil {
+				_, err = io.Copy(f, resp.Body)
+				err = errors.Join(err, f.Close())
+			}
+			if err != nil || resp.StatusCode != http.StatusOK {
+				fmt.Fprintf(stderr, "profile node %d %s: status %d %v\n", n.id, path, resp.StatusCode, err)
+			}
+		}
+		done := make(chan struct{}, len(c.nodes))
+		for _, n := range c.nodes {
+			go func() {
+				fetch(n, fmt.Sprintf("/debug/pprof/profile?seconds=%d", secs), fmt.Sprintf("node-%d.cpu.pprof", n.id))
+				fetch(n, "/debug/pprof/mutex", fmt.Sprintf("node-%d.mutex.pprof", n.id))
+				fetch(n, "/debug/pprof/allocs", fmt.Sprintf("node-%d.allocs.pprof", n.id))
+				done <- struct{}{}
+			}()
+		}
+		for range c.nodes {
+			<-done
+		}
+	}()
+	return func() { <-done }
+}

@@ -1,0 +1,304 @@
+package main
+
+// kbroker bench --mode failover: a default franz-go producer (idempotent,
+// acks=all) writes to every partition at a steady rate while each broker
+// in turn is killed with SIGKILL and restarted. Per kill it reports the
+// longest gap between two acknowledgements of one partition (how long
+// that partition could not take writes) and how long a group's committed
+// offsets were unreadable (the group coordinator's failover).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const (
+	failoverTopic = "bench-failover"
+	failoverGroup = "bench-failover-group"
+	// failoverWindow bounds how long one kill is watched.
+	failoverWindow = 45 * time.Second
+)
+
+// ackGaps tracks, per partition, the last acknowledgement and the
+// longest gap between two since the current kill.
+type ackGaps struct {
+	mu      sync.Mutex
+	since   time.Time // the kill
+	lastAck []time.Time
+	maxGap  []time.Duration
+	failed  int64
+}
+
+func (g *ackGaps) ack(p int32, err error) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err != nil {
+		g.failed++
+		return
+	}
+	if !g.since.IsZero() && now.After(g.since) {
+		if gap := now.Sub(g.lastAck[p]); gap > g.maxGap[p] {
+			g.maxGap[p] = gap
+		}
+	}
+	g.lastAck[p] = now
+}
+
+// reset starts a new kill at t.
+func (g *ackGaps) reset(t time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.since = t
+	clear(g.maxGap)
+}
+
+// recovered reports whether every partition has been acknowledged after
+// the kill, and the longest gap with the partition it was on (an
+// unrecovered partition counts its gap up to now).
+func (g *ackGaps) recovered() (bool, int32, time.Duration) {
+	now := time.Now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	all := true
+	var worst time.Duration
+	var worstP int32
+	for p, last := range g.lastAck {
+		gap := g.maxGap[p]
+		if !last.After(g.since) {
+			all = false
+			gap = now.Sub(last)
+		}
+		if gap > worst {
+			worst, worstP = gap, int32(p)
+		}
+	}
+	return all, worstP, worst
+}
+
+type killResult struct {
+	node              int32
+	coordinator       bool
+	controller        bool
+	gap               time.Duration
+	gapPartition      int32
+	recovered         bool
+	coordFailover     time.Duration
+	coordRecovered    bool
+	killedAt, readyAt time.Time
+}
+
+func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io.Writer) error {
+	if err := createBenchTopic(ctx, cl.seeds(), failoverTopic, int32(c.partitions), 3, nil); err != nil {
+		return err
+	}
+	prod, err := kgo.NewClient(
+		kgo.SeedBrokers(cl.seeds()...),
+		kgo.DefaultProduceTopic(failoverTopic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	)
+	if err != nil {
+		return err
+	}
+	defer prod.Close()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(cl.seeds()...))
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	var committed kadm.Offsets
+	for p := range int32(c.partitions) {
+		committed.Add(kadm.Offset{Topic: failoverTopic, Partition: p, At: int64(p) + 1, LeaderEpoch: -1})
+	}
+	// The first commit creates __consumer_offsets; retry until its
+	// partitions are hosted.
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	for {
+		if err = adm.CommitAllOffsets(cctx, failoverGroup, committed); err == nil || sleepCtx(cctx, 200*time.Millisecond) != nil {
+			break
+		}
+	}
+	cancel()
+	if err != nil {
+		return fmt.Errorf("committing the group's offsets: %w", err)
+	}
+
+	gaps := &ackGaps{lastAck: make([]time.Time, c.partitions), maxGap: make([]time.Duration, c.partitions)}
+	now := time.Now()
+	for i := range gaps.lastAck {
+		gaps.lastAck[i] = now
+	}
+	loadCtx, stopLoad := context.WithCancel(ctx)
+	var load sync.WaitGroup
+	load.Go(func() {
+		value := payload(c.recordSize)
+		start := time.Now()
+		for n := int64(0); loadCtx.Err() == nil; n++ {
+			if ahead := time.Duration(float64(n)/c.rate*float64(time.Second)) - time.Since(start); ahead > 0 {
+				select {
+				case <-time.After(ahead):
+				case <-loadCtx.Done():
+					return
+				}
+			}
+			p := int32(n % int64(c.partitions))
+			prod.Produce(loadCtx, &kgo.Record{Partition: p, Value: value}, func(r *kgo.Record, err error) { gaps.ack(r.Partition, err) })
+		}
+	})
+	defer func() { stopLoad(); load.Wait() }()
+
+	// Let the load settle before the first kill.
+	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+		return err
+	}
+	var results []killResult
+	for k := range c.kills {
+		node := cl.nodes[k%len(cl.nodes)]
+		r := killResult{node: node.id}
+		if co := adm.FindGroupCoordinators(ctx, failoverGroup)[failoverGroup]; co.Err == nil {
+			r.coordinator = co.NodeID == node.id
+		}
+		if md, err := adm.BrokerMetadata(ctx); err == nil {
+			r.controller = md.Controller == node.id
+		}
+		r.killedAt = time.Now()
+		gaps.reset(r.killedAt)
+		node.kill()
+
+		var coord sync.WaitGroup
+		coord.Go(func() {
+			r.coordFailover, r.coordRecovered = waitOffsetsReadable(ctx, cl.seeds(), committed, r.killedAt, stdout)
+		})
+		deadline := r.killedAt.Add(failoverWindow)
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			if ok, _, _ := gaps.recovered(); ok {
+				break
+			}
+			sleepCtx(ctx, 20*time.Millisecond)
+		}
+		coord.Wait()
+		// A moment more so slow partitions' gaps are complete.
+		sleepCtx(ctx, 500*time.Millisecond)
+		r.recovered, r.gapPartition, r.gap = gaps.recovered()
+
+		if err := node.start(cl.bin); err != nil {
+			return err
+		}
+		if err := node.waitReady(ctx); err != nil {
+			return err
+		}
+		r.readyAt = time.Now()
+		if err := waitFullISR(ctx, adm, failoverTopic, 3); err != nil {
+			return err
+		}
+		results = append(results, r)
+		fmt.Fprintf(stdout, "kill %d: node %d (coordinator %v, controller %v) at %s: longest ack gap %v (partition %d, recovered %v), committed offsets readable after %v (recovered %v)\n",
+			k+1, r.node, r.coordinator, r.controller, r.killedAt.UTC().Format("15:04:05.000"),
+			r.gap.Round(time.Millisecond), r.gapPartition, r.recovered, r.coordFailover.Round(time.Millisecond), r.coordRecovered)
+		// Let leadership rebalance back before the next kill.
+		if err := sleepCtx(ctx, 5*time.Second); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "\n%-5s %-5s %-6s %-6s %14s %18s\n", "kill", "node", "coord", "ctrl", "max ack gap", "offsets readable")
+	for i, r := range results {
+		fmt.Fprintf(stdout, "%-5d %-5d %-6v %-6v %14v %18v\n", i+1, r.node, r.coordinator, r.controller, r.gap.Round(time.Millisecond), r.coordFailover.Round(time.Millisecond))
+	}
+	gaps.mu.Lock()
+	failed := gaps.failed
+	gaps.mu.Unlock()
+	fmt.Fprintf(stdout, "failed records: %d; load average %s\n", failed, loadAverage())
+	return nil
+}
+
+// fetchOffsetsFresh reads the group's committed offsets with a new
+// client, as a restarting consumer would: franz-go keeps a group's
+// coordinator cached until the coordinator answers NOT_COORDINATOR (or
+// similar), so a long-lived client keeps dialing a dead coordinator and
+// would measure that cache, not the broker's failover.
+func fetchOffsetsFresh(ctx context.Context, seeds []string) (kadm.OffsetResponses, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	return kadm.NewClient(cl).FetchOffsets(ctx, failoverGroup)
+}
+
+// waitOffsetsReadable polls the group's committed offsets until they read
+// back as committed; it returns the time since killedAt.
+func waitOffsetsReadable(ctx context.Context, seeds []string, want kadm.Offsets, killedAt time.Time, stdout io.Writer) (time.Duration, bool) {
+	deadline := killedAt.Add(failoverWindow)
+	var last error
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		got, err := fetchOffsetsFresh(ctx, seeds)
+		switch {
+		case err != nil:
+			last = err
+		case got.Error() != nil:
+			last = got.Error()
+		case !offsetsMatch(got.Offsets(), want):
+			last = fmt.Errorf("offsets read back as %v", got.Offsets())
+		default:
+			return time.Since(killedAt), true
+		}
+		sleepCtx(ctx, 20*time.Millisecond)
+	}
+	fmt.Fprintf(stdout, "committed offsets still unreadable: %v\n", last)
+	return time.Since(killedAt), false
+}
+
+func offsetsMatch(got, want kadm.Offsets) bool {
+	ok := true
+	want.Each(func(o kadm.Offset) {
+		g, found := got.Lookup(o.Topic, o.Partition)
+		if !found || g.At != o.At {
+			ok = false
+		}
+	})
+	return ok
+}
+
+// waitFullISR waits until every partition of topic has rf ISR members.
+func waitFullISR(ctx context.Context, adm *kadm.Client, topic string, rf int) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			full := true
+			for _, p := range md.Topics[topic].Partitions {
+				if len(p.ISR) < rf || p.Leader < 0 {
+					full = false
+				}
+			}
+			if full {
+				return nil
+			}
+		}
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("waiting for a full ISR on %s: %w", topic, err)
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
