@@ -3,6 +3,9 @@ package replication
 import (
 	"math"
 	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // TestDurableHighWatermark: with flush.messages=1 the high watermark
@@ -31,7 +34,7 @@ func TestDurableHighWatermark(t *testing.T) {
 				t.Fatalf("Durable = %v, want %v", got, tc.durable)
 			}
 			n1.produce(t, tp0, -1, 20, "d")
-			waitFor(t, "the high watermark to reach 20", func() bool { return leader.HighWatermark() == 20 })
+			testutil.Eventually(t, 10*time.Second, func() bool { return leader.HighWatermark() == 20 }, "the high watermark to reach 20")
 			for name, p := range map[string]*Partition{"leader": leader, "follower": follower} {
 				rp := p.Log().RecoveryPoint()
 				if tc.durable && rp < leader.HighWatermark() {
