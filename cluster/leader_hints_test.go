@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/kbroker/kbroker/internal/testutil"
 	"context"
 	"net"
 	"strconv"
@@ -44,7 +45,7 @@ func TestLeaderHints(t *testing.T) {
 		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
 	}
 	var epoch int32
-	waitFor(t, 20*time.Second, "node 1 to lead and node 2 to know it", func() bool {
+	testutil.Eventually(t, 20*time.Second, func() bool {
 		part, err := leader.hostedPartition(tp)
 		if err != nil || !part.IsLeader() {
 			return false
@@ -52,7 +53,7 @@ func TestLeaderHints(t *testing.T) {
 		epoch = part.State().LeaderEpoch
 		p, ok := follower.store.Image().Partition(tp.Topic, tp.Partition)
 		return ok && p.Leader == 1
-	})
+	}, "node 1 to lead and node 2 to know it")
 	host, port := splitHostPort(t, leader.addr)
 
 	c := dialRaw(t, follower.addr)
