@@ -156,6 +156,17 @@ type Config struct {
 	MaxConnectionsPerIPOverrides map[string]int32 `kafka:"max.connections.per.ip.overrides"`
 	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
 	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
+
+	// Security (keys: security.go). SuperUsers are principals allowed
+	// everything ("User:admin"); ConnectionsMaxReauthMs > 0 bounds a SASL
+	// session (KIP-368), 0 is unbounded.
+	SuperUsers             []string `kafka:"super.users"`
+	ConnectionsMaxReauthMs int64    `kafka:"connections.max.reauth.ms"`
+	// Security holds every ssl.* and sasl.* key that was given, verbatim,
+	// with its listener.name.<listener>. variants: the flat property view
+	// package security reads (SecurityProps). Its keys are in the table
+	// one by one, so it has no single tag.
+	Security map[string]string `kafka:"-"`
 }
 
 // Default returns the configuration of a single node that is both broker
