@@ -74,6 +74,10 @@ type conn struct {
 
 	mu      sync.Mutex
 	pending map[*slot]struct{} // read, response not yet written or dropped
+
+	// auth is the connection's TLS/SASL state and principal
+	// (conn_auth.go); the reader goroutine owns it.
+	auth connAuth
 }
 
 // slot is the place of one request's response in the connection's order.
@@ -84,6 +88,11 @@ type slot struct {
 	mem  int64 // bytes held in the server's request memory; guarded by conn.mu once pending
 
 	onDrop func() // guarded by conn.mu: undoes a parked request
+
+	// raw marks a raw SASL token reply (SaslHandshake v0): rawReply is
+	// written with a size prefix and no response header.
+	raw      bool
+	rawReply []byte
 
 	// Set before done is closed.
 	resp      kmsg.Response
@@ -107,6 +116,7 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		slots:    make(chan *slot, maxInFlight),
 		gone:     make(chan struct{}),
 		pending:  make(map[*slot]struct{}),
+		auth:     connAuth{l: s.cfg.listeners[listener]},
 	}
 }
 
@@ -115,7 +125,13 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 // are answered before it returns (their handlers are bounded by their own
 // timeouts); when the peer is gone they are dropped.
 func (c *conn) serve(ctx context.Context) {
-	defer c.nc.Close()
+	defer func() { c.nc.Close() }() // the TLS connection once startAuth wrapped it
+	// TLS comes before the first request and before the writer starts, so
+	// both goroutines only ever see the secured connection.
+	if err := c.startAuth(ctx); err != nil {
+		c.logger.Debug("closing connection before its first request", "err", err)
+		return
+	}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -219,6 +235,12 @@ func (c *conn) readLoop(ctx context.Context) error {
 	for {
 		if err := c.awaitRequest(ctx, br); err != nil {
 			return err
+		}
+		if c.auth.expectRawToken() {
+			if err := c.rawToken(ctx, br); err != nil {
+				return err
+			}
+			continue
 		}
 		s, body, err := c.readRequest(ctx, br)
 		if err != nil {
@@ -335,16 +357,22 @@ func isTimeout(err error) bool {
 func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 	hdr := s.hdr
 	a, ok := c.srv.apis[hdr.APIKey]
-	if !ok || hdr.APIVersion < a.min || hdr.APIVersion > a.max {
+	if !ok || !c.auth.serves(hdr.APIKey) || hdr.APIVersion < a.min || hdr.APIVersion > a.max {
 		if hdr.APIKey == apiVersionsKey {
 			// Kafka answers an ApiVersions it cannot parse in v0 so the
 			// client can learn the ranges and retry.
-			resp := c.srv.apiVersionsResponse(0)
+			resp := c.apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 			s.finish(resp, false, nil)
 			return nil
 		}
 		return fmt.Errorf("unsupported api key %d version %d", hdr.APIKey, hdr.APIVersion)
+	}
+	// Nothing of an unauthenticated client is decoded but the requests
+	// that authenticate it.
+	if err := c.auth.admit(hdr.APIKey); err != nil {
+		c.logger.Info("closing connection", "err", err)
+		return err
 	}
 	req := kmsg.RequestForKey(hdr.APIKey)
 	req.SetVersion(hdr.APIVersion)
@@ -358,7 +386,7 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 	}
 	rc := &RequestContext{
 		Header:    hdr,
-		Principal: AnonymousPrincipal,
+		Principal: c.auth.principal,
 		Listener:  c.listener,
 		Remote:    c.nc.RemoteAddr(),
 		conn:      c,
@@ -402,6 +430,14 @@ func (c *conn) write(s *slot, buf *[]byte) {
 		return
 	case s.closeConn != nil:
 		c.drop()
+		return
+	case s.raw:
+		*buf = binary.BigEndian.AppendUint32((*buf)[:0], uint32(len(s.rawReply)))
+		*buf = append(*buf, s.rawReply...)
+		c.nc.SetWriteDeadline(time.Now().Add(c.srv.writeTimeout))
+		if _, err := c.nc.Write(*buf); err != nil {
+			c.drop()
+		}
 		return
 	}
 	// The ApiVersions response header never has tagged fields, so

@@ -18,6 +18,7 @@ import (
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/purgatory"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/security/sasl"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -52,6 +53,15 @@ type Node struct {
 	// groups is the group coordinator (groups.go).
 	groups *groupCoordinator
 
+	// security is the listeners' TLS/SASL, the inter-broker client side
+	// and the controller listener's mutual TLS (security.go).
+	security *nodeSecurity
+	// scram backs the SCRAM mechanisms of SASL listeners (scram_store.go).
+	scram sasl.CredentialStore
+	// bootstrapScram are the --add-scram credentials, written to the
+	// metadata log at the quorum's first start (options.go).
+	bootstrapScram []BootstrapScram
+
 	mu struct {
 		sync.Mutex
 		// advertised is this broker's endpoints as registered.
@@ -64,8 +74,10 @@ type Node struct {
 // drainTimeout bounds how long shutdown waits for requests in progress.
 const drainTimeout = 10 * time.Second
 
-// NewNode validates cfg and constructs a node. It starts nothing.
-func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
+// NewNode validates cfg and constructs a node. It starts nothing, but
+// loads the listeners' TLS key material and SASL settings, failing on any
+// error there.
+func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -78,10 +90,22 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		ready:          make(chan struct{}),
 		served:         make(chan struct{}),
 	}
+	for _, o := range opts {
+		o(n)
+	}
+	if n.scram == nil {
+		n.scram = n.scramStore()
+	}
+	var err error
+	if n.security, err = newNodeSecurity(&n.cfg, n.scram, logger); err != nil {
+		return nil, fmt.Errorf("security: %w", err)
+	}
 	n.producerIDs.controller = nodeController{n}
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
-	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
+	scfg := serverConfigFrom(&cfg)
+	scfg.listeners = n.security.listeners
+	n.server = newServer(logger, n.apis(), scfg, n.metrics)
 	return n, nil
 }
 
@@ -126,6 +150,20 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	// TLS key material is reloaded while the node runs.
+	var secWG sync.WaitGroup
+	secCtx, stopSec := context.WithCancel(context.WithoutCancel(ctx))
+	n.security.run(secCtx, &secWG, n.logger)
+	defer secWG.Wait()
+	defer stopSec()
+	if len(n.bootstrapScram) > 0 {
+		users := make([]string, 0, len(n.bootstrapScram))
+		for _, b := range n.bootstrapScram {
+			users = append(users, b.Credential.Mechanism.Name()+":"+b.User)
+		}
+		n.logger.Info("--add-scram credentials are written to the metadata log only at the quorum's first start; later starts ignore them", "credentials", users)
+	}
+
 	n.store, err = metadata.Open(n.metadataConfig())
 	if err != nil {
 		return fmt.Errorf("opening metadata: %w", err)
@@ -160,6 +198,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
 		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
+		Dialer:               n.security.dialer,
 		ISR:                  n.store,
 		// Wake the requests waiting on a partition when it changes.
 		OnHighWatermark: func(tp replication.TopicPartition) {
@@ -299,7 +338,7 @@ func (n *Node) metadataConfig() metadata.Config {
 	for _, v := range cfg.ControllerQuorumVoters {
 		voters = append(voters, metadata.Voter{ID: v.ID, Addr: v.Addr()})
 	}
-	return metadata.Config{
+	mc := metadata.Config{
 		NodeID:                   cfg.NodeID,
 		Dir:                      dir,
 		BindAddr:                 bind,
@@ -320,6 +359,8 @@ func (n *Node) metadataConfig() metadata.Config {
 		MaxBrokerPartitions:          int64(cfg.MaxBrokerPartitions),
 		UncleanLeaderElection:        cfg.UncleanLeaderElectionEnable,
 	}
+	n.security.applyMetadata(&mc)
+	return mc
 }
 
 // advertisedVoterAddr is this node's own entry in controller.quorum.voters,

@@ -33,6 +33,9 @@ type serverConfig struct {
 	// answered, across connections; <= 0 is no bound.
 	queuedMaxRequestBytes int64
 	authorizer            Authorizer
+	// listeners is the TLS/SASL security of each client listener, by
+	// name; a listener not in it is PLAINTEXT.
+	listeners map[string]*listenerSec
 }
 
 // serverConfigFrom takes the connection layer's keys from the broker

@@ -1,0 +1,27 @@
+package cluster
+
+import "github.com/kbroker/kbroker/security/sasl"
+
+// NodeOption adjusts a Node at NewNode.
+type NodeOption func(*Node)
+
+// BootstrapScram is one SCRAM credential given to kbroker serve with
+// --add-scram (sasl.ParseAddScram): the user and the derived credential,
+// never the password.
+type BootstrapScram struct {
+	User       string
+	Credential sasl.ScramCredential
+}
+
+// WithBootstrapScram hands the node the --add-scram credentials. They are
+// written to the metadata log when the quorum first starts, as
+// kafka-storage format --add-scram does; on later starts they are
+// ignored (the log already has its credentials).
+func WithBootstrapScram(creds ...BootstrapScram) NodeOption {
+	return func(n *Node) { n.bootstrapScram = append(n.bootstrapScram, creds...) }
+}
+
+// withScramStore replaces the SCRAM credential store, for tests.
+func withScramStore(s sasl.CredentialStore) NodeOption {
+	return func(n *Node) { n.scram = s }
+}
