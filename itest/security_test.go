@@ -1,0 +1,266 @@
+package itest
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+
+	"github.com/kbroker/kbroker/security"
+)
+
+// pki is a test CA writing PEM files into a temp dir.
+type pki struct {
+	t   testing.TB
+	ca  *security.CA
+	dir string
+}
+
+func newPKI(t testing.TB, name string) *pki {
+	t.Helper()
+	ca, err := security.NewCA(pkix.Name{CommonName: name}, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &pki{t: t, ca: ca, dir: t.TempDir()}
+	p.write("ca.pem", security.CertPEM(ca.Cert))
+	return p
+}
+
+func (p *pki) write(name string, data []byte) string {
+	p.t.Helper()
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		p.t.Fatal(err)
+	}
+	return path
+}
+
+func (p *pki) caFile() string { return filepath.Join(p.dir, "ca.pem") }
+
+// issue writes <cn>.pem (key and chain, a keystore) and <cn>-key.pem,
+// <cn>-cert.pem (for kcat); the certificate is valid for 127.0.0.1.
+func (p *pki) issue(cn string) (keystore string, cert tls.Certificate) {
+	p.t.Helper()
+	c, key, err := p.ca.Issue(security.CertRequest{Subject: pkix.Name{CommonName: cn}, DNSNames: []string{"localhost"},
+		IPs: []net.IP{net.ParseIP("127.0.0.1")}, ServerAuth: true, ClientAuth: true})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	keyPEM, err := security.KeyPEM(key)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	chain := security.CertPEM(c, p.ca.Cert)
+	p.write(cn+"-key.pem", keyPEM)
+	p.write(cn+"-cert.pem", chain)
+	cert, err = tls.X509KeyPair(chain, keyPEM)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return p.write(cn+".pem", append(keyPEM, chain...)), cert
+}
+
+func (p *pki) pool() *x509.CertPool {
+	pool := x509.NewCertPool()
+	pool.AddCert(p.ca.Cert)
+	return pool
+}
+
+const itestPlainJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";`
+
+// secureBroker is one broker with a listener of each security protocol
+// besides the PLAINTEXT one the harness uses:
+// SASLSSL (SASL_SSL, PLAIN), SSL (no client certificate), MTLS (SSL with
+// ssl.client.auth=required) and SASLPLAIN (SASL_PLAINTEXT, PLAIN).
+type secureBroker struct {
+	*broker
+	pki   *pki
+	addrs map[string]string
+}
+
+func startSecureBroker(t *testing.T) *secureBroker {
+	t.Helper()
+	p := newPKI(t, "itest CA")
+	keystore, _ := p.issue("kb1")
+	ports := freePorts(t, 6)
+	addrs := map[string]string{}
+	var ls, adv []string
+	for i, name := range []string{"PLAINTEXT", "SASLSSL", "SSL", "MTLS", "SASLPLAIN"} {
+		if i == 0 {
+			continue
+		}
+		addrs[name] = fmt.Sprintf("127.0.0.1:%d", ports[i])
+		ls = append(ls, name+"://"+addrs[name])
+		adv = append(adv, name+"://"+addrs[name])
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	ctrl := fmt.Sprintf("127.0.0.1:%d", ports[5])
+	b := newBroker(t, 1, t.TempDir(), addr, ctrl, "1@"+ctrl,
+		"listeners=PLAINTEXT://"+addr+",CONTROLLER://"+ctrl+","+strings.Join(ls, ","),
+		"advertised.listeners=PLAINTEXT://"+addr+","+strings.Join(adv, ","),
+		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASLSSL:SASL_SSL,SSL:SSL,MTLS:SSL,SASLPLAIN:SASL_PLAINTEXT",
+		"inter.broker.listener.name=PLAINTEXT",
+		"ssl.keystore.location="+keystore,
+		"ssl.truststore.location="+p.caFile(),
+		"listener.name.mtls.ssl.client.auth=required",
+		"sasl.enabled.mechanisms=PLAIN",
+		"listener.name.saslssl.plain.sasl.jaas.config="+itestPlainJAAS,
+		"listener.name.saslplain.plain.sasl.jaas.config="+itestPlainJAAS,
+		"offsets.topic.replication.factor=1",
+	)
+	b.start()
+	return &secureBroker{broker: b, pki: p, addrs: addrs}
+}
+
+// roundTrip checks a client through produce, consume and a consumer
+// group on topic.
+func roundTrip(t *testing.T, seed, topic string, opts ...kgo.Opt) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	base := append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.AllowAutoTopicCreation()}, opts...)
+	prod, err := kgo.NewClient(base...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	const n = 20
+	for i := range n {
+		if err := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	cons, err := kgo.NewClient(append(base, kgo.ConsumeTopics(topic), kgo.ConsumerGroup("g-"+topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	got := 0
+	for got < n {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("consumed %d of %d: %v", got, n, err)
+		}
+		fs.EachError(func(_ string, _ int32, err error) { t.Fatalf("fetch: %v", err) })
+		got += fs.NumRecords()
+	}
+	if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+		t.Fatalf("group commit: %v", err)
+	}
+}
+
+// franz-go produces, consumes and commits as a group over every security
+// protocol; the refusals fail cleanly and the broker keeps serving.
+func TestSecurityListeners(t *testing.T) {
+	b := startSecureBroker(t)
+	_, clientCert := b.pki.issue("client")
+	trust := &tls.Config{RootCAs: b.pki.pool()}
+	withCert := &tls.Config{RootCAs: b.pki.pool(), Certificates: []tls.Certificate{clientCert}}
+	alice := kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())
+
+	t.Run("clients", func(t *testing.T) {
+		for _, tc := range []struct {
+			listener string
+			opts     []kgo.Opt
+		}{
+			{"SASLSSL", []kgo.Opt{kgo.DialTLSConfig(trust), alice}},
+			{"SSL", []kgo.Opt{kgo.DialTLSConfig(trust)}},
+			{"MTLS", []kgo.Opt{kgo.DialTLSConfig(withCert)}},
+			{"SASLPLAIN", []kgo.Opt{alice}},
+		} {
+			t.Run(tc.listener, func(t *testing.T) {
+				roundTrip(t, b.addrs[tc.listener], "sec-"+strings.ToLower(tc.listener), tc.opts...)
+			})
+		}
+	})
+
+	other := newPKI(t, "untrusted CA")
+	_, strangerCert := other.issue("stranger")
+	t.Run("refusals", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, listener string
+			opts           []kgo.Opt
+			want           error // nil: any error
+		}{
+			{"wrong password", "SASLSSL", []kgo.Opt{kgo.DialTLSConfig(trust),
+				kgo.SASL(plain.Auth{User: "alice", Pass: "wrong"}.AsMechanism())}, kerr.SaslAuthenticationFailed},
+			{"unknown user", "SASLSSL", []kgo.Opt{kgo.DialTLSConfig(trust),
+				kgo.SASL(plain.Auth{User: "mallory", Pass: "x"}.AsMechanism())}, kerr.SaslAuthenticationFailed},
+			{"no client certificate", "MTLS", []kgo.Opt{kgo.DialTLSConfig(trust)}, nil},
+			{"untrusted client certificate", "MTLS", []kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: b.pki.pool(),
+				Certificates: []tls.Certificate{strangerCert}})}, nil},
+			{"PLAINTEXT client on a TLS port", "SSL", nil, nil},
+			{"client without SASL on a SASL port", "SASLPLAIN", nil, nil},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(b.addrs[tc.listener]), kgo.RequestRetries(0),
+					kgo.DialTimeout(3 * time.Second)}, tc.opts...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cl.Close()
+				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+				defer cancel()
+				_, err = cl.Request(ctx, kmsg.NewPtrMetadataRequest())
+				switch {
+				case err == nil:
+					t.Fatal("request succeeded")
+				case tc.want != nil && !errors.Is(err, tc.want):
+					t.Fatalf("err = %v, want %v", err, tc.want)
+				}
+				// The broker goes on serving the others.
+				roundTrip(t, b.addrs["SASLSSL"], "sec-after-refusal", kgo.DialTLSConfig(trust), alice)
+			})
+		}
+	})
+
+	t.Run("kcat", func(t *testing.T) {
+		kcat, err := exec.LookPath("kcat")
+		if err != nil {
+			t.Skip("kcat not installed")
+		}
+		ca := b.pki.caFile()
+		for _, tc := range []struct {
+			name, listener string
+			args           []string
+		}{
+			{"SASL_SSL PLAIN", "SASLSSL", []string{"-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=PLAIN",
+				"-X", "sasl.username=alice", "-X", "sasl.password=alice-secret", "-X", "ssl.ca.location=" + ca}},
+			{"SSL client certificate", "MTLS", []string{"-X", "security.protocol=SSL", "-X", "ssl.ca.location=" + ca,
+				"-X", "ssl.certificate.location=" + filepath.Join(b.pki.dir, "client-cert.pem"),
+				"-X", "ssl.key.location=" + filepath.Join(b.pki.dir, "client-key.pem")}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				topic := "kcat-" + strings.ToLower(tc.listener)
+				common := append([]string{"-b", b.addrs[tc.listener], "-t", topic}, tc.args...)
+				prod := exec.CommandContext(ctx, kcat, append([]string{"-P", "-X", "allow.auto.create.topics=true"}, common...)...)
+				prod.Stdin = strings.NewReader("one\ntwo\nthree\n")
+				if out, err := prod.CombinedOutput(); err != nil {
+					t.Fatalf("kcat -P: %v\n%s", err, out)
+				}
+				out, err := exec.CommandContext(ctx, kcat, append([]string{"-C", "-o", "beginning", "-c", "3", "-e"}, common...)...).CombinedOutput()
+				if err != nil || !strings.Contains(string(out), "three") {
+					t.Fatalf("kcat -C: %v\n%s", err, out)
+				}
+			})
+		}
+	})
+}
