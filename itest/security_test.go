@@ -264,3 +264,64 @@ func TestSecurityListeners(t *testing.T) {
 		}
 	})
 }
+
+// A 3-node cluster whose brokers replicate over an SSL inter-broker
+// listener (mutual TLS, broker certificates in super.users) and whose
+// quorum runs over an SSL controller listener: an acks=all produce with
+// min.insync.replicas=3 needs every follower to have fetched over TLS.
+func TestSecureClusterReplicatesOverTLS(t *testing.T) {
+	p := newPKI(t, "cluster CA")
+	const n = 3
+	ports := freePorts(t, 3*n)
+	var voters, supers []string
+	for i := range n {
+		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3*i+1]))
+		supers = append(supers, fmt.Sprintf("User:CN=kb%d", i+1))
+	}
+	var brokers []*broker
+	for i := range n {
+		keystore, _ := p.issue(fmt.Sprintf("kb%d", i+1))
+		addr := fmt.Sprintf("127.0.0.1:%d", ports[3*i])
+		ctrl := fmt.Sprintf("127.0.0.1:%d", ports[3*i+1])
+		internal := fmt.Sprintf("127.0.0.1:%d", ports[3*i+2])
+		sets := append(append([]string(nil), clusterTiming...),
+			"listeners=PLAINTEXT://"+addr+",INTERNAL://"+internal+",CONTROLLER://"+ctrl,
+			"advertised.listeners=PLAINTEXT://"+addr+",INTERNAL://"+internal,
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
+			"inter.broker.listener.name=INTERNAL",
+			"ssl.keystore.location="+keystore,
+			"ssl.truststore.location="+p.caFile(),
+			"listener.name.internal.ssl.client.auth=required",
+			"super.users="+strings.Join(supers, ";"),
+			"default.replication.factor=3",
+			"min.insync.replicas=3",
+		)
+		b := newBroker(t, i+1, t.TempDir(), addr, ctrl, strings.Join(voters, ","), sets...)
+		b.launch()
+		brokers = append(brokers, b)
+	}
+	for _, b := range brokers {
+		b.waitReady()
+	}
+	topic := "secure-replicated"
+	createTopicOn(t, brokers[0].addr, topic, 3, 3)
+	cl := newClient(t, brokers[1], kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordRetries(20))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 30 {
+		r := &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+			t.Fatalf("acks=all produce %d: %v", i, err)
+		}
+	}
+	// Every replica has every record: read each broker's log end offsets
+	// through the high watermark the leaders advanced.
+	ends := endOffsets(t, brokers[2], topic)
+	var total int64
+	for _, o := range ends {
+		total += o
+	}
+	if total != 30 {
+		t.Fatalf("end offsets %v, want 30 records in all", ends)
+	}
+}
