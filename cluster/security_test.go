@@ -256,3 +256,90 @@ func TestSASLReauthentication(t *testing.T) {
 		time.Sleep(lifetime / 2)
 	}
 }
+
+// With a secure inter-broker listener only broker principals may fetch as
+// followers: the inter-broker JAAS user and super.users; others (and
+// ANONYMOUS on a PLAINTEXT listener) get TOPIC_AUTHORIZATION_FAILED.
+func TestFollowerFetchNeedsBrokerPrincipal(t *testing.T) {
+	const jaas = `org.apache.kafka.common.security.plain.PlainLoginModule required username="kb" password="kb-secret" ` +
+		`user_kb="kb-secret" user_alice="alice-secret" user_root="root-secret";`
+	node := startSASLNode(t, "inter.broker.listener.name=SASL", "sasl.mechanism.inter.broker.protocol=PLAIN",
+		"listener.name.sasl.plain.sasl.jaas.config="+jaas, "super.users=User:root")
+	createTopic(t, node.addr, "replicated", 1, nil)
+
+	fetchErr := func(c *rawConn) int16 {
+		t.Helper()
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxWaitMillis = 12, 2, 0
+		ft := kmsg.NewFetchRequestTopic()
+		ft.Topic = "replicated"
+		fp := kmsg.NewFetchRequestTopicPartition()
+		fp.PartitionMaxBytes = 1 << 20
+		ft.Partitions = append(ft.Partitions, fp)
+		req.Topics = append(req.Topics, ft)
+		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			t.Fatalf("fetch response %+v", resp)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		user    string // "" = the PLAINTEXT listener
+		refused bool
+	}{
+		{"kb", false},
+		{"root", false},
+		{"alice", true},
+		{"", true},
+	} {
+		t.Run("user="+tc.user, func(t *testing.T) {
+			var c *rawConn
+			if tc.user == "" {
+				c = dialRaw(t, node.addr)
+			} else {
+				c = dialRaw(t, node.sasl)
+				if r := rawAuth(t, c, tc.user, tc.user+"-secret"); r.ErrorCode != 0 {
+					t.Fatalf("authenticate: %v", kerr.ErrorForCode(r.ErrorCode))
+				}
+			}
+			code := fetchErr(c)
+			if refused := code == kerr.TopicAuthorizationFailed.Code; refused != tc.refused {
+				t.Fatalf("follower fetch error %v, refused %v want %v", kerr.ErrorForCode(code), refused, tc.refused)
+			}
+		})
+	}
+}
+
+// Secrets are null and sensitive in DescribeConfigs.
+func TestDescribeConfigsHidesSecrets(t *testing.T) {
+	node := startSASLNode(t, "ssl.key.password=hunter2")
+	cl := saslClient(t, node.addr)
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	req.Resources = append(req.Resources, r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, c := range resp.Resources[0].Configs {
+		switch c.Name {
+		case "ssl.key.password", "listener.name.sasl.plain.sasl.jaas.config":
+			seen++
+			if !c.IsSensitive || c.Value != nil {
+				t.Errorf("%s: sensitive %v, value %v; want sensitive and null", c.Name, c.IsSensitive, c.Value)
+			}
+		case "sasl.enabled.mechanisms":
+			seen++
+			if c.IsSensitive || c.Value == nil || *c.Value != "PLAIN,SCRAM-SHA-256" {
+				t.Errorf("%s: sensitive %v, value %v", c.Name, c.IsSensitive, c.Value)
+			}
+		}
+	}
+	if seen != 3 {
+		t.Errorf("found %d of the 3 security keys", seen)
+	}
+}
