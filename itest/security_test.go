@@ -265,11 +265,29 @@ func TestSecurityListeners(t *testing.T) {
 	})
 }
 
-// A 3-node cluster whose brokers replicate over an SSL inter-broker
-// listener (mutual TLS, broker certificates in super.users) and whose
-// quorum runs over an SSL controller listener: an acks=all produce with
-// min.insync.replicas=3 needs every follower to have fetched over TLS.
-func TestSecureClusterReplicatesOverTLS(t *testing.T) {
+// A 3-node cluster whose quorum runs over an SSL controller listener
+// (mutual TLS, broker certificates in super.users) and whose brokers
+// replicate over a secure inter-broker listener: SSL with client
+// certificates, or SASL_SSL with PLAIN and the brokers' JAAS credentials.
+// An acks=all produce with min.insync.replicas=3 needs every follower to
+// have fetched over it.
+func TestSecureClusterReplicates(t *testing.T) {
+	const brokerJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
+		`username="kb" password="kb-secret" user_kb="kb-secret";`
+	for _, tc := range []struct {
+		name     string
+		protocol string
+		sets     []string
+	}{
+		{"SSL", "SSL", []string{"listener.name.internal.ssl.client.auth=required"}},
+		{"SASL_SSL", "SASL_SSL", []string{"sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
+			"listener.name.internal.plain.sasl.jaas.config=" + brokerJAAS}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { secureClusterReplicates(t, tc.protocol, tc.sets) })
+	}
+}
+
+func secureClusterReplicates(t *testing.T, internalProtocol string, extra []string) {
 	p := newPKI(t, "cluster CA")
 	const n = 3
 	ports := freePorts(t, 3*n)
@@ -287,16 +305,15 @@ func TestSecureClusterReplicatesOverTLS(t *testing.T) {
 		sets := append(append([]string(nil), clusterTiming...),
 			"listeners=PLAINTEXT://"+addr+",INTERNAL://"+internal+",CONTROLLER://"+ctrl,
 			"advertised.listeners=PLAINTEXT://"+addr+",INTERNAL://"+internal,
-			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SSL",
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:"+internalProtocol+",CONTROLLER:SSL",
 			"inter.broker.listener.name=INTERNAL",
 			"ssl.keystore.location="+keystore,
 			"ssl.truststore.location="+p.caFile(),
-			"listener.name.internal.ssl.client.auth=required",
 			"super.users="+strings.Join(supers, ";"),
 			"default.replication.factor=3",
 			"min.insync.replicas=3",
 		)
-		b := newBroker(t, i+1, t.TempDir(), addr, ctrl, strings.Join(voters, ","), sets...)
+		b := newBroker(t, i+1, t.TempDir(), addr, ctrl, strings.Join(voters, ","), append(sets, extra...)...)
 		b.launch()
 		brokers = append(brokers, b)
 	}
@@ -314,8 +331,6 @@ func TestSecureClusterReplicatesOverTLS(t *testing.T) {
 			t.Fatalf("acks=all produce %d: %v", i, err)
 		}
 	}
-	// Every replica has every record: read each broker's log end offsets
-	// through the high watermark the leaders advanced.
 	ends := endOffsets(t, brokers[2], topic)
 	var total int64
 	for _, o := range ends {
