@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kbroker/kbroker/config"
@@ -292,4 +293,23 @@ type kgoSession struct{ c sasl.ClientSession }
 func (s kgoSession) Challenge(challenge []byte) (bool, []byte, error) {
 	resp, done, err := s.c.Step(challenge)
 	return done, resp, err
+}
+
+// InterBrokerClientOpts are the franz-go options that reach a broker's
+// inter-broker listener the way cfg's follower fetchers do (TLS and SASL
+// with this broker's own credentials); kbroker healthcheck uses them.
+// serverName is the name the listener's certificate must carry.
+func InterBrokerClientOpts(cfg *config.Config, serverName string) ([]kgo.Opt, error) {
+	s, err := newNodeSecurity(cfg, sasl.ScramCredentials{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	var opts []kgo.Opt
+	if s.dialer.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(s.dialer.TLS(serverName)))
+	}
+	if s.dialer.SASL != nil {
+		opts = append(opts, kgo.SASL(s.dialer.SASL))
+	}
+	return opts, nil
 }

@@ -339,4 +339,17 @@ func secureClusterReplicates(t *testing.T, internalProtocol string, extra []stri
 	if total != 30 {
 		t.Fatalf("end offsets %v, want 30 records in all", ends)
 	}
+
+	// kbroker healthcheck reaches the secure inter-broker listener as the
+	// broker does.
+	args := []string{"healthcheck", "--timeout", "5s"}
+	for i := 1; i < len(brokers[0].args); i++ {
+		if brokers[0].args[i] == "--set" {
+			args = append(args, "--set", brokers[0].args[i+1])
+			i++
+		}
+	}
+	if out, err := exec.Command(brokerBin, args...).CombinedOutput(); err != nil {
+		t.Fatalf("healthcheck over %s: %v\n%s", internalProtocol, err, out)
+	}
 }
