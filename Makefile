@@ -34,6 +34,7 @@ secure-down:
 
 $(SECRETS)/tls/ca.pem:
 	go run ./cmd/kbroker tls init --dir $(SECRETS)/tls --hosts kb1,kb2,kb3 --san-localhost --client admin
+	mv $(SECRETS)/tls/ca-key.pem $(SECRETS)/ca-key.pem   # the CA key stays on the host
 	chmod a+r $(SECRETS)/tls/*
 
 $(SECRETS)/scram:
