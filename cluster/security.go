@@ -184,6 +184,11 @@ func (s *nodeSecurity) controller(cfg *config.Config, props map[string]string, o
 	}
 	view := security.ListenerProps(props, name)
 	view["ssl.client.auth"] = "required" // every peer is a node with a certificate
+	// Raft dials its peers at IP addresses (the transport resolves the
+	// voters' host names), which node certificates rarely name. The
+	// client side therefore checks the chain and then that the peer is a
+	// node (controllerClientTLS), not the host name.
+	view["ssl.endpoint.identification.algorithm"] = ""
 	st, err := security.NewTLSStore(view, opts)
 	if err != nil {
 		return fmt.Errorf("controller listener %s: %w", name, err)
@@ -211,8 +216,28 @@ func (s *nodeSecurity) applyMetadata(mc *metadata.Config) {
 		return
 	}
 	mc.ServerTLS, _ = s.controllerTLS.ServerConfig() // checked in controller
-	mc.ClientTLS = s.controllerTLS.ClientConfig("")
+	mc.ClientTLS = s.controllerClientTLS()
 	mc.AuthorizePeer = s.authorizePeer
+}
+
+// controllerClientTLS dials other nodes' controller listeners: this node
+// presents its certificate, and the peer's certificate must chain to the
+// truststore (with the server-auth usage) and map, as authorizePeer maps
+// its clients, to a node: a super.users principal ending in a node id.
+func (s *nodeSecurity) controllerClientTLS() *tls.Config {
+	cfg := s.controllerTLS.ClientConfig("")
+	chain := cfg.VerifyConnection // set: host names are not verified
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if err := chain(cs); err != nil {
+			return err
+		}
+		if _, ok := s.authorizePeer(cs); !ok {
+			p, _ := security.CertificatePrincipal(cs.PeerCertificates, s.controllerMap)
+			return fmt.Errorf("controller listener peer %s is not a node: not in super.users or no node id at the end of its name", p)
+		}
+		return nil
+	}
+	return cfg
 }
 
 // authorizePeer maps a controller-listener peer to its node id. Its

@@ -53,11 +53,18 @@ func (p *pki) write(name string, data []byte) string {
 func (p *pki) caFile() string { return filepath.Join(p.dir, "ca.pem") }
 
 // issue writes <cn>.pem (key and chain, a keystore) and <cn>-key.pem,
-// <cn>-cert.pem (for kcat); the certificate is valid for 127.0.0.1.
+// <cn>-cert.pem (for kcat); the certificate is valid for localhost and
+// 127.0.0.1.
 func (p *pki) issue(cn string) (keystore string, cert tls.Certificate) {
 	p.t.Helper()
+	return p.issueFor(cn, []net.IP{net.ParseIP("127.0.0.1")})
+}
+
+// issueFor is issue with the certificate valid for localhost and ips.
+func (p *pki) issueFor(cn string, ips []net.IP) (keystore string, cert tls.Certificate) {
+	p.t.Helper()
 	c, key, err := p.ca.Issue(security.CertRequest{Subject: pkix.Name{CommonName: cn}, DNSNames: []string{"localhost"},
-		IPs: []net.IP{net.ParseIP("127.0.0.1")}, ServerAuth: true, ClientAuth: true})
+		IPs: ips, ServerAuth: true, ClientAuth: true})
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -266,7 +273,9 @@ func TestSecurityListeners(t *testing.T) {
 }
 
 // A 3-node cluster whose quorum runs over an SSL controller listener
-// (mutual TLS, broker certificates in super.users) and whose brokers
+// (mutual TLS, broker certificates in super.users; the certificates name
+// localhost only, while Raft dials IP addresses, so nodes are recognised
+// by their principals rather than host names) and whose brokers
 // replicate over a secure inter-broker listener: SSL with client
 // certificates, or SASL_SSL with PLAIN and the brokers' JAAS credentials.
 // An acks=all produce with min.insync.replicas=3 needs every follower to
@@ -298,13 +307,13 @@ func secureClusterReplicates(t *testing.T, internalProtocol string, extra []stri
 	}
 	var brokers []*broker
 	for i := range n {
-		keystore, _ := p.issue(fmt.Sprintf("kb%d", i+1))
+		keystore, _ := p.issueFor(fmt.Sprintf("kb%d", i+1), nil)
 		addr := fmt.Sprintf("127.0.0.1:%d", ports[3*i])
 		ctrl := fmt.Sprintf("127.0.0.1:%d", ports[3*i+1])
 		internal := fmt.Sprintf("127.0.0.1:%d", ports[3*i+2])
 		sets := append(append([]string(nil), clusterTiming...),
 			"listeners=PLAINTEXT://"+addr+",INTERNAL://"+internal+",CONTROLLER://"+ctrl,
-			"advertised.listeners=PLAINTEXT://"+addr+",INTERNAL://"+internal,
+			"advertised.listeners=PLAINTEXT://"+addr+",INTERNAL://"+strings.Replace(internal, "127.0.0.1", "localhost", 1),
 			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:"+internalProtocol+",CONTROLLER:SSL",
 			"inter.broker.listener.name=INTERNAL",
 			"ssl.keystore.location="+keystore,
