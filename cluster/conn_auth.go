@@ -201,7 +201,11 @@ func (c *conn) authenticated(auth *security.SASLAuthenticator) error {
 func (c *conn) saslFailed(auth *security.SASLAuthenticator) {
 	mech := auth.Mechanism()
 	c.srv.metrics.saslFailures.WithLabelValues(c.auth.l.name, mech).Inc()
-	c.logger.Info("SASL authentication failed", "mechanism", mech, "err", sasl.Cause(auth.Err()))
+	args := []any{"mechanism", mech, "err", auth.Err()}
+	if cause := sasl.Cause(auth.Err()); cause != nil {
+		args = append(args, "cause", cause)
+	}
+	c.logger.Info("SASL authentication failed", args...)
 }
 
 // rawToken reads one raw SASL token (after SaslHandshake v0: a size
