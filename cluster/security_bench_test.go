@@ -64,7 +64,12 @@ func BenchmarkProduceSecurity(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- n.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Errorf("node shutdown: %v", err)
+		}
+	}()
 	<-n.Ready()
 	plainAddr, _ := n.Addr("PLAINTEXT")
 	secureAddr, _ := n.Addr("SECURE")
