@@ -8,7 +8,8 @@ package cluster
 // connection with connections.max.reauth.ms set, a new handshake starts a
 // re-authentication (KIP-368). An unsupported mechanism or a handshake in
 // the wrong state is answered and the connection closed. Other listeners
-// do not serve it.
+// do not list it in ApiVersions and answer it with ILLEGAL_SASL_STATE,
+// then close, as Kafka does.
 
 import (
 	"context"

@@ -7,7 +7,8 @@ package cluster
 // the connection closed after the response; it is counted in
 // kbroker_sasl_authentication_failures_total. v1+ responses carry
 // SessionLifetimeMs when connections.max.reauth.ms is set (KIP-368).
-// Other listeners do not serve it.
+// Other listeners do not list it and answer ILLEGAL_SASL_STATE, then
+// close.
 
 import (
 	"context"

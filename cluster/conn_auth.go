@@ -79,9 +79,9 @@ func (c *conn) startAuth(ctx context.Context) error {
 
 func principalOf(p security.Principal) Principal { return Principal{Type: p.Type, Name: p.Name} }
 
-// serves reports whether the connection's listener serves apiKey: the
-// SASL APIs only on SASL listeners.
-func (a *connAuth) serves(apiKey int16) bool {
+// advertises reports whether ApiVersions lists apiKey on the
+// connection's listener: the SASL APIs only on SASL listeners.
+func (a *connAuth) advertises(apiKey int16) bool {
 	switch apiKey {
 	case kmsg.SASLHandshake.Int16(), kmsg.SASLAuthenticate.Int16():
 		return a.l.sasl()
@@ -117,7 +117,11 @@ func (a *connAuth) expectRawToken() bool {
 func (c *conn) handshake(req *kmsg.SASLHandshakeRequest) (*kmsg.SASLHandshakeResponse, error) {
 	a := &c.auth
 	if !a.l.sasl() {
-		return nil, errNotSASLListener
+		// As Kafka answers a SASL request outside a SASL listener.
+		resp := kmsg.NewPtrSASLHandshakeResponse()
+		resp.Version = req.Version
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		return resp, errNotSASLListener
 	}
 	if !a.cs.SASL.Authenticated() || a.l.reauth <= 0 {
 		// First authentication, or a second handshake where
@@ -150,7 +154,12 @@ func (c *conn) handshake(req *kmsg.SASLHandshakeRequest) (*kmsg.SASLHandshakeRes
 func (c *conn) authenticate(ctx context.Context, req *kmsg.SASLAuthenticateRequest) (*kmsg.SASLAuthenticateResponse, error) {
 	a := &c.auth
 	if !a.l.sasl() {
-		return nil, errNotSASLListener
+		resp := kmsg.NewPtrSASLAuthenticateResponse()
+		resp.Version = req.Version
+		resp.ErrorCode = kerr.IllegalSaslState.Code
+		msg := "SaslAuthenticate on a listener without SASL"
+		resp.ErrorMessage = &msg
+		return resp, errNotSASLListener
 	}
 	auth := a.cs.SASL
 	if a.reauth != nil {
@@ -193,6 +202,7 @@ func (c *conn) authenticated(auth *security.SASLAuthenticator) error {
 	if a.l.reauth > 0 {
 		a.expiry = time.Now().Add(a.l.reauth)
 	}
+	c.logger.Debug("SASL authenticated", "principal", p.String(), "mechanism", auth.Mechanism())
 	return nil
 }
 
@@ -251,7 +261,7 @@ func (c *conn) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
 	resp := c.srv.apiVersionsResponse(version)
 	keys := resp.ApiKeys[:0]
 	for _, k := range resp.ApiKeys {
-		if c.auth.serves(k.ApiKey) {
+		if c.auth.advertises(k.ApiKey) {
 			keys = append(keys, k)
 		}
 	}

@@ -132,7 +132,8 @@ func TestSASLClients(t *testing.T) {
 }
 
 // Before authentication only ApiVersions and the SASL requests are
-// served; the SASL APIs exist only on SASL listeners.
+// served; the SASL APIs are listed only on SASL listeners, and elsewhere
+// answered with ILLEGAL_SASL_STATE before the connection is closed.
 func TestSASLBeforeAuthentication(t *testing.T) {
 	node := startSASLNode(t)
 	keys := func(c *rawConn) map[int16]bool {
@@ -159,7 +160,9 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	}
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, "PLAIN"
-	p.send(hs)
+	if r := p.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != kerr.IllegalSaslState.Code {
+		t.Errorf("SaslHandshake on PLAINTEXT: error %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(r.ErrorCode))
+	}
 	p.expectClosed()
 
 	// A Produce before SaslAuthenticate (after the handshake) closes too.
