@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -129,6 +131,7 @@ func startSecureBroker(t *testing.T) *secureBroker {
 		"listener.name.saslssl.plain.sasl.jaas.config="+itestPlainJAAS,
 		"listener.name.saslplain.plain.sasl.jaas.config="+itestPlainJAAS,
 		"offsets.topic.replication.factor=1",
+		"group.initial.rebalance.delay.ms=0",
 	)
 	b.start()
 	return &secureBroker{broker: b, pki: p, addrs: addrs}
@@ -235,6 +238,29 @@ func TestSecurityListeners(t *testing.T) {
 				roundTrip(t, b.addrs["SASLSSL"], "sec-after-refusal", kgo.DialTLSConfig(trust), alice)
 			})
 		}
+	})
+
+	// A Produce after SaslHandshake but before SaslAuthenticate, over
+	// TLS: the broker closes the connection and serves the others.
+	t.Run("produce before SaslAuthenticate", func(t *testing.T) {
+		nc, err := tls.Dial("tcp", b.addrs["SASLSSL"], trust)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer nc.Close()
+		hs := kmsg.NewPtrSASLHandshakeRequest()
+		hs.Version, hs.Mechanism = 1, "PLAIN"
+		writeRequest(t, nc, 1, hs)
+		if _, err := readResponseFrame(nc); err != nil {
+			t.Fatalf("SaslHandshake response: %v", err)
+		}
+		p := kmsg.NewPtrProduceRequest()
+		p.Version, p.Acks, p.TimeoutMillis = 9, 1, 1000
+		writeRequest(t, nc, 2, p)
+		if frame, err := readResponseFrame(nc); err == nil {
+			t.Fatalf("got a %d-byte response to a Produce before authentication", len(frame))
+		}
+		roundTrip(t, b.addrs["SASLSSL"], "sec-after-refusal", kgo.DialTLSConfig(trust), alice)
 	})
 
 	t.Run("kcat", func(t *testing.T) {
@@ -361,4 +387,39 @@ func secureClusterReplicates(t *testing.T, internalProtocol string, extra []stri
 	if out, err := exec.Command(brokerBin, args...).CombinedOutput(); err != nil {
 		t.Fatalf("healthcheck over %s: %v\n%s", internalProtocol, err, out)
 	}
+}
+
+// writeRequest writes req as a request frame with correlation id corr.
+func writeRequest(t *testing.T, w io.Writer, corr int32, req kmsg.Request) {
+	t.Helper()
+	body := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
+	body = binary.BigEndian.AppendUint32(body, uint32(corr))
+	body = binary.BigEndian.AppendUint16(body, uint16(len("itest")))
+	body = append(body, "itest"...)
+	if req.IsFlexible() {
+		body = append(body, 0)
+	}
+	body = req.AppendTo(body)
+	frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+	if _, err := w.Write(append(frame, body...)); err != nil {
+		t.Fatalf("write %s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+}
+
+// readResponseFrame reads one response frame within 10 s; an error means
+// the broker closed the connection (or said nothing).
+func readResponseFrame(c net.Conn) ([]byte, error) {
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var size [4]byte
+	if _, err := io.ReadFull(c, size[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(size[:])
+	if n > 1<<20 {
+		return nil, fmt.Errorf("response frame of %d bytes", n)
+	}
+	buf := make([]byte, n)
+	_, err := io.ReadFull(c, buf)
+	return buf, err
 }
