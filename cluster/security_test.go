@@ -346,3 +346,24 @@ func TestDescribeConfigsHidesSecrets(t *testing.T) {
 		t.Errorf("found %d of the 3 security keys", seen)
 	}
 }
+
+// The controller listener's node identity: a super.users principal whose
+// name ends in the node id.
+func TestNodeIDOfPrincipal(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		id   int32
+		ok   bool
+	}{
+		{"CN=kb2", 2, true},
+		{"kbroker-12", 12, true},
+		{"CN=node7,O=acme", 0, false},
+		{"admin", 0, false},
+		{"CN=kb99999999999", 0, false}, // not an int32
+	} {
+		id, ok := nodeIDOf(tc.name)
+		if ok != tc.ok || (ok && id != tc.id) {
+			t.Errorf("nodeIDOf(%q) = %d, %v; want %d, %v", tc.name, id, ok, tc.id, tc.ok)
+		}
+	}
+}
