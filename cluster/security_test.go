@@ -2,7 +2,13 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"errors"
+	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -14,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/security"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 
@@ -366,4 +373,48 @@ func TestNodeIDOfPrincipal(t *testing.T) {
 			t.Errorf("nodeIDOf(%q) = %d, %v; want %d, %v", tc.name, id, ok, tc.id, tc.ok)
 		}
 	}
+}
+
+// A listener's keystore is reloaded while the node runs: new TLS
+// connections get the new certificate.
+func TestListenerCertificateReload(t *testing.T) {
+	ca, err := security.NewCA(pkix.Name{CommonName: "reload CA"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keystore := filepath.Join(t.TempDir(), "kb1.pem")
+	writeKeystore := func(cn string) {
+		t.Helper()
+		cert, key, err := ca.Issue(security.CertRequest{Subject: pkix.Name{CommonName: cn},
+			IPs: []net.IP{net.ParseIP("127.0.0.1")}, ServerAuth: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyPEM, _ := security.KeyPEM(key)
+		tmp := keystore + ".tmp"
+		if err := os.WriteFile(tmp, append(keyPEM, security.CertPEM(cert, ca.Cert)...), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, keystore); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeKeystore("first")
+	node := startSASLNode(t, "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL:SASL_SSL,CONTROLLER:PLAINTEXT",
+		"ssl.keystore.location="+keystore)
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	served := func() string {
+		c, err := tls.Dial("tcp", node.sasl, &tls.Config{RootCAs: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if cn := served(); cn != "first" {
+		t.Fatalf("served certificate CN=%s, want first", cn)
+	}
+	writeKeystore("second")
+	waitFor(t, 20*time.Second, "the reloaded certificate", func() bool { return served() == "second" })
 }
