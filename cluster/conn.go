@@ -306,8 +306,9 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte
 		return nil, nil, c.frameErr(err)
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-	if size < 0 || size > c.srv.cfg.maxRequestSize {
-		c.logger.Warn("refusing oversize request frame", "size", size, "socket.request.max.bytes", c.srv.cfg.maxRequestSize)
+	limit := c.auth.frameLimit(c.srv.cfg.maxRequestSize)
+	if size < 0 || size > limit {
+		c.logger.Warn("refusing oversize request frame", "size", size, "limit", limit, "socket.request.max.bytes", c.srv.cfg.maxRequestSize)
 		return nil, nil, wire.ErrFrameTooLarge
 	}
 	mem, err := c.srv.acquireRequestMem(ctx, size)
@@ -320,7 +321,7 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, err
 	}
-	frame, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), c.srv.cfg.maxRequestSize)
+	frame, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), limit)
 	if err != nil {
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, c.frameErr(err)

@@ -19,9 +19,11 @@ import (
 // says nothing holds no goroutine for longer.
 const tlsHandshakeTimeout = 10 * time.Second
 
-// maxRawSASLToken bounds a raw (SaslHandshake v0) token, as Kafka's
-// sasl.server.max.receive.size does.
-const maxRawSASLToken = 512 << 10
+// maxUnauthenticatedFrame bounds every frame a SASL connection sends
+// before it is authenticated (requests and raw v0 tokens), as Kafka's
+// sasl.server.max.receive.size does: a client that has not proven who it
+// is cannot make the broker buffer socket.request.max.bytes.
+const maxUnauthenticatedFrame = 512 << 10
 
 var (
 	errNotAuthenticated = errors.New("request before SASL authentication")
@@ -104,6 +106,16 @@ func (a *connAuth) admit(apiKey int16) error {
 		return errSessionExpired
 	}
 	return nil
+}
+
+// frameLimit is the largest request frame the connection may send now:
+// max, or maxUnauthenticatedFrame while a SASL connection is not
+// authenticated.
+func (a *connAuth) frameLimit(max int32) int32 {
+	if a.cs != nil && a.cs.SASL != nil && !a.cs.Authenticated() {
+		return min(max, maxUnauthenticatedFrame)
+	}
+	return max
 }
 
 // expectRawToken reports whether the next frame is a raw SASL token
@@ -226,7 +238,7 @@ func (c *conn) rawToken(ctx context.Context, r interface{ Read([]byte) (int, err
 	if err := c.frameDeadline(ctx); err != nil {
 		return err
 	}
-	token, err := wire.ReadFrame(r, maxRawSASLToken)
+	token, err := wire.ReadFrame(r, maxUnauthenticatedFrame)
 	if err != nil {
 		return c.frameErr(err)
 	}

@@ -172,6 +172,14 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 	}
 	p.expectClosed()
 
+	// An oversize frame before authentication closes the connection
+	// before its body is read.
+	huge := dialRaw(t, node.sasl)
+	if _, err := huge.nc.Write([]byte{0, 0x10, 0, 0}); err != nil { // announces 1 MiB
+		t.Fatal(err)
+	}
+	huge.expectClosed()
+
 	// A Produce before SaslAuthenticate (after the handshake) closes too.
 	d := dialRaw(t, node.sasl)
 	if r := d.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
