@@ -48,7 +48,7 @@ type connAuth struct {
 	expiry time.Time
 }
 
-// start secures a new connection: the TLS handshake on SSL and SASL_SSL
+// startAuth secures a new connection: the TLS handshake on SSL and SASL_SSL
 // listeners (the connection then reads and writes through TLS) and the
 // connection's initial principal.
 func (c *conn) startAuth(ctx context.Context) error {
