@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover
+.PHONY: build test fuzz image up down lint bench bench-failover secure-up secure-down
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -23,6 +23,34 @@ up: image
 
 down:
 	docker compose -f deploy/docker-compose.yml down
+
+# The secure cluster (deploy/docker-compose.secure.yml). Its certificates,
+# SCRAM credential and gossip key are made here, on the host, into
+# deploy/secrets/ (gitignored) and mounted into the containers. They are
+# made world-readable because the containers run as uid 65532 and bind
+# mounts keep the host's owner: keep deploy/secrets on a private machine.
+SECRETS = deploy/secrets
+
+secure-up: image $(SECRETS)/tls/ca.pem $(SECRETS)/scram $(SECRETS)/gossip.key
+	docker compose -f deploy/docker-compose.secure.yml up -d
+
+secure-down:
+	docker compose -f deploy/docker-compose.secure.yml down
+
+$(SECRETS)/tls/ca.pem:
+	go run ./cmd/kbroker tls init --dir $(SECRETS)/tls --hosts kb1,kb2,kb3 --san-localhost --client admin
+	mv $(SECRETS)/tls/ca-key.pem $(SECRETS)/ca-key.pem   # the CA key stays on the host
+	chmod a+r $(SECRETS)/tls/*
+
+$(SECRETS)/scram:
+	mkdir -p $(SECRETS)
+	printf 'SCRAM-SHA-512=[name=admin,password=%s]\n' "$$(head -c 18 /dev/urandom | base64 | tr -d '/+=')" > $@
+	chmod a+r $@
+
+$(SECRETS)/gossip.key:
+	mkdir -p $(SECRETS)
+	head -c 32 /dev/urandom | base64 > $@
+	chmod a+r $@
 
 # golangci-lint v2 with .golangci.yml (static checks and the allowed-import
 # rules of docs/ARCHITECTURE.md). The pinned version is installed with

@@ -105,16 +105,6 @@ type delayedFetch struct {
 	peer replication.FetchPeer // for follower fetches
 }
 
-// fetchPeer is what the connection vouches for about the sender of a
-// follower fetch. Every listener is PLAINTEXT, with no principal to
-// check, so every connection may fetch as a broker, as in Kafka without
-// an authorizer; the replica manager still checks the claimed replica
-// against the image. With authentication, this is where a follower fetch
-// gets bound to a broker principal on the inter-broker listener.
-func (n *Node) fetchPeer(*RequestContext) replication.FetchPeer {
-	return replication.FetchPeer{Broker: true}
-}
-
 func (f *delayedFetch) TryComplete() bool {
 	resp, bytes, stop := f.read()
 	if !stop && bytes < int(f.req.MinBytes) {

@@ -5,7 +5,8 @@ package cluster
 // Lists the version range of every API in the dispatch table. A request
 // in a version we do not serve is answered in v0 with UNSUPPORTED_VERSION
 // and the ranges (see conn.dispatch), as Kafka does, so the client can
-// retry with a version we know.
+// retry with a version we know. SaslHandshake and SaslAuthenticate are
+// listed only on SASL listeners (conn.apiVersionsResponse).
 
 import (
 	"context"
@@ -18,7 +19,7 @@ func init() {
 }
 
 func (n *Node) handleApiVersions(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
-	return n.server.apiVersionsResponse(rc.Header.APIVersion), nil
+	return rc.conn.apiVersionsResponse(rc.Header.APIVersion), nil
 }
 
 func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {

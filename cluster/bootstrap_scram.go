@@ -5,8 +5,9 @@ import (
 	"github.com/kbroker/kbroker/security/sasl"
 )
 
-// BootstrapScram is one SCRAM credential of the --add-scram option
-// (kafka-storage format's), as sasl.ParseAddScram returns it.
+// BootstrapScram is one SCRAM credential given to kbroker serve with
+// --add-scram (sasl.ParseAddScram): the user and the derived credential,
+// never the password.
 type BootstrapScram struct {
 	User       string
 	Credential sasl.ScramCredential
@@ -17,6 +18,7 @@ type BootstrapScram struct {
 // (the quorum's first start). Once the cluster exists they are ignored,
 // with a log line. Call it before Run.
 func (n *Node) SetBootstrapScram(creds []BootstrapScram) {
+	n.bootstrapScramInput = creds
 	n.bootstrapScram = make([]metadata.ScramCredential, 0, len(creds))
 	for _, c := range creds {
 		n.bootstrapScram = append(n.bootstrapScram, metadataScram(c.User, c.Credential))

@@ -79,6 +79,10 @@ type conn struct {
 	// replicaID is the follower that sent follower fetches on this
 	// connection (-1: none); see serverConfig.followerGone.
 	replicaID atomic.Int32
+
+	// auth is the connection's TLS/SASL state and principal
+	// (conn_auth.go); the reader goroutine owns it.
+	auth connAuth
 }
 
 // slot is the place of one request's response in the connection's order.
@@ -89,6 +93,11 @@ type slot struct {
 	mem  int64 // bytes held in the server's request memory; guarded by conn.mu once pending
 
 	onDrop func() // guarded by conn.mu: undoes a parked request
+
+	// raw marks a raw SASL token reply (SaslHandshake v0): rawReply is
+	// written with a size prefix and no response header.
+	raw      bool
+	rawReply []byte
 
 	// Set before done is closed.
 	resp      kmsg.Response
@@ -112,6 +121,7 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		slots:    make(chan *slot, maxInFlight),
 		gone:     make(chan struct{}),
 		pending:  make(map[*slot]struct{}),
+		auth:     connAuth{l: s.cfg.listeners[listener]},
 	}
 	c.replicaID.Store(-1)
 	return c
@@ -122,7 +132,13 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 // are answered before it returns (their handlers are bounded by their own
 // timeouts); when the peer is gone they are dropped.
 func (c *conn) serve(ctx context.Context) {
-	defer c.nc.Close()
+	defer func() { c.nc.Close() }() // the TLS connection once startAuth wrapped it
+	// TLS comes before the first request and before the writer starts, so
+	// both goroutines only ever see the secured connection.
+	if err := c.startAuth(ctx); err != nil {
+		c.logger.Debug("closing connection before its first request", "err", err)
+		return
+	}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
@@ -230,6 +246,12 @@ func (c *conn) readLoop(ctx context.Context) error {
 		if err := c.awaitRequest(ctx, br); err != nil {
 			return err
 		}
+		if c.auth.expectRawToken() {
+			if err := c.rawToken(ctx, br); err != nil {
+				return err
+			}
+			continue
+		}
 		s, body, err := c.readRequest(ctx, br)
 		if err != nil {
 			return err
@@ -294,8 +316,9 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte
 		return nil, nil, c.frameErr(err)
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
-	if size < 0 || size > c.srv.cfg.maxRequestSize {
-		c.logger.Warn("refusing oversize request frame", "size", size, "socket.request.max.bytes", c.srv.cfg.maxRequestSize)
+	limit := c.auth.frameLimit(c.srv.cfg.maxRequestSize)
+	if size < 0 || size > limit {
+		c.logger.Warn("refusing oversize request frame", "size", size, "limit", limit, "socket.request.max.bytes", c.srv.cfg.maxRequestSize)
 		return nil, nil, wire.ErrFrameTooLarge
 	}
 	mem, err := c.srv.acquireRequestMem(ctx, size)
@@ -308,7 +331,7 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, err
 	}
-	frame, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), c.srv.cfg.maxRequestSize)
+	frame, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), limit)
 	if err != nil {
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, c.frameErr(err)
@@ -349,12 +372,18 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 		if hdr.APIKey == apiVersionsKey {
 			// Kafka answers an ApiVersions it cannot parse in v0 so the
 			// client can learn the ranges and retry.
-			resp := c.srv.apiVersionsResponse(0)
+			resp := c.apiVersionsResponse(0)
 			resp.ErrorCode = kerr.UnsupportedVersion.Code
 			s.finish(resp, false, nil)
 			return nil
 		}
 		return fmt.Errorf("unsupported api key %d version %d", hdr.APIKey, hdr.APIVersion)
+	}
+	// Nothing of an unauthenticated client is decoded but the requests
+	// that authenticate it.
+	if err := c.auth.admit(hdr.APIKey); err != nil {
+		c.logger.Info("closing connection", "err", err)
+		return err
 	}
 	req := kmsg.RequestForKey(hdr.APIKey)
 	req.SetVersion(hdr.APIVersion)
@@ -368,7 +397,7 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 	}
 	rc := &RequestContext{
 		Header:    hdr,
-		Principal: AnonymousPrincipal,
+		Principal: c.auth.principal,
 		Listener:  c.listener,
 		Remote:    c.nc.RemoteAddr(),
 		conn:      c,
@@ -487,6 +516,10 @@ func (c *conn) writeBatch(batch []*slot, buf []byte) []byte {
 			c.drop()
 			return buf
 		}
+		if s.raw {
+			buf = appendRawReply(buf, s)
+			continue
+		}
 		buf = appendResponse(buf, s)
 	}
 	c.flush(buf)
@@ -528,4 +561,11 @@ func appendResponse(buf []byte, s *slot) []byte {
 	buf = s.resp.AppendTo(buf)
 	binary.BigEndian.PutUint32(buf[start:], uint32(len(buf)-start-4))
 	return buf
+}
+
+// appendRawReply appends a SASL v0 raw token reply: size, then the bytes,
+// with no response header (the legacy framing after SaslHandshake v0).
+func appendRawReply(buf []byte, s *slot) []byte {
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(s.rawReply)))
+	return append(buf, s.rawReply...)
 }

@@ -11,6 +11,13 @@
 //   - The connection layer (server.go, conn.go): an acceptor per listener,
 //     a reader and a writer goroutine per connection, responses written in
 //     request order, at most 64 requests in flight per connection.
+//   - Listener security (security.go, conn_auth.go, the SaslHandshake and
+//     SaslAuthenticate handlers): the TLS handshake before a connection's
+//     first request, SASL before anything but ApiVersions, the principal
+//     on every RequestContext, KIP-368 re-authentication; the follower
+//     fetchers' TLS/SASL client side, broker principals for follower
+//     fetches, and the controller listener's mutual TLS handed to
+//     metadata. SCRAM credentials come from scram_store.go.
 //   - Dispatch and the API registry: each handler file
 //     api_NN_name.go (NN the API key) serves one Kafka API; the registry
 //     of served APIs and their version ranges is the single source of
@@ -55,6 +62,8 @@
 //     connection, a reader (which runs the handlers) and a writer; stopped
 //     by the serving context, which closes the listeners and unblocks each
 //     reader; Serve waits for them all;
+//   - one TLS reloader per TLS store (client listeners, controller
+//     listener), watching the key and trust files until Run returns;
 //   - the replica manager's Run (image watcher; it owns the fetchers, the
 //     ISR checker and the ISR proposals), the storage manager's Run
 //     (flushes, retention, checkpoints, cleaning), the group coordinator's

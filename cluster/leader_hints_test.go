@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"github.com/kbroker/kbroker/internal/testutil"
 	"context"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"net"
 	"strconv"
 	"testing"

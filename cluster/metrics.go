@@ -26,6 +26,7 @@ type requestMetrics struct {
 	queuedBytes  prometheus.Gauge
 	memWaiting   prometheus.Gauge
 	refused      *prometheus.CounterVec
+	saslFailures *prometheus.CounterVec
 }
 
 func newRequestMetrics() *requestMetrics {
@@ -73,8 +74,12 @@ func newRequestMetrics() *requestMetrics {
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kbroker_requests_refused_total", Help: "Requests refused before decoding because an array count is over its per-request bound, by API.",
 	}, []string{"api"})
+	m.saslFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "kbroker_sasl_authentication_failures_total", Help: "Failed SASL authentications (each closed its connection), by listener and mechanism.",
+	}, []string{"listener", "mechanism"})
 	m.registry.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut,
-		m.panics, m.connections, m.rejected, m.closedIdle, m.acceptErrors, m.queuedBytes, m.memWaiting, m.refused)
+		m.panics, m.connections, m.rejected, m.closedIdle, m.acceptErrors, m.queuedBytes, m.memWaiting, m.refused,
+		m.saslFailures)
 	return m
 }
 

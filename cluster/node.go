@@ -18,6 +18,7 @@ import (
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/purgatory"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/security/sasl"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -56,14 +57,22 @@ type Node struct {
 	txns       *txnCoordinator
 	txnClients *markerClients
 
+	// security is the listeners' TLS/SASL, the inter-broker client side
+	// and the controller listener's mutual TLS (security.go).
+	security *nodeSecurity
+	// scram backs the SCRAM mechanisms of SASL listeners (scram_store.go).
+	scram sasl.CredentialStore
+	// bootstrapScram are the --add-scram credentials as metadata records,
+	// written to the metadata log at the quorum's first start
+	// (bootstrap_scram.go); bootstrapScramInput is what they came from.
+	bootstrapScram      []metadata.ScramCredential
+	bootstrapScramInput []BootstrapScram
+
 	mu struct {
 		sync.Mutex
 		// advertised is this broker's endpoints as registered.
 		advertised []metadata.Endpoint
 	}
-	// bootstrapScram: SetBootstrapScram (bootstrap_scram.go).
-	bootstrapScram []metadata.ScramCredential
-
 	ready  chan struct{} // closed when the node serves requests
 	served chan struct{} // closed when the server has stopped
 
@@ -78,8 +87,10 @@ type Node struct {
 // drainTimeout bounds how long shutdown waits for requests in progress.
 const drainTimeout = 10 * time.Second
 
-// NewNode validates cfg and constructs a node. It starts nothing.
-func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
+// NewNode validates cfg and constructs a node. It starts nothing, but
+// loads the listeners' TLS key material and SASL settings, failing on any
+// error there.
+func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -93,6 +104,16 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		served:         make(chan struct{}),
 		unreachable:    make(chan int32, 8),
 	}
+	for _, o := range opts {
+		o(n)
+	}
+	if n.scram == nil {
+		n.scram = n.scramStore()
+	}
+	var err error
+	if n.security, err = newNodeSecurity(&n.cfg, n.scram, logger); err != nil {
+		return nil, fmt.Errorf("security: %w", err)
+	}
 	n.producerIDs.controller = nodeController{n}
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.txnClients = &markerClients{}
@@ -100,6 +121,7 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n.metrics.registry.MustRegister(newStateCollector(n))
 	scfg := serverConfigFrom(&cfg)
 	scfg.followerGone = n.followerGone
+	scfg.listeners = n.security.listeners
 	n.server = newServer(logger, n.apis(), scfg, n.metrics)
 	if err := n.installAuthorizer(); err != nil {
 		return nil, err
@@ -148,6 +170,20 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		return err
 	}
 
+	// TLS key material is reloaded while the node runs.
+	var secWG sync.WaitGroup
+	secCtx, stopSec := context.WithCancel(context.WithoutCancel(ctx))
+	n.security.run(secCtx, &secWG, n.logger)
+	defer secWG.Wait()
+	defer stopSec()
+	if len(n.bootstrapScramInput) > 0 {
+		users := make([]string, 0, len(n.bootstrapScramInput))
+		for _, b := range n.bootstrapScramInput {
+			users = append(users, b.Credential.Mechanism.Name()+":"+b.User)
+		}
+		n.logger.Info("--add-scram credentials are written to the metadata log only at the quorum's first start; later starts ignore them", "credentials", users)
+	}
+
 	n.store, err = metadata.Open(n.metadataConfig())
 	if err != nil {
 		return fmt.Errorf("opening metadata: %w", err)
@@ -182,6 +218,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
 		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
+		Dialer:               n.security.dialer,
 		ISR:                  n.store,
 		// Wake the requests waiting on a partition when it changes.
 		OnHighWatermark: func(tp replication.TopicPartition) {
@@ -328,7 +365,7 @@ func (n *Node) metadataConfig() metadata.Config {
 	for _, v := range cfg.ControllerQuorumVoters {
 		voters = append(voters, metadata.Voter{ID: v.ID, Addr: v.Addr()})
 	}
-	return metadata.Config{
+	mc := metadata.Config{
 		NodeID:                   cfg.NodeID,
 		Dir:                      dir,
 		BindAddr:                 bind,
@@ -350,6 +387,8 @@ func (n *Node) metadataConfig() metadata.Config {
 		UncleanLeaderElection:        cfg.UncleanLeaderElectionEnable,
 		BootstrapScram:               n.bootstrapScram,
 	}
+	n.security.applyMetadata(&mc)
+	return mc
 }
 
 // advertisedVoterAddr is this node's own entry in controller.quorum.voters,

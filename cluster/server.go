@@ -37,6 +37,9 @@ type serverConfig struct {
 	// fetch connection the peer dropped (EOF, reset): the broker process
 	// may be gone. Called on the connection's goroutine; must not block.
 	followerGone func(replicaID int32)
+	// listeners is the TLS/SASL security of each client listener, by
+	// name; a listener not in it is PLAINTEXT.
+	listeners map[string]*listenerSec
 }
 
 // serverConfigFrom takes the connection layer's keys from the broker

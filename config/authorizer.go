@@ -29,26 +29,3 @@ var authorizerClassNameKey = brokerKey{
 		return invalid("authorizer.class.name", "%q is not an authorizer kbroker implements (%s)", c.AuthorizerClassName, StandardAuthorizerClass)
 	},
 }
-
-// superUsersKey is super.users: principals separated by ';', each
-// Type:name (User:admin;User:broker), allowed every action.
-var superUsersKey = brokerKey{
-	name: "super.users", def: "",
-	doc: "Principals allowed every action whatever the ACLs, separated by ';' (User:admin;User:broker).",
-	parse: func(b *builder, v string) error {
-		var out []string
-		for _, p := range strings.Split(v, ";") {
-			p = strings.TrimSpace(p)
-			if p == "" {
-				continue
-			}
-			if typ, name, ok := strings.Cut(p, ":"); !ok || typ == "" || name == "" {
-				return errString(p + " is not a principal of the form Type:name")
-			}
-			out = append(out, p)
-		}
-		b.SuperUsers = out
-		return nil
-	},
-	format: func(c *Config) string { return strings.Join(c.SuperUsers, ";") },
-}

@@ -169,9 +169,19 @@ type Config struct {
 
 	// Authorization (keys: authorizer.go). An empty AuthorizerClassName
 	// is no authorizer: every request is allowed.
-	AuthorizerClassName       string   `kafka:"authorizer.class.name"`
-	AllowEveryoneIfNoACLFound bool     `kafka:"allow.everyone.if.no.acl.found"`
-	SuperUsers                []string `kafka:"super.users"`
+	AuthorizerClassName       string `kafka:"authorizer.class.name"`
+	AllowEveryoneIfNoACLFound bool   `kafka:"allow.everyone.if.no.acl.found"`
+
+	// Security (keys: security.go). SuperUsers are principals allowed
+	// everything ("User:admin"); ConnectionsMaxReauthMs > 0 bounds a SASL
+	// session (KIP-368), 0 is unbounded.
+	SuperUsers             []string `kafka:"super.users"`
+	ConnectionsMaxReauthMs int64    `kafka:"connections.max.reauth.ms"`
+	// Security holds every ssl.* and sasl.* key that was given, verbatim,
+	// with its listener.name.<listener>. variants: the flat property view
+	// package security reads (SecurityProps). Its keys are in the table
+	// one by one, so it has no single tag.
+	Security map[string]string `kafka:"-"`
 }
 
 // Default returns the configuration of a single node that is both broker

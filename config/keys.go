@@ -22,6 +22,9 @@ type brokerKey struct {
 	parse   func(b *builder, v string) error // v is the raw value; returns a message error
 	format  func(c *Config) string
 	check   func(c *Config) error // range checks, run by Validate; may be nil
+	// sensitive values (passwords, private keys, JAAS) are never shown:
+	// DescribeConfigs returns them as null with IsSensitive.
+	sensitive bool
 }
 
 // builder is a Config being loaded, plus the values of alias keys that
@@ -143,7 +146,7 @@ const (
 )
 
 // keys is the table of broker keys, in no particular order (Keys sorts).
-var keys = []brokerKey{
+var keys = append([]brokerKey{
 	intKey("node.id", "1", "This node's id, unique in the cluster.", 0,
 		func(c *Config) *int32 { return &c.NodeID }),
 	{
@@ -181,7 +184,7 @@ var keys = []brokerKey{
 	},
 	{
 		name: "listener.security.protocol.map", def: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-		doc: "Comma-separated NAME:PROTOCOL for each listener name. Only PLAINTEXT is supported.",
+		doc: "Comma-separated NAME:PROTOCOL for each listener name; PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL, for every listener including the controller listener (see Security).",
 		parse: func(b *builder, v string) (err error) {
 			b.ListenerSecurityProtocolMap, err = parseProtocolMap(v)
 			return err
@@ -401,8 +404,7 @@ var keys = []brokerKey{
 	authorizerClassNameKey,
 	boolKey("allow.everyone.if.no.acl.found", "false", "With an authorizer, allow an action on a resource that no ACL matches.",
 		func(c *Config) *bool { return &c.AllowEveryoneIfNoACLFound }),
-	superUsersKey,
-}
+}, securityKeys...)
 
 var keyIndex = func() map[string]*brokerKey {
 	m := make(map[string]*brokerKey, len(keys))
@@ -465,6 +467,12 @@ func build(given map[string]setting) (Config, error) {
 		}
 		if err := k.parse(&b, s.value); err != nil {
 			return Config{}, &Error{Key: k.name, Source: s.source, Msg: err.Error(), Err: ErrInvalid}
+		}
+	}
+	// Listener-prefixed security keys (put let only those through).
+	for name, s := range given {
+		if _, ok := keyIndex[name]; !ok {
+			b.setSecurity(name, s.value)
 		}
 	}
 	b.derive()

@@ -78,7 +78,7 @@ func Load(file string, env []string, sets []string) (Config, error) {
 }
 
 func put(given map[string]setting, key, value, source string) error {
-	if _, ok := keyIndex[key]; !ok {
+	if _, ok := keyIndex[key]; !ok && !isListenerSecurityKey(key) {
 		return &Error{Key: key, Source: source, Err: ErrUnknownKey}
 	}
 	given[key] = setting{value: strings.TrimSpace(value), source: source}

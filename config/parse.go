@@ -162,8 +162,9 @@ func formatVoters(vs []Voter) string {
 	return strings.Join(s, ",")
 }
 
-// securityProtocols are Kafka's protocols; only PLAINTEXT is served.
-var securityProtocols = map[string]bool{"PLAINTEXT": true, "SSL": false, "SASL_PLAINTEXT": false, "SASL_SSL": false}
+// securityProtocols are Kafka's security protocols, all served (the
+// ssl.* and sasl.* keys of security.go configure them).
+var securityProtocols = map[string]bool{"PLAINTEXT": true, "SSL": true, "SASL_PLAINTEXT": true, "SASL_SSL": true}
 
 // parseProtocolMap parses NAME:PROTOCOL,NAME:PROTOCOL.
 func parseProtocolMap(v string) (map[string]string, error) {
@@ -174,12 +175,8 @@ func parseProtocolMap(v string) (map[string]string, error) {
 		if !ok || !listenerName.MatchString(name) {
 			return nil, fmt.Errorf("%q is not NAME:PROTOCOL", s)
 		}
-		supported, known := securityProtocols[proto]
-		switch {
-		case !known:
-			return nil, fmt.Errorf("%q: %q is not a security protocol", s, proto)
-		case !supported:
-			return nil, fmt.Errorf("%q: security protocol %s is not supported (only PLAINTEXT)", s, proto)
+		if !securityProtocols[proto] {
+			return nil, fmt.Errorf("%q: %q is not a security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)", s, proto)
 		}
 		if _, dup := out[name]; dup {
 			return nil, fmt.Errorf("listener name %s appears twice", name)

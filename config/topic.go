@@ -364,7 +364,7 @@ func (c *Config) BrokerConfigEntriesIn(cluster map[string]string) []ConfigEntry 
 	for i := range keys {
 		k := &keys[i]
 		_, dynamic := topicKeyByBrokerKey[k.name]
-		e := ConfigEntry{Name: k.name, Value: k.format(c), ReadOnly: !dynamic}
+		e := ConfigEntry{Name: k.name, Value: k.format(c), ReadOnly: !dynamic, Sensitive: k.sensitive}
 		if v, ok := cluster[k.name]; ok && dynamic {
 			e.Value, e.Source = v, SourceDynamicDefaultBroker
 		} else if e.Value == k.format(&d) {
@@ -372,8 +372,12 @@ func (c *Config) BrokerConfigEntriesIn(cluster map[string]string) []ConfigEntry 
 		} else {
 			e.Source = SourceStaticBroker
 		}
+		if e.Sensitive {
+			e.Value = "" // never leaves the config package
+		}
 		out = append(out, e)
 	}
+	out = append(out, c.listenerSecurityEntries()...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

@@ -44,11 +44,7 @@ func (c *Config) Validate() error {
 			add(invalid("listeners", "%s: port out of range", l))
 		}
 	}
-	for name, proto := range c.ListenerSecurityProtocolMap {
-		if proto != "PLAINTEXT" {
-			add(invalid("listener.security.protocol.map", "%s:%s: only PLAINTEXT is supported", name, proto))
-		}
-	}
+	add(c.validateSecurity(names))
 	advertised := map[string]bool{}
 	for _, l := range c.AdvertisedListeners {
 		switch {

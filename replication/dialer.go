@@ -2,37 +2,74 @@ package replication
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kbroker/kbroker/metadata"
 )
 
-// TCPDialer connects to a leader's endpoint over plaintext TCP with a
-// franz-go client pinned to that one broker (no metadata requests, no
-// retries: the fetcher handles failures itself). The request versions are
-// negotiated with ApiVersions, capped at those the fetcher asks for.
+// TCPDialer connects to a leader's endpoint with a franz-go client pinned
+// to that one broker (no metadata requests, no retries: the fetcher
+// handles failures itself). The request versions are negotiated with
+// ApiVersions, capped at those the fetcher asks for.
+//
+// The endpoint is the leader's inter.broker.listener.name listener, whose
+// security protocol this broker's own inter-broker listener shares: TLS
+// when TLS is set, SASL when SASL is set. A leader endpoint advertising
+// another protocol than the dialer is configured for is refused rather
+// than dialed in the clear.
 type TCPDialer struct {
 	// ClientID is sent in request headers; empty: "kbroker-replica-fetcher".
 	ClientID string
+	// TLS returns the client config to reach host (the leader's host
+	// name, for certificate verification); nil: no TLS.
+	TLS func(host string) *tls.Config
+	// SASL authenticates each connection; nil: none.
+	SASL sasl.Mechanism
+}
+
+// protocol is the security protocol the dialer speaks.
+func (d TCPDialer) protocol() string {
+	switch {
+	case d.TLS != nil && d.SASL != nil:
+		return "SASL_SSL"
+	case d.TLS != nil:
+		return "SSL"
+	case d.SASL != nil:
+		return "SASL_PLAINTEXT"
+	}
+	return "PLAINTEXT"
 }
 
 // Dial implements LeaderDialer.
 func (d TCPDialer) Dial(ctx context.Context, leader int32, ep metadata.Endpoint) (LeaderConn, error) {
-	if ep.SecurityProtocol != "" && ep.SecurityProtocol != "PLAINTEXT" {
-		return nil, fmt.Errorf("dial broker %d: security protocol %s not supported for replication", leader, ep.SecurityProtocol)
+	proto := ep.SecurityProtocol
+	if proto == "" {
+		proto = "PLAINTEXT"
+	}
+	if proto != d.protocol() {
+		return nil, fmt.Errorf("dial broker %d: its %s listener is %s, this broker's inter-broker listener %s",
+			leader, ep.Listener, proto, d.protocol())
 	}
 	id := d.ClientID
 	if id == "" {
 		id = "kbroker-replica-fetcher"
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID(id),
-		kgo.RequestRetries(0))
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(id), kgo.RequestRetries(0)}
+	if d.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(d.TLS(ep.Host)))
+	}
+	if d.SASL != nil {
+		opts = append(opts, kgo.SASL(d.SASL))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial broker %d at %s: %w", leader, addr, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster"
 	"github.com/kbroker/kbroker/config"
 )
 
@@ -57,7 +58,19 @@ func checkHealth(cfg config.Config, timeout time.Duration) error {
 		host = "127.0.0.1"
 	}
 	addr := fmt.Sprintf("%s:%d", host, l.Port)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DialTimeout(timeout), kgo.RequestRetries(0))
+	// A secure inter-broker listener is reached as the broker's own
+	// follower fetchers reach it; its certificate names the advertised
+	// host, not the loopback address dialed.
+	serverName := host
+	if adv, ok := advertised(cfg, l.Name); ok {
+		serverName = adv
+	}
+	secOpts, err := cluster.InterBrokerClientOpts(&cfg, serverName)
+	if err != nil {
+		return err
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTimeout(timeout), kgo.RequestRetries(0)}, secOpts...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
@@ -76,4 +89,14 @@ func checkHealth(cfg config.Config, timeout time.Duration) error {
 		}
 	}
 	return fmt.Errorf("broker %d is not among the unfenced brokers %s reports", cfg.NodeID, addr)
+}
+
+// advertised is the advertised host of listener name.
+func advertised(cfg config.Config, name string) (string, bool) {
+	for _, a := range cfg.AdvertisedListeners {
+		if a.Name == name && a.Host != "" {
+			return a.Host, true
+		}
+	}
+	return "", false
 }

@@ -82,8 +82,11 @@ func serve(args, env []string, stderr io.Writer) int {
 	fs.Var(&sets, "set", "a config key=value (repeatable; wins over the file and KBROKER_* env vars)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	var scrams, scramFiles stringList
+	fs.Var(&scrams, "add-scram", "a SCRAM credential as kafka-storage format takes it, e.g. 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (repeatable; written to the metadata log only at the quorum's first start)")
+	fs.Var(&scramFiles, "add-scram-file", "a file of --add-scram arguments, one per line (repeatable; keeps passwords off the command line)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: kbroker serve [--config FILE] [--set key=value]... [--log-level L] [--log-json]")
+		fmt.Fprintln(stderr, "usage: kbroker serve [--config FILE] [--set key=value]... [--add-scram CRED]... [--add-scram-file FILE]... [--log-level L] [--log-json]")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, "\nConfig keys (also settable as KBROKER_<KEY>, upper case, dots as underscores):")
 		for _, k := range config.Keys() {
@@ -119,7 +122,12 @@ func serve(args, env []string, stderr io.Writer) int {
 		return 2
 	}
 	setMemoryLimit(env, logger)
-	node, err := cluster.NewNode(cfg, logger)
+	creds, err := bootstrapScram(scrams, scramFiles)
+	if err != nil {
+		fmt.Fprintf(stderr, "kbroker: %v\n", err)
+		return 2
+	}
+	node, err := cluster.NewNode(cfg, logger, cluster.WithBootstrapScram(creds...))
 	if err != nil {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)
 		return 2

@@ -28,6 +28,12 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{"bad value file", []string{"serve", "--config", file}, nil, []string{"log.segment.bytes", "server.properties:3"}},
 		{"bad roles", []string{"--set", "process.roles=everything"}, nil, []string{"process.roles"}},
 		{"unknown command", []string{"frobnicate"}, nil, []string{`unknown command "frobnicate"`}},
+		{"SSL without keystore", []string{"serve", "--set", "listener.security.protocol.map=PLAINTEXT:SSL,CONTROLLER:PLAINTEXT"}, nil,
+			[]string{"listener PLAINTEXT", "ssl.keystore.location"}},
+		{"SASL without mechanisms", []string{"serve", "--set", "listener.security.protocol.map=PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"}, nil,
+			[]string{"listener PLAINTEXT", "sasl.enabled.mechanisms"}},
+		{"malformed --add-scram", []string{"serve", "--add-scram", "SCRAM-SHA-512=name=admin,password=hunter2"}, nil,
+			[]string{"--add-scram #1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -39,6 +45,9 @@ func TestServeRefusesBadConfig(t *testing.T) {
 				if !strings.Contains(stderr.String(), w) {
 					t.Errorf("stderr %q does not mention %q", stderr.String(), w)
 				}
+			}
+			if strings.Contains(stderr.String(), "hunter2") {
+				t.Errorf("stderr shows a password: %q", stderr.String())
 			}
 		})
 	}

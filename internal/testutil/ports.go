@@ -126,3 +126,16 @@ func AddrInUse(err error, logText string) bool {
 	return strings.Contains(logText, "address already in use") ||
 		(err != nil && strings.Contains(err.Error(), "address already in use"))
 }
+
+// Released reserves n distinct ports and releases them at once, for a
+// start that has no retry on a lost bind. It has the window Ports
+// documents; prefer ReservePorts with Release right before the start.
+func Released(t TB, n int) []int {
+	t.Helper()
+	p := MustReservePorts(t, n)
+	ports := append([]int(nil), p.ports...)
+	if err := p.Release(); err != nil {
+		t.Fatalf("%v", err)
+	}
+	return ports
+}
