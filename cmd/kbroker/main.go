@@ -115,6 +115,9 @@ func serve(args, env []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)
 		return 2
 	}
+	if w := cfg.IgnoredWarning(); w != "" {
+		logger.Warn(w)
+	}
 	node, err := cluster.NewNode(cfg, logger)
 	if err != nil {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)
