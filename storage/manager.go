@@ -26,6 +26,9 @@ type Manager struct {
 	fs     FS
 	logger *slog.Logger
 	dirs   []*logDir
+	// deletes holds deleted segments' files until their
+	// file.delete.delay.ms passes (delete.go).
+	deletes deleteQueue
 
 	mu struct {
 		sync.Mutex
@@ -196,6 +199,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		RecoveryPoint:  rp,
 		LogStartOffset: d.logStartOffsets.offsets[tp],
 		HighWatermark:  d.highWatermarks.offsets[tp],
+		DeleteLater:    m.deletes.add,
 	})
 	if err != nil {
 		return nil, err
@@ -268,6 +272,7 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case now := <-t.C:
 			m.flushDue(now)
+			m.DeleteDue(now)
 		case now := <-rt.C:
 			m.applyRetention(now)
 		case <-ct.C:
