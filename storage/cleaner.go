@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -50,6 +51,8 @@ type CleanStats struct {
 	TombstonesRemoved int64 // of RecordsRemoved, expired tombstones (the key's latest record)
 	BatchesRemoved    int64 // batches left empty, dropped
 	Aborted           bool  // the log changed under the cleaner (truncated, closed, retention): stopped early
+	KeyMapBytes       int64 // memory of the key map (at most log.cleaner.dedupe.buffer.size)
+	KeyMapFull        bool  // the dirty section had more keys than the map holds: this pass stopped at CleanableEnd
 	Duration          time.Duration
 }
 
@@ -58,6 +61,7 @@ type cleanerState struct {
 	loaded     bool
 	firstDirty int64  // the checkpointed cleaner offset, -1 if none
 	generation uint64 // the log's truncation generation firstDirty is from
+	limits     CleanerLimits
 }
 
 // cleanerCheckpointMu serializes read-modify-write of the cleaner
@@ -248,12 +252,18 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 		st.Duration = time.Since(started)
 		return st, nil
 	}
-	keys, err := l.buildKeyMap(p.segs, firstDirty)
+	// One pass: map the dirty section's keys until the map (bounded by
+	// log.cleaner.dedupe.buffer.size) is full, then clean up to there.
+	th := newIOThrottle(l.cleaner.limits)
+	keys := newKeyMap(cmp.Or(l.cleaner.limits.DedupeBufferSize, DefaultDedupeBufferSize), dirtyBytes(p.segs, firstDirty))
+	mapEnd, full, err := l.mapKeys(keys, p.segs, firstDirty, p.cleanableEnd, th)
 	if err != nil {
 		return st, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
-	st.Keys = len(keys)
-	c := &segmentCleaner{l: l, keys: keys, producerLast: p.producerLastOffsets, st: &st,
+	p.cleanableEnd, p.segs = mapEnd, segmentsBelow(p.segs, mapEnd)
+	st.CleanableEnd, st.KeyMapBytes, st.KeyMapFull = mapEnd, keys.Bytes(), full
+	st.Keys = keys.Len()
+	c := &segmentCleaner{l: l, keys: keys, mapEnd: mapEnd, throttle: th, producerLast: p.producerLastOffsets, st: &st,
 		tombstoneHorizon: now.UnixMilli() - l.config().DeleteRetentionMs}
 	for _, cs := range p.segs {
 		st.SegmentsScanned++
@@ -283,46 +293,12 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	return st, nil
 }
 
-// buildKeyMap maps every key of a record at or after firstDirty in segs
-// to its latest offset. Control batches and undecodable batches are
-// skipped (their records are kept anyway).
-func (l *Log) buildKeyMap(segs []cleanSeg, firstDirty int64) (map[string]int64, error) {
-	keys := make(map[string]int64)
-	for _, cs := range segs {
-		if cs.end <= firstDirty {
-			continue
-		}
-		sc := newBatchScanner(cs.s.log, 0, cs.size)
-		for {
-			b, pos, ok := sc.next()
-			if !ok {
-				break
-			}
-			if b.LastOffset() < firstDirty || b.IsControl() {
-				continue
-			}
-			base := b.BaseOffset()
-			err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
-				if off := base + int64(r.OffsetDelta); r.Key != nil && off >= firstDirty {
-					keys[string(r.Key)] = off
-				}
-				return nil
-			})
-			if err != nil {
-				l.logger.Warn("cleaner skips an undecodable batch", "dir", l.dir, "segment", cs.base, "position", pos, "err", err)
-			}
-		}
-		if sc.err != nil {
-			return nil, fmt.Errorf("scan segment %d: %w", cs.base, sc.err)
-		}
-	}
-	return keys, nil
-}
-
 // segmentCleaner rewrites segments against a key map.
 type segmentCleaner struct {
 	l                *Log
-	keys             map[string]int64
+	keys             *keyMap
+	mapEnd           int64 // records at and past it were not mapped: kept as they are
+	throttle         *ioThrottle
 	producerLast     map[int64]int64
 	st               *CleanStats
 	tombstoneHorizon int64 // tombstones in segments whose max timestamp is below it are dropped
@@ -352,6 +328,7 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 			break
 		}
 		out, changed := c.filter(b, dropTombstones)
+		c.throttle.add(len(b) + len(out))
 		if !changed && w == nil {
 			continue
 		}
@@ -424,8 +401,8 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 		read++
 		off := base + int64(r.OffsetDelta)
 		keep, tomb := true, false
-		if r.Key != nil {
-			if latest, ok := c.keys[string(r.Key)]; ok && latest > off {
+		if r.Key != nil && off < c.mapEnd {
+			if latest, ok := c.keys.get(r.Key); ok && latest > off {
 				keep = false
 			} else if r.Value == nil && dropTombstones {
 				keep, tomb = false, true
