@@ -40,8 +40,8 @@ func TestEveryKafkaTopicKey(t *testing.T) {
 func TestTopicKeysTable(t *testing.T) {
 	tests := []struct {
 		key, good, want string // want: the described value ("" = good)
-		bad, badMsg         string
-		broker              string // a value for the broker synonym; "" = none
+		bad, badMsg     string
+		broker          string // a value for the broker synonym; "" = none
 	}{
 		{"compression.gzip.level", "9", "", "0", "not -1 or a level", "1"},
 		{"compression.lz4.level", "17", "", "18", "more than the maximum 17", "12"},
