@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/kbroker/kbroker/wire/record"
 )
 
 // LogConfig is the per-topic log configuration, named after Kafka's topic
@@ -190,4 +192,18 @@ func (c LogConfig) maxSegmentMs() int64 {
 		return c.MaxCompactionLagMs
 	}
 	return ms
+}
+
+// compressionLevel is the compression.<codec>.level for codec (0, the
+// codec's default, for codecs without one).
+func (c LogConfig) compressionLevel(codec record.Codec) int {
+	switch codec {
+	case record.CodecGzip:
+		return c.CompressionGzipLevel
+	case record.CodecLZ4:
+		return c.CompressionLz4Level
+	case record.CodecZstd:
+		return c.CompressionZstdLevel
+	}
+	return 0
 }

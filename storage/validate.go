@@ -78,6 +78,7 @@ func validateForAppend(b record.Batch, cfg *LogConfig, now time.Time) (record.Ba
 		ProducerID:           b.ProducerID(),
 		ProducerEpoch:        b.ProducerEpoch(),
 		BaseSequence:         b.BaseSequence(),
+		Level:                cfg.compressionLevel(target),
 	}, records)
 	if err != nil {
 		return nil, -1, fmt.Errorf("recompressing to %s: %w", target, err)

@@ -16,6 +16,9 @@ type BatchSpec struct {
 	ProducerID           int64
 	ProducerEpoch        int16
 	BaseSequence         int32
+	// Level is the Kafka compression level of the codec (see
+	// CompressLevel); 0 is the codec's default.
+	Level int
 }
 
 // Build builds a fresh v2 batch (for tests, the broker's recompression, and
@@ -52,7 +55,7 @@ func Build(spec BatchSpec, records []Record) (Batch, error) {
 			raw = AppendRecord(raw, &records[i])
 		}
 		var err error
-		if b, err = Compress(codec, b, raw); err != nil {
+		if b, err = CompressLevel(codec, spec.Level, b, raw); err != nil {
 			return nil, err
 		}
 	}
