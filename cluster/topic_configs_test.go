@@ -142,3 +142,47 @@ func TestNewTopicKeysOverTheWire(t *testing.T) {
 		t.Fatalf("remote.storage.enable=true: code %d message %v", tr.ErrorCode, tr.ErrorMessage)
 	}
 }
+
+// APPEND and SUBTRACT apply to list keys only, as in Kafka.
+func TestAppendOnlyToListKeys(t *testing.T) {
+	node := startNode(t, "")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	createTopic(t, node.addr, "lists", 1, nil)
+	for _, tc := range []struct {
+		key, value string
+		want       *kerr.Error
+		described  string
+	}{
+		{"leader.replication.throttled.replicas", "0:1", nil, "0:1"},
+		{"leader.replication.throttled.replicas", "1:1", nil, "0:1,1:1"},
+		{"retention.ms", "1000", kerr.InvalidConfig, ""},
+		{"min.cleanable.dirty.ratio", "0.1", kerr.InvalidConfig, ""},
+	} {
+		req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+		r := kmsg.NewIncrementalAlterConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, "lists"
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		v := tc.value
+		c.Name, c.Value, c.Op = tc.key, &v, kmsg.IncrementalAlterConfigOpAppend
+		r.Configs = append(r.Configs, c)
+		req.Resources = append(req.Resources, r)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := kerr.ErrorForCode(resp.Resources[0].ErrorCode); got != error(tc.want) && !(got == nil && tc.want == nil) {
+			t.Fatalf("append %s=%s: %v, want %v", tc.key, tc.value, got, tc.want)
+		}
+		if tc.described != "" {
+			if d := describeTopicConfig(t, ctx, cl, "lists", tc.key); *d.Value != tc.described {
+				t.Fatalf("%s = %q, want %q", tc.key, *d.Value, tc.described)
+			}
+		}
+	}
+}

@@ -257,3 +257,11 @@ func ValidateClusterConfigs(cluster map[string]string) error {
 	}
 	return nil
 }
+
+// IsListTopicKey reports whether name is a topic key of Kafka's LIST type
+// (cleanup.policy, the throttled replica lists): the only keys that
+// IncrementalAlterConfigs may APPEND to or SUBTRACT from.
+func IsListTopicKey(name string) bool {
+	k, ok := topicKeyIndex[name]
+	return ok && k.typ == TypeList
+}

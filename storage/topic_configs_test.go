@@ -303,3 +303,29 @@ func TestFileDeleteDelay(t *testing.T) {
 		})
 	}
 }
+
+// log.cleaner.io.max.bytes.per.second: the throttle sleeps until the
+// bytes accounted fit the rate; no limit is no throttle.
+func TestCleanerIOThrottle(t *testing.T) {
+	if newIOThrottle(CleanerLimits{}) != nil || newIOThrottle(CleanerLimits{IOMaxBytesPerSecond: 1.7976931348623157e308}) != nil {
+		t.Fatal("no limit throttles")
+	}
+	clock := time.Unix(0, 0)
+	var slept time.Duration
+	th := newIOThrottle(CleanerLimits{IOMaxBytesPerSecond: 1000})
+	th.start, th.now = clock, func() time.Time { return clock }
+	th.sleep = func(d time.Duration, _ <-chan struct{}) { slept += d; clock = clock.Add(d) }
+	th.add(5) // 5 ms of transfer: within the slack
+	if slept != 0 {
+		t.Fatalf("slept %v for 5 bytes", slept)
+	}
+	th.add(4995)
+	if slept != 5*time.Second {
+		t.Fatalf("slept %v for 5000 bytes at 1000 B/s", slept)
+	}
+	clock = clock.Add(10 * time.Second) // idle: no debt carried
+	th.add(1000)
+	if slept != 5*time.Second {
+		t.Fatalf("slept %v after an idle period", slept)
+	}
+}
