@@ -452,6 +452,10 @@ func build(given map[string]setting) (Config, error) {
 			return Config{}, &Error{Key: k.name, Source: s.source, Msg: err.Error(), Err: ErrInvalid}
 		}
 	}
+	if s, ok := given["broker.id"]; ok && strings.TrimSpace(s.value) != strconv.FormatInt(int64(b.NodeID), 10) {
+		return Config{}, &Error{Key: "broker.id", Source: s.source, Err: ErrInvalid,
+			Msg: strconv.Quote(s.value) + " differs from node.id " + strconv.FormatInt(int64(b.NodeID), 10) + " (as in Kafka, broker.id must equal node.id; node.id is enough)"}
+	}
 	if s, ok := given["controller.quorum.bootstrap.servers"]; ok && !b.given["controller.quorum.voters"] {
 		return Config{}, &Error{Key: "controller.quorum.bootstrap.servers", Source: s.source, Err: ErrInvalid,
 			Msg: "kbroker's controller quorum is static: set controller.quorum.voters (id@host:port of every controller, as in Kafka's static quorum); " +

@@ -260,3 +260,13 @@ func TestExampleServerProperties(t *testing.T) {
 		t.Fatalf("%+v", c.Ignored)
 	}
 }
+
+func TestBrokerIDMustEqualNodeID(t *testing.T) {
+	if _, err := Load("", nil, []string{"node.id=3", "broker.id=3", "controller.quorum.voters=3@localhost:9093"}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load("", nil, []string{"node.id=3", "broker.id=4", "controller.quorum.voters=3@localhost:9093"})
+	if err == nil || !strings.Contains(err.Error(), "broker.id") || !strings.Contains(err.Error(), "node.id 3") {
+		t.Fatalf("%v", err)
+	}
+}
