@@ -1,11 +1,16 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test image up down lint
+.PHONY: build test fuzz image up down lint
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
 
 test:
 	go test ./...
+
+# Every fuzz target for FUZZTIME each, one after another (scripts/fuzz.sh).
+FUZZTIME ?= 30s
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # A static binary copied into a FROM scratch image (nothing is pulled).
 image:

@@ -7,7 +7,8 @@ package cluster
 // record with the largest timestamp, and any other timestamp the first
 // offset whose record timestamp is at least that. Offsets are returned
 // with the partition's current leader epoch (v4+), after the client's
-// CurrentLeaderEpoch has been checked.
+// CurrentLeaderEpoch has been checked. Needs DESCRIBE on each topic
+// (TOPIC_AUTHORIZATION_FAILED per partition).
 
 import (
 	"context"
@@ -19,7 +20,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 2, min: 1, max: 7, handle: (*Node).handleListOffsets})
+	register(apiSpec{key: 2, min: 1, max: 7, handle: (*Node).handleListOffsets, actions: listOffsetsActions})
 }
 
 const (
@@ -28,16 +29,30 @@ const (
 	listMaxTimestamp = -3
 )
 
-func (n *Node) handleListOffsets(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func listOffsetsActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	return topicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
+		for _, t := range kreq.(*kmsg.ListOffsetsRequest).Topics {
+			yield(t.Topic)
+		}
+	})
+}
+
+func (n *Node) handleListOffsets(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		authorized := rc.AuthorizedTopic(kmsg.ACLOperationDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.Timestamp, rp.Offset, rp.LeaderEpoch = -1, -1, -1
+			if !authorized {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			offset, ts, epoch, err := n.listOffset(replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p.CurrentLeaderEpoch, p.Timestamp, req.Version)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)

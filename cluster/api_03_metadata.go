@@ -86,6 +86,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			}
 			resp.Topics = append(resp.Topics, metadataTopic(img.Topics[name], img))
 		}
+		fillAuthorizedOperations(rc, req, resp)
 		return resp, nil
 	}
 	for _, rt := range req.Topics {
@@ -113,6 +114,10 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 				mt.ErrorCode = kerr.UnknownTopicID.Code
 			case metadata.ValidateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
+			case autoCreate && !createTopicAllowed(rc, *rt.Topic):
+				// Kafka: a topic that would be auto-created but for
+				// the missing CREATE is refused, not unknown.
+				mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
@@ -122,7 +127,36 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 		}
 		resp.Topics = append(resp.Topics, metadataTopic(t, img))
 	}
+	fillAuthorizedOperations(rc, req, resp)
 	return resp, nil
+}
+
+// topicOperations are the operations Kafka defines on a TOPIC.
+var topicOperations = []kmsg.ACLOperation{
+	kmsg.ACLOperationRead, kmsg.ACLOperationWrite, kmsg.ACLOperationCreate, kmsg.ACLOperationDescribe,
+	kmsg.ACLOperationDelete, kmsg.ACLOperationAlter, kmsg.ACLOperationDescribeConfigs, kmsg.ACLOperationAlterConfigs,
+}
+
+// fillAuthorizedOperations computes the authorized-operations bit fields
+// the request asks for (v8+): of every topic described, and (v8–10) of
+// the cluster, the latter only for a principal with DESCRIBE on it (0
+// otherwise), as Kafka does.
+func fillAuthorizedOperations(rc *RequestContext, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = 0
+		if rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {
+			resp.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeCluster, clusterResourceName, clusterOperations)
+		}
+	}
+	if !req.IncludeTopicAuthorizedOperations {
+		return
+	}
+	for i := range resp.Topics {
+		mt := &resp.Topics[i]
+		if mt.ErrorCode == 0 && mt.Topic != nil {
+			mt.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeTopic, *mt.Topic, topicOperations)
+		}
+	}
 }
 
 // autoCreateTopics creates the named topics that do not exist yet and

@@ -14,30 +14,58 @@ package cluster
 // which is created Empty if needed. The retention time of v2–4 is ignored
 // (as Kafka 4 does); metadata longer than offset.metadata.max.bytes (4096)
 // is OFFSET_METADATA_TOO_LARGE.
+//
+// Needs READ on the group (GROUP_AUTHORIZATION_FAILED for every
+// partition) and READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
+// partitions, which are not committed).
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
 
 func init() {
-	register(apiSpec{key: 8, min: 2, max: 9, handle: (*Node).handleOffsetCommit})
+	register(apiSpec{key: 8, min: 2, max: 9, handle: (*Node).handleOffsetCommit, actions: offsetCommitActions})
+}
+
+func offsetCommitActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	req := kreq.(*kmsg.OffsetCommitRequest)
+	return append(topicActions(kmsg.ACLOperationRead, func(yield func(string)) {
+		for _, t := range req.Topics {
+			yield(t.Topic)
+		}
+	}), Action{Operation: kmsg.ACLOperationRead, ResourceType: kmsg.ACLResourceTypeGroup, Name: req.Group})
 }
 
 func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	groupAllowed := rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group)
 	var offsets []partitionOffset
+	// refused marks the partitions answered without committing them.
+	var refused []bool
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
 		rt.Topic = t.Topic
+		topicAllowed := rc.AuthorizedTopic(kmsg.ACLOperationRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
+			switch {
+			case !groupAllowed:
+				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			case !topicAllowed:
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			}
 			rt.Partitions = append(rt.Partitions, rp)
+			refused = append(refused, rp.ErrorCode != 0)
+			if rp.ErrorCode != 0 {
+				continue
+			}
 			po := partitionOffset{
 				TP:          group.TopicPartition{Topic: t.Topic, Partition: p.Partition},
 				Offset:      p.Offset,
@@ -51,14 +79,20 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq km
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	if !groupAllowed || (len(offsets) == 0 && len(refused) > 0) {
+		return resp, nil
+	}
 	by := commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation}
 	n.groups.commitOffsets(req.Group, by, offsets, func(errs []error) {
-		i := 0
+		i, k := 0, 0
 		for ti := range resp.Topics {
 			ps := resp.Topics[ti].Partitions
 			for pi := range ps {
-				ps[pi].ErrorCode = errorCode(errs[i])
-				i++
+				if !refused[k] {
+					ps[pi].ErrorCode = errorCode(errs[i])
+					i++
+				}
+				k++
 			}
 		}
 		rc.Respond(resp)

@@ -14,6 +14,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,7 +22,38 @@ func init() {
 	register(apiSpec{key: 9, min: 1, max: 9, handle: (*Node).handleOffsetFetch})
 }
 
-func (n *Node) handleOffsetFetch(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// fetchOffsetsAuthorized is the coordinator's fetchOffsets behind
+// Kafka's checks: DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED), and
+// DESCRIBE on each topic: a requested topic the principal may not
+// describe gets TOPIC_AUTHORIZATION_FAILED for its partitions, and when
+// all topics are asked for such topics are left out.
+func (n *Node) fetchOffsetsAuthorized(rc *RequestContext, groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
+	if !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, groupID) {
+		return nil, kerr.GroupAuthorizationFailed
+	}
+	got, err := n.groups.fetchOffsets(groupID, topics, order)
+	if err != nil {
+		return got, err
+	}
+	out := got[:0]
+	for _, ft := range got {
+		if !rc.AuthorizedTopic(kmsg.ACLOperationDescribe, ft.topic) {
+			if topics == nil {
+				continue
+			}
+			ps := make([]fetchedOffset, len(ft.partitions))
+			for i, fo := range ft.partitions {
+				ps[i] = fetchedOffset{partition: fo.partition, err: kerr.TopicAuthorizationFailed}
+				ps[i].offset.Offset, ps[i].offset.LeaderEpoch = -1, -1
+			}
+			ft.partitions = ps
+		}
+		out = append(out, ft)
+	}
+	return out, nil
+}
+
+func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
@@ -37,7 +69,7 @@ func (n *Node) handleOffsetFetch(_ context.Context, _ *RequestContext, kreq kmsg
 					topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 				}
 			}
-			got, err := n.groups.fetchOffsets(rg.Group, topics, order)
+			got, err := n.fetchOffsetsAuthorized(rc, rg.Group, topics, order)
 			out := kmsg.NewOffsetFetchResponseGroup()
 			out.Group = rg.Group
 			out.ErrorCode = errorCode(err)
@@ -72,7 +104,7 @@ func (n *Node) handleOffsetFetch(_ context.Context, _ *RequestContext, kreq kmsg
 			topics[t.Topic] = append(topics[t.Topic], t.Partitions...)
 		}
 	}
-	got, err := n.groups.fetchOffsets(req.Group, topics, order)
+	got, err := n.fetchOffsetsAuthorized(rc, req.Group, topics, order)
 	if err != nil && req.Version < 2 {
 		// v1 has no top-level error: every partition carries it.
 		for _, t := range req.Topics {

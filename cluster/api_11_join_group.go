@@ -16,13 +16,15 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
 
 func init() {
-	register(apiSpec{key: 11, min: 0, max: 9, handle: (*Node).handleJoinGroup})
+	register(apiSpec{key: 11, min: 0, max: 9, handle: (*Node).handleJoinGroup,
+		actions: groupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })})
 }
 
 func (n *Node) handleJoinGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -53,6 +55,10 @@ func (n *Node) handleJoinGroup(_ context.Context, rc *RequestContext, kreq kmsg.
 			resp.Members = append(resp.Members, rm)
 		}
 		rc.Respond(resp)
+	}
+	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		respond(group.JoinResult{Err: kerr.GroupAuthorizationFailed})
+		return nil, nil
 	}
 	jr := group.JoinRequest{
 		MemberID:             req.MemberID,

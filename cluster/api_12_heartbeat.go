@@ -10,16 +10,22 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 12, min: 0, max: 4, handle: (*Node).handleHeartbeat})
+	register(apiSpec{key: 12, min: 0, max: 4, handle: (*Node).handleHeartbeat,
+		actions: groupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.HeartbeatRequest).Group })})
 }
 
-func (n *Node) handleHeartbeat(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleHeartbeat(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	err := n.groups.heartbeat(req.Group, req.MemberID, deref(req.InstanceID), req.Generation)
 	resp.ErrorCode = errorCode(err)
 	return resp, nil

@@ -9,18 +9,24 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
 
 func init() {
-	register(apiSpec{key: 13, min: 0, max: 5, handle: (*Node).handleLeaveGroup})
+	register(apiSpec{key: 13, min: 0, max: 5, handle: (*Node).handleLeaveGroup,
+		actions: groupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })})
 }
 
-func (n *Node) handleLeaveGroup(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleLeaveGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
 	var leaving []group.LeaveMember
 	if req.Version < 3 {
 		leaving = []group.LeaveMember{{MemberID: req.MemberID}}

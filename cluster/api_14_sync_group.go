@@ -12,13 +12,15 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
 )
 
 func init() {
-	register(apiSpec{key: 14, min: 0, max: 5, handle: (*Node).handleSyncGroup})
+	register(apiSpec{key: 14, min: 0, max: 5, handle: (*Node).handleSyncGroup,
+		actions: groupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })})
 }
 
 func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -32,6 +34,10 @@ func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.
 			resp.ProtocolType, resp.Protocol = &pt, &p
 		}
 		rc.Respond(resp)
+	}
+	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
+		respond(group.SyncResult{Err: kerr.GroupAuthorizationFailed})
+		return nil, nil
 	}
 	sr := group.SyncRequest{
 		MemberID:     req.MemberID,

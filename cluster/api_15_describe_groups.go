@@ -6,26 +6,47 @@ package cluster
 // COORDINATOR_LOAD_IN_PROGRESS while loading). An unknown group is
 // answered as Kafka does: state Dead, no error. As in Kafka, the protocol
 // and the members' metadata and assignments are only shown when the group
-// is Stable. Authorized operations (v3+) are not computed: -2^31 ("not
-// requested") is sent.
+// is Stable. Needs DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED);
+// the group's authorized operations (v3+) are computed when asked for,
+// else -2^31 ("not requested") is sent.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 15, min: 0, max: 5, handle: (*Node).handleDescribeGroups})
+	register(apiSpec{key: 15, min: 0, max: 5, handle: (*Node).handleDescribeGroups, actions: describeGroupsActions})
 }
 
-func (n *Node) handleDescribeGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+// groupOperations are the operations Kafka defines on a GROUP.
+var groupOperations = []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete}
+
+func describeGroupsActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	var out []Action
+	for _, g := range kreq.(*kmsg.DescribeGroupsRequest).Groups {
+		out = append(out, Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeGroup, Name: g})
+	}
+	return out
+}
+
+func (n *Node) handleDescribeGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = -2147483648
+		if !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, id) {
+			rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		if req.IncludeAuthorizedOperations {
+			rg.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
+		}
 		s, err := n.groups.describe(id)
 		rg.ErrorCode = errorCode(err)
 		if err == nil {

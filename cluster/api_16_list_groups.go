@@ -14,10 +14,10 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 16, min: 0, max: 5, handle: (*Node).handleListGroups})
+	register(apiSpec{key: 16, min: 0, max: 5, handle: (*Node).handleListGroups, actions: clusterAction(kmsg.ACLOperationDescribe)})
 }
 
-func (n *Node) handleListGroups(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleListGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	matches := func(filter []string, v string) bool {
@@ -31,8 +31,14 @@ func (n *Node) handleListGroups(_ context.Context, _ *RequestContext, kreq kmsg.
 		}
 		return false
 	}
+	// DESCRIBE on the cluster lists every group; without it, the groups
+	// the principal may DESCRIBE.
+	all := rc.AuthorizedCluster(kmsg.ACLOperationDescribe)
 	for _, g := range n.groups.list() {
 		if !matches(req.StatesFilter, g.State) || !matches(req.TypesFilter, "classic") {
+			continue
+		}
+		if !all && !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, g.ID) {
 			continue
 		}
 		rg := kmsg.NewListGroupsResponseGroup()

@@ -10,9 +10,14 @@ package cluster
 // Raft; the response is sent once it is applied. validateOnly runs the
 // checks and commits nothing. From v5 the response carries the partition
 // count, replication factor and resolved configs; from v7 the topic id.
+//
+// Needs CREATE on the CLUSTER or on the topic (TOPIC_AUTHORIZATION_FAILED);
+// the resolved configs are returned only with DESCRIBE_CONFIGS on the
+// topic (else ConfigErrorCode TOPIC_AUTHORIZATION_FAILED), as in Kafka.
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,15 +27,22 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 19, min: 2, max: 7, handle: (*Node).handleCreateTopics})
+	register(apiSpec{key: 19, min: 2, max: 7, handle: (*Node).handleCreateTopics, actions: clusterAction(kmsg.ACLOperationCreate)})
 }
 
-func (n *Node) handleCreateTopics(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 
-	specs := make([]metadata.TopicSpec, len(req.Topics))
+	clusterCreate := rc.AuthorizedCluster(kmsg.ACLOperationCreate)
+	errs := make([]error, len(req.Topics))
+	var specs []metadata.TopicSpec
+	var at []int // index in req.Topics of each spec
 	for i, t := range req.Topics {
+		if !clusterCreate && !rc.AuthorizedTopic(kmsg.ACLOperationCreate, t.Topic) {
+			errs[i] = fmt.Errorf("%w: authorization failed", kerr.TopicAuthorizationFailed)
+			continue
+		}
 		spec := metadata.TopicSpec{
 			Name:              t.Topic,
 			NumPartitions:     t.NumPartitions,
@@ -48,7 +60,8 @@ func (n *Node) handleCreateTopics(ctx context.Context, _ *RequestContext, kreq k
 				spec.Configs[c.Name] = *c.Value
 			}
 		}
-		specs[i] = spec
+		specs = append(specs, spec)
+		at = append(at, i)
 	}
 
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
@@ -57,8 +70,12 @@ func (n *Node) handleCreateTopics(ctx context.Context, _ *RequestContext, kreq k
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	errs := n.store.CreateTopics(ctx, specs, req.ValidateOnly)
-	if !req.ValidateOnly {
+	if len(specs) > 0 {
+		for j, err := range n.store.CreateTopics(ctx, specs, req.ValidateOnly) {
+			errs[at[j]] = err
+		}
+	}
+	if !req.ValidateOnly && len(specs) > 0 {
 		if err := n.replicas.Apply(n.store.Image()); err != nil {
 			n.logger.Warn("opening created partitions", "err", err)
 		}
@@ -80,6 +97,11 @@ func (n *Node) handleCreateTopics(ctx context.Context, _ *RequestContext, kreq k
 			rt.NumPartitions = int32(len(created.Partitions))
 			if len(created.Partitions) > 0 {
 				rt.ReplicationFactor = int16(len(created.Partitions[0].Replicas))
+			}
+			if !rc.AuthorizedTopic(kmsg.ACLOperationDescribeConfigs, t.Topic) {
+				rt.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				resp.Topics = append(resp.Topics, rt)
+				continue
 			}
 			for _, e := range n.cfg.TopicConfigEntriesIn(img.ClusterConfigs, created.Configs) {
 				c := kmsg.NewCreateTopicsResponseTopicConfig()

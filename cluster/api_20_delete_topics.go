@@ -18,7 +18,7 @@ func init() {
 	register(apiSpec{key: 20, min: 1, max: 6, handle: (*Node).handleDeleteTopics})
 }
 
-func (n *Node) handleDeleteTopics(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDeleteTopics(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 
@@ -44,6 +44,12 @@ func (n *Node) handleDeleteTopics(ctx context.Context, _ *RequestContext, kreq k
 					targets = append(targets, target{id: t.TopicID, err: kerr.UnknownTopicID.Code})
 					continue
 				}
+				if !rc.AuthorizedTopic(kmsg.ACLOperationDescribe, topic.Name) {
+					// Kafka does not tell who may not describe a topic
+					// that an id names it.
+					targets = append(targets, target{id: t.TopicID, err: kerr.UnknownTopicID.Code})
+					continue
+				}
 				targets = append(targets, target{name: topic.Name, id: t.TopicID})
 			}
 		}
@@ -57,6 +63,11 @@ func (n *Node) handleDeleteTopics(ctx context.Context, _ *RequestContext, kreq k
 		}
 	}
 
+	for i := range targets {
+		if targets[i].err == 0 && !rc.AuthorizedTopic(kmsg.ACLOperationDelete, targets[i].name) {
+			targets[i].err = kerr.TopicAuthorizationFailed.Code
+		}
+	}
 	var names []string
 	var idx []int
 	for i, t := range targets {
@@ -71,14 +82,16 @@ func (n *Node) handleDeleteTopics(ctx context.Context, _ *RequestContext, kreq k
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	errs := n.store.DeleteTopics(ctx, names)
-	for j, err := range errs {
-		if err != nil {
-			targets[idx[j]].err = errorCode(err)
+	if len(names) > 0 {
+		errs := n.store.DeleteTopics(ctx, names)
+		for j, err := range errs {
+			if err != nil {
+				targets[idx[j]].err = errorCode(err)
+			}
 		}
-	}
-	if err := n.replicas.Apply(n.store.Image()); err != nil {
-		n.logger.Warn("removing deleted partitions", "err", err)
+		if err := n.replicas.Apply(n.store.Image()); err != nil {
+			n.logger.Warn("removing deleted partitions", "err", err)
+		}
 	}
 
 	for _, t := range targets {

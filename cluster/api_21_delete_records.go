@@ -13,25 +13,40 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/replication"
 )
 
 func init() {
-	register(apiSpec{key: 21, min: 0, max: 2, handle: (*Node).handleDeleteRecords})
+	register(apiSpec{key: 21, min: 0, max: 2, handle: (*Node).handleDeleteRecords, actions: deleteRecordsActions})
 }
 
-func (n *Node) handleDeleteRecords(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func deleteRecordsActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	return topicActions(kmsg.ACLOperationDelete, func(yield func(string)) {
+		for _, t := range kreq.(*kmsg.DeleteRecordsRequest).Topics {
+			yield(t.Topic)
+		}
+	})
+}
+
+func (n *Node) handleDeleteRecords(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewDeleteRecordsResponseTopic()
 		rt.Topic = t.Topic
+		authorized := rc.AuthorizedTopic(kmsg.ACLOperationDelete, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewDeleteRecordsResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.LowWatermark = -1
+			if !authorized {
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			part, err := n.hostedPartition(tp)
 			if err == nil {

@@ -34,6 +34,12 @@ func (n *Node) handleInitProducerID(ctx context.Context, rc *RequestContext, kre
 		}
 		return resp, nil
 	}
+	// An idempotent producer needs IDEMPOTENT_WRITE on the cluster or,
+	// since Kafka 3.0, WRITE on some topic.
+	if !rc.AuthorizedCluster(kmsg.ACLOperationIdempotentWrite) && !rc.AuthorizedAny(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	id, err := n.producerIDs.allocate(ctx)
 	if err != nil {
 		n.logger.Warn("allocating producer id", "err", err)

@@ -21,6 +21,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/replication"
@@ -30,15 +31,25 @@ func init() {
 	register(apiSpec{key: 23, min: 0, max: 4, handle: (*Node).handleOffsetForLeaderEpoch})
 }
 
-func (n *Node) handleOffsetForLeaderEpoch(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleOffsetForLeaderEpoch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	// As in Kafka: CLUSTER_ACTION (followers) covers every topic;
+	// otherwise each topic needs DESCRIBE.
+	clusterAction := rc.AuthorizedCluster(kmsg.ACLOperationClusterAction)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		authorized := clusterAction || rc.AuthorizedTopic(kmsg.ACLOperationDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
+			if !authorized {
+				rp.LeaderEpoch, rp.EndOffset = -1, -1
+				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			current := p.CurrentLeaderEpoch
 			if req.Version < 2 {

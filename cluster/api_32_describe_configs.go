@@ -28,7 +28,7 @@ func init() {
 	register(apiSpec{key: 32, min: 1, max: 4, handle: (*Node).handleDescribeConfigs})
 }
 
-func (n *Node) handleDescribeConfigs(_ context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeConfigs(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
 	img := n.store.Image()
@@ -38,6 +38,10 @@ func (n *Node) handleDescribeConfigs(_ context.Context, _ *RequestContext, kreq 
 		var entries []config.ConfigEntry
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if !rc.AuthorizedTopic(kmsg.ACLOperationDescribeConfigs, r.ResourceName) {
+				rr.ErrorCode = kerr.TopicAuthorizationFailed.Code
+				break
+			}
 			t, ok := img.Topics[r.ResourceName]
 			if !ok {
 				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
@@ -45,6 +49,10 @@ func (n *Node) handleDescribeConfigs(_ context.Context, _ *RequestContext, kreq 
 			}
 			entries = n.cfg.TopicConfigEntriesIn(img.ClusterConfigs, t.Configs)
 		case kmsg.ConfigResourceTypeBroker:
+			if !rc.AuthorizedCluster(kmsg.ACLOperationDescribeConfigs) {
+				rr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+				break
+			}
 			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(n.cfg.NodeID)) {
 				rr.ErrorCode = kerr.InvalidRequest.Code
 				msg := "describing another broker's configs must be sent to that broker"

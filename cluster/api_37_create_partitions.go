@@ -11,6 +11,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -18,7 +19,7 @@ func init() {
 	register(apiSpec{key: 37, min: 0, max: 3, handle: (*Node).handleCreatePartitions})
 }
 
-func (n *Node) handleCreatePartitions(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleCreatePartitions(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
@@ -30,6 +31,11 @@ func (n *Node) handleCreatePartitions(ctx context.Context, _ *RequestContext, kr
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
+		if !rc.AuthorizedTopic(kmsg.ACLOperationAlter, t.Topic) {
+			rt.ErrorCode = kerr.TopicAuthorizationFailed.Code
+			resp.Topics = append(resp.Topics, rt)
+			continue
+		}
 		var assignments [][]int32
 		for _, a := range t.Assignment {
 			assignments = append(assignments, a.Replicas)

@@ -11,6 +11,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,11 +22,25 @@ func init() {
 func (n *Node) handleDeleteGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	n.groups.deleteGroups(req.Groups, func(errs []error) {
-		for i, id := range req.Groups {
+	// Groups the principal may not DELETE are answered
+	// GROUP_AUTHORIZATION_FAILED and left alone.
+	var allowed []string
+	for _, id := range req.Groups {
+		if rc.AuthorizedGroup(kmsg.ACLOperationDelete, id) {
+			allowed = append(allowed, id)
+		}
+	}
+	n.groups.deleteGroups(allowed, func(errs []error) {
+		i := 0
+		for _, id := range req.Groups {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group = id
-			rg.ErrorCode = errorCode(errs[i])
+			if rc.AuthorizedGroup(kmsg.ACLOperationDelete, id) {
+				rg.ErrorCode = errorCode(errs[i])
+				i++
+			} else {
+				rg.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			}
 			resp.Groups = append(resp.Groups, rg)
 		}
 		rc.Respond(resp)

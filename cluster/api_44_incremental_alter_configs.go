@@ -29,7 +29,7 @@ func init() {
 	register(apiSpec{key: 44, min: 0, max: 1, handle: (*Node).handleIncrementalAlterConfigs})
 }
 
-func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -40,8 +40,16 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, _ *RequestCont
 		var err error
 		switch r.ResourceType {
 		case kmsg.ConfigResourceTypeTopic:
+			if !rc.AuthorizedTopic(kmsg.ACLOperationAlterConfigs, r.ResourceName) {
+				err = kerr.TopicAuthorizationFailed
+				break
+			}
 			err = n.alterTopicConfigs(ctx, r, req.ValidateOnly)
 		case kmsg.ConfigResourceTypeBroker:
+			if !rc.AuthorizedCluster(kmsg.ACLOperationAlterConfigs) {
+				err = kerr.ClusterAuthorizationFailed
+				break
+			}
 			if r.ResourceName != "" {
 				err = fmt.Errorf("%w: per-broker dynamic configs are not supported; alter the cluster-wide default (the broker resource with an empty name) or set the key in the broker's config", kerr.InvalidRequest)
 				break
@@ -111,7 +119,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterCon
 			return fmt.Errorf("%w: config operation %d", kerr.InvalidRequest, c.Op)
 		}
 	}
-	if err := config.ValidateTopicConfigs(set); err != nil {
+	if err := n.cfg.ValidateTopicConfigs(set); err != nil {
 		return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
 	}
 	if validateOnly {
@@ -142,7 +150,7 @@ func (n *Node) alterClusterConfigs(ctx context.Context, r kmsg.IncrementalAlterC
 			return fmt.Errorf("%w: config operation %d on a broker config", kerr.InvalidRequest, c.Op)
 		}
 	}
-	if err := config.ValidateClusterConfigs(set); err != nil {
+	if err := n.cfg.ValidateClusterConfigs(set); err != nil {
 		return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
 	}
 	if validateOnly {

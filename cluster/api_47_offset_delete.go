@@ -12,6 +12,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
@@ -24,24 +25,40 @@ func init() {
 func (n *Node) handleOffsetDelete(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if !rc.AuthorizedGroup(kmsg.ACLOperationDelete, req.Group) {
+		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+		return resp, nil
+	}
+	// Partitions of topics the principal may not READ are answered
+	// TOPIC_AUTHORIZATION_FAILED and keep their offsets.
 	var tps []group.TopicPartition
+	var refused []bool
 	for _, t := range req.Topics {
+		ok := rc.AuthorizedTopic(kmsg.ACLOperationRead, t.Topic)
 		for _, p := range t.Partitions {
-			tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			refused = append(refused, !ok)
+			if ok {
+				tps = append(tps, group.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			}
 		}
 	}
 	n.groups.deleteOffsets(req.Group, tps, func(partErrs []error, err error) {
 		resp.ErrorCode = errorCode(err)
 		if partErrs != nil {
-			i := 0
+			i, k := 0, 0
 			for _, t := range req.Topics {
 				rt := kmsg.NewOffsetDeleteResponseTopic()
 				rt.Topic = t.Topic
 				for _, p := range t.Partitions {
 					rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 					rp.Partition = p.Partition
-					rp.ErrorCode = errorCode(partErrs[i])
-					i++
+					if refused[k] {
+						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
+					} else {
+						rp.ErrorCode = errorCode(partErrs[i])
+						i++
+					}
+					k++
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				resp.Topics = append(resp.Topics, rt)

@@ -6,6 +6,10 @@ package cluster
 // came in on, the cluster id and the active controller. EndpointType 2
 // (v1, controllers) is refused with UNSUPPORTED_ENDPOINT_TYPE: clients
 // reach the controllers only through the brokers.
+//
+// As in Kafka, anybody may describe the cluster; the cluster's authorized
+// operations, when asked for, are computed only for a principal with
+// DESCRIBE on the CLUSTER (0 otherwise).
 
 import (
 	"context"
@@ -23,6 +27,12 @@ func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = req.EndpointType
 	resp.ClusterAuthorizedOperations = authorizedOperationsOmitted
+	if req.IncludeClusterAuthorizedOperations {
+		resp.ClusterAuthorizedOperations = 0
+		if rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {
+			resp.ClusterAuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeCluster, clusterResourceName, clusterOperations)
+		}
+	}
 	if req.Version >= 1 && req.EndpointType != 1 {
 		resp.ErrorCode = kerr.UnsupportedEndpointType.Code
 		return resp, nil

@@ -28,7 +28,10 @@ const clusterResourceName = "kafka-cluster"
 // Operation on the resource of ResourceType named Name? The operation and
 // resource types are Kafka's ACL codes (kmsg.ACLOperationWrite,
 // kmsg.ACLResourceTypeTopic, ...); CLUSTER resources are named
-// "kafka-cluster".
+// "kafka-cluster". An empty Name, which no resource has, asks whether the
+// principal may do Operation on some resource of the type (Kafka's
+// authorizeByResourceType, e.g. WRITE on any topic for an idempotent
+// producer).
 type Action struct {
 	Operation    kmsg.ACLOperation
 	ResourceType kmsg.ACLResourceType
@@ -145,4 +148,48 @@ func topicActions(op kmsg.ACLOperation, topics func(yield func(string))) []Actio
 		}
 	})
 	return out
+}
+
+// AuthorizedTopic is Authorized for a TOPIC.
+func (rc *RequestContext) AuthorizedTopic(op kmsg.ACLOperation, topic string) bool {
+	return rc.Authorized(op, kmsg.ACLResourceTypeTopic, topic)
+}
+
+// AuthorizedGroup is Authorized for a GROUP.
+func (rc *RequestContext) AuthorizedGroup(op kmsg.ACLOperation, group string) bool {
+	return rc.Authorized(op, kmsg.ACLResourceTypeGroup, group)
+}
+
+// AuthorizedAny reports whether the principal may do op on some resource
+// of the type (Kafka's authorizeByResourceType): the Action with an empty
+// Name, which no resource has.
+func (rc *RequestContext) AuthorizedAny(op kmsg.ACLOperation, resourceType kmsg.ACLResourceType) bool {
+	return rc.Authorized(op, resourceType, "")
+}
+
+// groupAction declares an API that needs op on the request's group.
+func groupAction(op kmsg.ACLOperation, group func(kmsg.Request) string) func(*RequestContext, kmsg.Request) []Action {
+	return func(_ *RequestContext, req kmsg.Request) []Action {
+		return []Action{{Operation: op, ResourceType: kmsg.ACLResourceTypeGroup, Name: group(req)}}
+	}
+}
+
+// clusterOperations are the operations Kafka defines on the CLUSTER
+// (AclEntry.supportedOperations).
+var clusterOperations = []kmsg.ACLOperation{
+	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
+	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
+	kmsg.ACLOperationDescribe,
+}
+
+// authorizedOperations is Kafka's authorized-operations bit field: bit op
+// is set for each of ops the principal may do on the resource.
+func (rc *RequestContext) authorizedOperations(resourceType kmsg.ACLResourceType, name string, ops []kmsg.ACLOperation) int32 {
+	var bits int32
+	for _, op := range ops {
+		if rc.Authorized(op, resourceType, name) {
+			bits |= 1 << op
+		}
+	}
+	return bits
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/binary"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func TestConnectionLimits(t *testing.T) {
 				return
 			}
 			open[0].nc.Close()
-			waitFor(t, 5*time.Second, "the closed connection to be released", func() bool { return ts.limits.open() == tc.allowed-1 })
+			testutil.Eventually(t, 5*time.Second, func() bool { return ts.limits.open() == tc.allowed-1 }, "the closed connection to be released")
 			apiVersionsOK(t, dialRaw(t, ts.addr))
 		})
 	}

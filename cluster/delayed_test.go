@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
 
@@ -52,7 +53,7 @@ func TestPeerCloseDropsParkedRequests(t *testing.T) {
 	req.TimeoutMillis = 60_000
 	c.send(req)
 	c.send(req) // a second one queued behind it
-	waitFor(t, 5*time.Second, "both produces to park", func() bool { return waiters.Len() == 2 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 2 }, "both produces to park")
 	if queued() == 0 {
 		t.Fatal("parked requests hold no request memory")
 	}
@@ -62,8 +63,8 @@ func TestPeerCloseDropsParkedRequests(t *testing.T) {
 	}
 	c.nc.Close()
 	start := time.Now()
-	waitFor(t, 5*time.Second, "the server to close the socket", func() bool { return ts.limits.open() == 0 })
-	waitFor(t, 5*time.Second, "the parked produces to leave the purgatory", func() bool { return waiters.Len() == 0 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return ts.limits.open() == 0 }, "the server to close the socket")
+	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 0 }, "the parked produces to leave the purgatory")
 	t.Logf("socket closed and purgatory emptied %v after the client left", time.Since(start))
 	if got := queued(); got != 0 {
 		t.Errorf("%v request bytes still queued", got)
@@ -75,7 +76,7 @@ func TestPeerCloseDropsParkedRequests(t *testing.T) {
 	stay.roundTrip(req)
 	// The purgatory counts the operation until OnExpire, which sent the
 	// response, has returned.
-	waitFor(t, 5*time.Second, "the expired produce to leave the purgatory", func() bool { return waiters.Len() == 0 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 0 }, "the expired produce to leave the purgatory")
 }
 
 func TestCappedWait(t *testing.T) {

@@ -17,6 +17,14 @@
 //     ApiVersions. Dispatch decodes the body with kmsg, runs the
 //     cross-cutting steps (metrics; authorization belongs here) and calls
 //     the handler with a RequestContext.
+//   - Authorization (authz.go, authz_acl.go): each API declares the
+//     actions it needs and checks what Kafka's KafkaApis checks; the
+//     Authorizer is AllowAll, or with authorizer.class.name the ACL
+//     authorizer of package cluster/acl over this node's metadata image.
+//     The ACL and SCRAM APIs (api_29-31, api_50-51, acls.go) manage the
+//     ACL and SCRAM records, and scram_store.go serves SCRAM credentials
+//     from the image; bootstrap credentials (SetBootstrapScram) are
+//     written when the cluster is created.
 //   - The one mapping from internal errors to Kafka error codes
 //     (errors.go).
 //   - The group coordinator (groups.go) over __consumer_offsets, around

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"strconv"
 	"testing"
 	"time"
@@ -20,9 +21,13 @@ import (
 // alone (the quorum of two is gone with it).
 func startPair(t *testing.T) [2]*testNode {
 	t.Helper()
-	ctrl := [2]int{freePort(t), freePort(t)}
+	ports := testutil.MustReservePorts(t, 2)
+	ctrl := [2]int{ports.Port(0), ports.Port(1)}
 	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ctrl[0], ctrl[1])
 	var nodes [2]*testNode
+	// The window between Release and the nodes binding is small; a
+	// lost port fails the test with "address already in use".
+	ports.MustRelease(t)
 	for i := range nodes {
 		cfg, err := config.Load("", nil, []string{
 			"node.id=" + strconv.Itoa(i+1),
@@ -91,10 +96,10 @@ func TestClientCloseDropsParkedAcksAllProduce(t *testing.T) {
 		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
 	}
 	var part *replication.Partition
-	waitFor(t, 20*time.Second, "node 1 to lead with ISR [1 2]", func() bool {
+	testutil.Eventually(t, 20*time.Second, func() bool {
 		part, err = leader.hostedPartition(tp)
 		return err == nil && part.IsLeader() && len(part.State().ISR) == 2
-	})
+	}, "node 1 to lead with ISR [1 2]")
 
 	// The follower stops without leaving the ISR: nothing can shrink it
 	// (no quorum), so acks=all cannot complete.
@@ -103,7 +108,7 @@ func TestClientCloseDropsParkedAcksAllProduce(t *testing.T) {
 	req := produceRequest(9, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)})
 	req.TimeoutMillis = 60_000
 	c.send(req)
-	waitFor(t, 10*time.Second, "the produce to park", func() bool { return leader.produceWaiters.Len() == 1 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return leader.produceWaiters.Len() == 1 }, "the produce to park")
 	leo := part.LogEndOffset()
 	if leo != 5 || part.HighWatermark() != 0 {
 		t.Fatalf("log end offset %d high watermark %d, want 5 and 0", leo, part.HighWatermark())
@@ -112,8 +117,8 @@ func TestClientCloseDropsParkedAcksAllProduce(t *testing.T) {
 
 	c.nc.Close()
 	start := time.Now()
-	waitFor(t, 5*time.Second, "the server to close the socket", func() bool { return leader.server.limits.open() == open-1 })
-	waitFor(t, 5*time.Second, "the produce to leave the purgatory", func() bool { return leader.produceWaiters.Len() == 0 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return leader.server.limits.open() == open-1 }, "the server to close the socket")
+	testutil.Eventually(t, 5*time.Second, func() bool { return leader.produceWaiters.Len() == 0 }, "the produce to leave the purgatory")
 	t.Logf("socket closed and produce purgatory emptied %v after the client left (its timeout was 60s)", time.Since(start))
 	if got := part.LogEndOffset(); got != leo {
 		t.Errorf("log end offset %d after the drop, want %d: the appended batch must stay", got, leo)

@@ -58,6 +58,9 @@ var errorCodes = []struct {
 	{metadata.ErrPartitionLimit, kerr.PolicyViolation},
 	{metadata.ErrStalePartitionEpoch, kerr.InvalidUpdateVersion},
 	{metadata.ErrClosed, kerr.NotController},
+	{metadata.ErrScramNotFound, kerr.ResourceNotFound},
+	{metadata.ErrUnknownACL, kerr.ResourceNotFound},
+	{metadata.ErrInvalidACL, kerr.InvalidRequest},
 }
 
 // errorMessage is the text sent with an error code in versions that carry

@@ -6,6 +6,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func fetchRequest(topic string, offset int64, minBytes, maxWaitMs int32) *kmsg.FetchRequest {
@@ -88,7 +90,7 @@ func TestShutdownAnswersWaitingRequests(t *testing.T) {
 	createTopic(t, node.addr, "bye", 1, nil)
 	c := dialRaw(t, node.addr)
 	corr := c.send(fetchRequest("bye", 0, 1, 60_000))
-	waitFor(t, 10*time.Second, "fetch waiting in the purgatory", func() bool { return node.fetchWaiters.Len() == 1 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return node.fetchWaiters.Len() == 1 }, "fetch waiting in the purgatory")
 	done := make(chan struct{})
 	go func() { node.stop(t); close(done) }()
 	resp := kmsg.NewPtrFetchResponse()

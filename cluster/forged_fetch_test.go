@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"slices"
 	"testing"
 	"time"
@@ -63,21 +64,21 @@ func TestForgedFollowerFetchDoesNotCommit(t *testing.T) {
 	}
 	tp := replication.TopicPartition{Topic: topic, Partition: 0}
 	var part *replication.Partition
-	waitFor(t, 10*time.Second, "broker 1 to lead "+topic+" with ISR [1 9]", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		p, err := node.replicas.LeaderPartition(tp)
 		if err != nil {
 			return false
 		}
 		part = p
 		return slices.Equal(p.State().ISR, []int32{1, 9})
-	})
+	}, "broker 1 to lead "+topic+" with ISR [1 9]")
 	leaderEpoch := part.State().LeaderEpoch
 
 	producer := dialRaw(t, node.addr)
 	produce := produceRequest(9, -1, topic, map[int32][]byte{0: testBatch(t, 4, -1, -1, -1)})
 	produce.TimeoutMillis = 60_000 // parked until broker 9 has the records
 	produceCorr := producer.send(produce)
-	waitFor(t, 10*time.Second, "the produce to be appended", func() bool { return part.LogEndOffset() == 4 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return part.LogEndOffset() == 4 }, "the produce to be appended")
 
 	attacker := dialRaw(t, node.addr)
 	resp := attacker.roundTrip(forgedFollowerFetch(topic, 9, 4, leaderEpoch)).(*kmsg.FetchResponse)
@@ -97,10 +98,10 @@ func TestForgedFollowerFetchDoesNotCommit(t *testing.T) {
 	if err := store.UnfenceBroker(ctx, 9, epoch9); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "a fetch as unfenced broker 9 to be served", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		resp := attacker.roundTrip(forgedFollowerFetch(topic, 9, 4, leaderEpoch)).(*kmsg.FetchResponse)
 		return resp.Topics[0].Partitions[0].ErrorCode == 0
-	})
+	}, "a fetch as unfenced broker 9 to be served")
 	presp := kmsg.NewPtrProduceResponse()
 	presp.Version = produce.Version
 	producer.recv(produceCorr, presp)

@@ -7,6 +7,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"io"
 	"log/slog"
 	"strings"
@@ -235,10 +236,10 @@ func lead(c *groupCoordinator, r *fakeReplica, p, epoch int32) {
 // waitLoaded waits until c answers for groupID.
 func waitLoaded(t *testing.T, c *groupCoordinator, groupID string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, "the coordinator to load", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		_, err := c.fetchOffsets(groupID, nil, nil)
 		return err == nil
-	})
+	}, "the coordinator to load")
 }
 
 // commitResult collects the errors of a commitOffsets.
@@ -343,10 +344,10 @@ func TestCoordinatorCommitAcknowledgedWhenReplicated(t *testing.T) {
 	if errs, n := res2.get(); n != 1 || !errors.Is(errs[0], kerr.NotCoordinator) {
 		t.Fatalf("pending commit after losing leadership: answered %d times with %v", n, errs)
 	}
-	waitFor(t, 10*time.Second, "NOT_COORDINATOR after losing leadership", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		_, err := c.fetchOffsets("g", nil, nil)
 		return errors.Is(err, kerr.NotCoordinator)
-	})
+	}, "NOT_COORDINATOR after losing leadership")
 }
 
 func TestCoordinatorNotCoordinatorWhenNotLeader(t *testing.T) {

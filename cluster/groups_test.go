@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func TestGroupPartitionMatchesKafka(t *testing.T) {
@@ -121,13 +123,13 @@ func TestConsumerGroupsEndToEnd(t *testing.T) {
 	for i := range 3 {
 		consumers = append(consumers, startGroupConsumer(t, node.addr, "g1", topic, i, log))
 	}
-	waitFor(t, 60*time.Second, "300 records consumed by the group", func() bool { return log.count() >= 300 })
+	testutil.Eventually(t, 60*time.Second, func() bool { return log.count() >= 300 }, "300 records consumed by the group")
 
 	// Every member has some partitions.
 	adm := newAdmin(t, node.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	waitFor(t, 30*time.Second, "a stable group of 3", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		d, err := adm.DescribeGroups(ctx, "g1")
 		if err != nil {
 			return false
@@ -143,21 +145,21 @@ func TestConsumerGroupsEndToEnd(t *testing.T) {
 			}
 		}
 		return true
-	})
+	}, "a stable group of 3")
 
 	// One leaves: the two others take over all six partitions.
 	left := time.Now()
 	consumers[2].stop()
-	waitFor(t, 60*time.Second, "a stable group of 2", func() bool {
+	testutil.Eventually(t, 60*time.Second, func() bool {
 		d, err := adm.DescribeGroups(ctx, "g1")
 		return err == nil && d["g1"].State == "Stable" && len(d["g1"].Members) == 2
-	})
+	}, "a stable group of 2")
 	t.Logf("rebalance after a member left: %v", time.Since(left))
 	log.mu.Lock()
 	log.mark = true
 	log.mu.Unlock()
 	produceAll(t, node.addr, topic, 600)
-	waitFor(t, 60*time.Second, "900 records consumed", func() bool { return log.count() >= 900 })
+	testutil.Eventually(t, 60*time.Second, func() bool { return log.count() >= 900 }, "900 records consumed")
 	log.mu.Lock()
 	covered := map[int32]bool{}
 	for idx, ps := range log.by {
@@ -181,10 +183,10 @@ func TestConsumerGroupsEndToEnd(t *testing.T) {
 	consumers[1].stop()
 
 	// Admin views of the now empty group.
-	waitFor(t, 30*time.Second, "the group to be Empty", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		d, err := adm.DescribeGroups(ctx, "g1")
 		return err == nil && d["g1"].State == "Empty"
-	})
+	}, "the group to be Empty")
 	lg, err := adm.ListGroups(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -219,17 +221,17 @@ func TestConsumerGroupsEndToEnd(t *testing.T) {
 	node.stop(t)
 	node = startNode(t, dir, sets...)
 	adm = newAdmin(t, node.addr)
-	waitFor(t, 30*time.Second, "the coordinator to load", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		_, err := adm.FetchOffsets(ctx, "g1")
 		return err == nil
-	})
+	}, "the coordinator to load")
 	checkCommitted(900)
 	produceAll(t, node.addr, topic, 60)
 	log.mu.Lock()
 	log.mark = false
 	log.mu.Unlock()
 	c := startGroupConsumer(t, node.addr, "g1", topic, 3, log)
-	waitFor(t, 60*time.Second, "the 60 new records", func() bool { return log.count() >= 960 })
+	testutil.Eventually(t, 60*time.Second, func() bool { return log.count() >= 960 }, "the 60 new records")
 	c.stop()
 	log.mu.Lock()
 	for k, n := range log.seen {
@@ -241,10 +243,10 @@ func TestConsumerGroupsEndToEnd(t *testing.T) {
 	checkCommitted(960)
 
 	// DeleteGroups removes the group and its offsets.
-	waitFor(t, 30*time.Second, "the group to be Empty again", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		d, err := adm.DescribeGroups(ctx, "g1")
 		return err == nil && d["g1"].State == "Empty"
-	})
+	}, "the group to be Empty again")
 	dr, err := adm.DeleteGroups(ctx, "g1")
 	if err != nil || dr["g1"].Err != nil {
 		t.Fatalf("DeleteGroups: %v %v", err, dr["g1"].Err)
@@ -269,11 +271,11 @@ func TestSimpleConsumerCommitAndOffsetDelete(t *testing.T) {
 	os.Add(kadm.Offset{Topic: "simple", Partition: 0, At: 5, LeaderEpoch: -1, Metadata: "m"})
 	os.Add(kadm.Offset{Topic: "simple", Partition: 1, At: 7, LeaderEpoch: -1})
 	var res kadm.OffsetResponses
-	waitFor(t, 30*time.Second, "a simple commit", func() bool {
+	testutil.Eventually(t, 30*time.Second, func() bool {
 		var err error
 		res, err = adm.CommitOffsets(ctx, "simple-g", os)
 		return err == nil && res.Error() == nil
-	})
+	}, "a simple commit")
 	got, err := adm.FetchOffsets(ctx, "simple-g")
 	if err != nil {
 		t.Fatal(err)

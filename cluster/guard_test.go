@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestHandlerPanicClosesOnlyItsConnection(t *testing.T) {
 	auth := kmsg.NewPtrSASLAuthenticateRequest()
 	auth.Version = 2
 	d.send(auth)
-	waitFor(t, 5*time.Second, "the request to park", func() bool { return waiters.Len() == 1 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 1 }, "the request to park")
 	op.armed.Store(true)
 	waiters.Check(key)
 	d.expectClosed()

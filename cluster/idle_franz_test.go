@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
 
@@ -29,9 +30,9 @@ func TestFranzClientAcrossIdleCloses(t *testing.T) {
 		}
 	}
 	produce("before")
-	waitFor(t, 10*time.Second, "an idle connection to be closed", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		return metricValue(t, node.metrics.closedIdle) > 0
-	})
+	}, "an idle connection to be closed")
 	produce("after")
 
 	got := map[string]bool{}

@@ -57,6 +57,9 @@ type Node struct {
 		// advertised is this broker's endpoints as registered.
 		advertised []metadata.Endpoint
 	}
+	// bootstrapScram: SetBootstrapScram (bootstrap_scram.go).
+	bootstrapScram []metadata.ScramCredential
+
 	ready  chan struct{} // closed when the node serves requests
 	served chan struct{} // closed when the server has stopped
 }
@@ -82,6 +85,9 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
 	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
+	if err := n.installAuthorizer(); err != nil {
+		return nil, err
+	}
 	return n, nil
 }
 
@@ -310,8 +316,8 @@ func (n *Node) metadataConfig() metadata.Config {
 		BindAddr:                 bind,
 		Voters:                   voters,
 		Logger:                   n.logger.With("component", "metadata"),
-		ValidateTopicConfig:      config.ValidateTopicConfigs,
-		ValidateClusterConfig:    config.ValidateClusterConfigs,
+		ValidateTopicConfig:      cfg.ValidateTopicConfigs,
+		ValidateClusterConfig:    cfg.ValidateClusterConfigs,
 		DefaultNumPartitions:     cfg.NumPartitions,
 		DefaultReplicationFactor: cfg.DefaultReplicationFactor,
 		AdvertiseAddr:            advertisedVoterAddr(cfg),
@@ -324,6 +330,7 @@ func (n *Node) metadataConfig() metadata.Config {
 		MaxPartitions:                int64(cfg.MaxPartitions),
 		MaxBrokerPartitions:          int64(cfg.MaxBrokerPartitions),
 		UncleanLeaderElection:        cfg.UncleanLeaderElectionEnable,
+		BootstrapScram:               n.bootstrapScram,
 	}
 }
 

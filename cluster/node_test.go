@@ -2,15 +2,15 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // testNode is a single-node broker+controller running in this process on
@@ -23,18 +23,6 @@ type testNode struct {
 	done   chan error
 }
 
-// freePort asks the OS for a port that is free right now. Raft needs its
-// address before it binds, so the controller listener cannot use port 0.
-func freePort(t testing.TB) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
 func testLogger(t testing.TB) *slog.Logger {
 	if os.Getenv("KB_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -44,6 +32,11 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // startNode starts a node with its data in dir (a fresh temp dir when
 // empty) and extra config sets.
+//
+// The client listener uses port 0. Raft needs the controller address
+// before it binds (it is in controller.quorum.voters), so that port is
+// reserved and released just before the start; a start that lost it to
+// another process in between is retried on a new port.
 func startNode(t testing.TB, dir string, sets ...string) *testNode {
 	t.Helper()
 	return startNodeWith(t, dir, nil, sets...)
@@ -56,11 +49,26 @@ func startNodeWith(t testing.TB, dir string, setup func(*Node), sets ...string) 
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	ctrl := strconv.Itoa(freePort(t))
+	for attempt := 1; ; attempt++ {
+		tn, err := tryStartNode(t, dir, setup, sets)
+		if err == nil {
+			t.Cleanup(func() { tn.stop(t) })
+			return tn
+		}
+		if attempt == 3 || !testutil.AddrInUse(err, "") {
+			t.Fatal(err)
+		}
+		t.Logf("start attempt %d lost its controller port, retrying on a new one: %v", attempt, err)
+	}
+}
+
+func tryStartNode(t testing.TB, dir string, setup func(*Node), sets []string) (*testNode, error) {
+	ports := testutil.MustReservePorts(t, 1)
+	ctrl := ports.Addr(0)
 	base := []string{
 		"node.id=1",
-		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:" + ctrl,
-		"controller.quorum.voters=1@127.0.0.1:" + ctrl,
+		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + ctrl,
+		"controller.quorum.voters=1@" + ctrl,
 		"log.dirs=" + dir,
 	}
 	cfg, err := config.Load("", nil, append(base, sets...))
@@ -76,21 +84,23 @@ func startNodeWith(t testing.TB, dir string, setup func(*Node), sets ...string) 
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	tn := &testNode{Node: n, dir: dir, cancel: cancel, done: make(chan error, 1)}
+	ports.MustRelease(t)
 	go func() { tn.done <- n.Run(ctx) }()
 	select {
 	case <-n.Ready():
 	case err := <-tn.done:
-		t.Fatalf("node exited before ready: %v", err)
+		cancel()
+		return nil, fmt.Errorf("node exited before ready: %w", err)
 	case <-time.After(30 * time.Second):
-		t.Fatal("node not ready after 30s")
+		tn.stop(t)
+		return nil, fmt.Errorf("node not ready after 30s")
 	}
 	addr, ok := n.Addr("PLAINTEXT")
 	if !ok {
 		t.Fatal("no PLAINTEXT listener")
 	}
 	tn.addr = addr
-	t.Cleanup(func() { tn.stop(t) })
-	return tn
+	return tn, nil
 }
 
 // stop shuts the node down cleanly and waits for it. Safe to call twice.
@@ -108,17 +118,5 @@ func (tn *testNode) stop(t testing.TB) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Error("node did not stop within 30s")
-	}
-}
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

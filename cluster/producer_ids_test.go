@@ -46,7 +46,10 @@ func TestProducerIDAllocatorUsesWholeBlocks(t *testing.T) {
 
 	// A failed allocation is returned and asked again next time.
 	blocks.err = errors.New("no controller")
-	a.allocate(context.Background()) // the last id of the block
+	// The last id of the block needs no controller.
+	if id, err := a.allocate(context.Background()); err != nil || id != 1025 {
+		t.Fatalf("last id of the block: %d, %v; want 1025", id, err)
+	}
 	if _, err := a.allocate(context.Background()); !errors.Is(err, blocks.err) {
 		t.Fatalf("allocate without a controller: %v", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -35,14 +36,14 @@ func TestQueuedRequestBytesBoundsReading(t *testing.T) {
 	req.TimeoutMillis = 60_000
 	a := dialRaw(t, ts.addr)
 	a.send(req)
-	waitFor(t, 5*time.Second, "the first produce to park", func() bool { return waiters.Len() == 1 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 1 }, "the first produce to park")
 
 	b := dialRaw(t, ts.addr)
 	req.TimeoutMillis = 100
 	corr := b.send(req)
-	waitFor(t, 5*time.Second, "the second connection to wait for memory", func() bool {
+	testutil.Eventually(t, 5*time.Second, func() bool {
 		return metricValue(t, ts.metrics.memWaiting) == 1
-	})
+	}, "the second connection to wait for memory")
 	if n := handled.Load(); n != 1 {
 		t.Fatalf("%d requests handled while memory was exhausted, want 1", n)
 	}
@@ -53,7 +54,7 @@ func TestQueuedRequestBytesBoundsReading(t *testing.T) {
 	if n := handled.Load(); n != 2 {
 		t.Errorf("%d requests handled, want 2", n)
 	}
-	waitFor(t, 5*time.Second, "queued bytes to drain", func() bool { return metricValue(t, ts.metrics.queuedBytes) == 0 })
+	testutil.Eventually(t, 5*time.Second, func() bool { return metricValue(t, ts.metrics.queuedBytes) == 0 }, "queued bytes to drain")
 }
 
 // A parked request that keeps none of its bytes (an acks=all produce)
@@ -68,7 +69,7 @@ func TestParkedProduceReleasesRequestBytes(t *testing.T) {
 	req.TimeoutMillis = 60_000
 	for i := range 3 { // 3 x 650 bytes parked under a 1000-byte bound
 		dialRaw(t, ts.addr).send(req)
-		waitFor(t, 5*time.Second, "the produce to park", func() bool { return waiters.Len() == i+1 })
+		testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == i+1 }, "the produce to park")
 	}
 	if got := metricValue(t, ts.metrics.queuedBytes); got != 0 {
 		t.Errorf("%v request bytes held by parked produces", got)

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func earliestOffset(t *testing.T, c *rawConn, topic string) int64 {
@@ -95,9 +97,9 @@ func TestRetentionBytes(t *testing.T) {
 	for range 40 {
 		c.roundTrip(produceRequest(9, 1, "retained", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
 	}
-	waitFor(t, 10*time.Second, "retention to delete old segments", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		return earliestOffset(t, c, "retained") > 0
-	})
+	}, "retention to delete old segments")
 	if hw := latestOffset(t, c, "retained", 0); hw != 200 {
 		t.Fatalf("high watermark %d after retention, want 200", hw)
 	}
@@ -123,7 +125,7 @@ func TestRetentionChangeAppliesToOpenLog(t *testing.T) {
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("alter: %v %v", err, res)
 	}
-	waitFor(t, 10*time.Second, "retention to apply the new limit", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		return earliestOffset(t, c, "shrinking") > 0
-	})
+	}, "retention to apply the new limit")
 }

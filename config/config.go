@@ -157,6 +157,12 @@ type Config struct {
 	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
 	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
 
+	// Authorization (keys: authorizer.go). An empty AuthorizerClassName
+	// is no authorizer: every request is allowed.
+	AuthorizerClassName       string   `kafka:"authorizer.class.name"`
+	AllowEveryoneIfNoACLFound bool     `kafka:"allow.everyone.if.no.acl.found"`
+	SuperUsers                []string `kafka:"super.users"`
+
 	// Log and cleaner keys (log_keys.go).
 	LogRollJitterMs                  int64    `kafka:"log.roll.jitter.ms"`
 	LogSegmentDeleteDelayMs          int64    `kafka:"log.segment.delete.delay.ms"`

@@ -78,12 +78,12 @@ func (c *Config) TopicConfigEntriesIn(cluster, overrides map[string]string) []Co
 		k := &topicKeys[i]
 		e := ConfigEntry{Name: k.name, Value: k.format(&resolved), Type: k.typ, Doc: k.doc}
 		var scratch TopicConfig
-		if v, ok := overrides[k.name]; ok && k.parse(&scratch, v) == nil {
+		if v, ok := overrides[k.name]; ok && k.check(c, v) == nil && k.parse(&scratch, v) == nil {
 			e.Synonyms = append(e.Synonyms, Synonym{k.name, k.format(&scratch), SourceDynamicTopic})
 		}
 		if k.brokerKey != "" {
 			scratch = TopicConfig{}
-			if v, ok := cluster[k.brokerKey]; ok && k.parse(&scratch, v) == nil {
+			if v, ok := cluster[k.brokerKey]; ok && k.check(c, v) == nil && k.parse(&scratch, v) == nil {
 				e.Synonyms = append(e.Synonyms, Synonym{k.brokerKey, k.format(&scratch), SourceDynamicDefaultBroker})
 			}
 			for _, b := range append([]string{k.brokerKey}, k.aliases...) {

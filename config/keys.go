@@ -258,7 +258,7 @@ var coreKeys = []brokerKey{
 		func(c *Config) *int16 { return &c.DefaultReplicationFactor }),
 	boolKey("auto.create.topics.enable", "true", "Create a topic when a client asks for metadata of an unknown one.",
 		func(c *Config) *bool { return &c.AutoCreateTopicsEnable }),
-	intKey("message.max.bytes", "1048588", "Largest record batch accepted, after compression (topic: max.message.bytes).", 1,
+	intKey("message.max.bytes", "1048588", "Largest record batch accepted, after compression (topic: max.message.bytes); at most socket.request.max.bytes.", 1,
 		func(c *Config) *int32 { return &c.MessageMaxBytes }),
 	intKey("socket.request.max.bytes", "104857600", "Largest request accepted; larger frames close the connection.", 1,
 		func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
@@ -385,6 +385,12 @@ var coreKeys = []brokerKey{
 		func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
 	intKey("queued.max.request.bytes", "104857600", "Bytes of requests read and not yet answered, across all connections; past it connections stop reading until responses are written. -1 is no limit. A request larger than the limit waits until it is the only one.", -1,
 		func(c *Config) *int64 { return &c.QueuedMaxRequestBytes }),
+
+	// Authorization (cluster/acl); the keys are in authorizer.go.
+	authorizerClassNameKey,
+	boolKey("allow.everyone.if.no.acl.found", "false", "With an authorizer, allow an action on a resource that no ACL matches.",
+		func(c *Config) *bool { return &c.AllowEveryoneIfNoACLFound }),
+	superUsersKey,
 }
 
 var keyIndex = func() map[string]*brokerKey {
@@ -549,8 +555,11 @@ func Keys() []KeyDoc {
 	d := Default()
 	td := d.TopicDefaults()
 	for _, k := range topicKeys {
-		out = append(out, KeyDoc{Name: k.name, Default: k.format(&td), Scope: "topic",
-			Doc: k.doc + " Default: broker " + k.brokerKey + "."})
+		doc := k.doc + " Default: broker " + k.brokerKey + "."
+		if k.brokerKey == "" {
+			doc = k.doc + " No broker default."
+		}
+		out = append(out, KeyDoc{Name: k.name, Default: k.format(&td), Scope: "topic", Doc: doc})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {

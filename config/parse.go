@@ -1,6 +1,7 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"regexp"
@@ -17,7 +18,7 @@ type integer interface{ ~int16 | ~int32 | ~int64 }
 func parseInt[T integer](v string) (T, error) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		if errors.Is(err, strconv.ErrRange) {
 			return 0, fmt.Errorf("%q is out of range", v)
 		}
 		return 0, fmt.Errorf("%q is not an integer", v)

@@ -1,8 +1,9 @@
 package config
 
 import (
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 )
 
@@ -64,6 +65,9 @@ type topicKey struct {
 	parse   func(t *TopicConfig, v string) error // syntax and range
 	format  func(t *TopicConfig) string
 	inherit func(t *TopicConfig, c *Config) // copy the broker default
+	// bound, when set, checks a parsed value against this node's broker
+	// config (limits that depend on other keys).
+	bound func(t *TopicConfig, c *Config) error
 }
 
 func topicInt[T integer](name, brokerKey, doc string, min T, f func(*TopicConfig) *T, from func(*Config) T) topicKey {
@@ -170,23 +174,39 @@ func (c *Config) TopicDefaults() TopicConfig {
 }
 
 // ValidateTopicConfigs checks a topic's overrides (CreateTopics,
-// AlterConfigs): every key must be a topic key and every value valid. It
-// returns the first problem in key order, as an *Error.
+// AlterConfigs) against the built-in defaults: see
+// Config.ValidateTopicConfigs.
 func ValidateTopicConfigs(overrides map[string]string) error {
-	names := make([]string, 0, len(overrides))
-	for k := range overrides {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	d := Default()
+	return d.ValidateTopicConfigs(overrides)
+}
+
+// ValidateTopicConfigs checks a topic's overrides (CreateTopics,
+// AlterConfigs): every key must be a topic key and every value valid,
+// including limits that depend on this node's broker keys
+// (max.message.bytes <= socket.request.max.bytes). It returns the first
+// problem in key order, as an *Error.
+func (c *Config) ValidateTopicConfigs(overrides map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(overrides)) {
 		k, ok := topicKeyIndex[name]
 		if !ok {
 			return &Error{Key: name, Err: ErrUnknownKey}
 		}
-		var scratch TopicConfig
-		if err := k.parse(&scratch, overrides[name]); err != nil {
+		if err := k.check(c, overrides[name]); err != nil {
 			return &Error{Key: name, Msg: err.Error(), Err: ErrInvalid}
 		}
+	}
+	return nil
+}
+
+// check parses v as this key's value and applies its bound.
+func (k *topicKey) check(c *Config, v string) error {
+	var scratch TopicConfig
+	if err := k.parse(&scratch, v); err != nil {
+		return err
+	}
+	if k.bound != nil {
+		return k.bound(&scratch, c)
 	}
 	return nil
 }
@@ -204,13 +224,16 @@ func (c *Config) ResolveTopic(overrides map[string]string) TopicConfig {
 func (c *Config) ResolveTopicIn(cluster, overrides map[string]string) TopicConfig {
 	t := c.TopicDefaults()
 	for name, v := range cluster {
-		if k, ok := topicKeyByBrokerKey[name]; ok {
+		if k, ok := topicKeyByBrokerKey[name]; ok && k.check(c, v) == nil {
 			_ = k.parse(&t, v)
 		}
 	}
 	for name, v := range overrides {
-		if k, ok := topicKeyIndex[name]; ok {
-			_ = k.parse(&t, v) // parse leaves t unchanged on error
+		// A value out of bounds here was stored before the bound
+		// existed (or under another node's config): it is ignored, as
+		// unparsable values are, rather than trusted.
+		if k, ok := topicKeyIndex[name]; ok && k.check(c, v) == nil {
+			_ = k.parse(&t, v)
 		}
 	}
 	return t
@@ -228,18 +251,21 @@ var topicKeyByBrokerKey = func() map[string]*topicKey {
 	return m
 }()
 
+// ValidateClusterConfigs checks cluster-wide dynamic broker defaults
+// against the built-in defaults: see Config.ValidateClusterConfigs.
+func ValidateClusterConfigs(cluster map[string]string) error {
+	d := Default()
+	return d.ValidateClusterConfigs(cluster)
+}
+
 // ValidateClusterConfigs checks cluster-wide dynamic broker defaults (set
 // with IncrementalAlterConfigs on the broker resource with an empty name):
 // every key must be a broker key that backs a topic key (log.retention.ms,
 // compression.type, min.insync.replicas, ...), with a value that topic key
-// accepts. These change topic defaults across the cluster at runtime.
-func ValidateClusterConfigs(cluster map[string]string) error {
-	names := make([]string, 0, len(cluster))
-	for k := range cluster {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+// accepts on this node (message.max.bytes <= socket.request.max.bytes).
+// These change topic defaults across the cluster at runtime.
+func (c *Config) ValidateClusterConfigs(cluster map[string]string) error {
+	for _, name := range slices.Sorted(maps.Keys(cluster)) {
 		k, ok := topicKeyByBrokerKey[name]
 		if !ok {
 			if _, static := keyIndex[name]; static {
@@ -250,8 +276,7 @@ func ValidateClusterConfigs(cluster map[string]string) error {
 			}
 			return &Error{Key: name, Err: ErrUnknownKey}
 		}
-		var scratch TopicConfig
-		if err := k.parse(&scratch, cluster[name]); err != nil {
+		if err := k.check(c, cluster[name]); err != nil {
 			return &Error{Key: name, Msg: err.Error(), Err: ErrInvalid}
 		}
 	}

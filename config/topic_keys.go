@@ -35,9 +35,10 @@ var topicKeys = []topicKey{
 	topicIntRange("compression.zstd.level", "compression.zstd.level", "zstd level (-131072 to 22) of batches the broker compresses with compression.type=zstd.", minZstdLevel, maxZstdLevel,
 		func(t *TopicConfig) *int32 { return &t.CompressionZstdLevel },
 		func(c *Config) int32 { return c.CompressionZstdLevel }),
-	topicInt("max.message.bytes", "message.max.bytes", "Largest record batch accepted, after compression.", 0,
+	withBound(topicInt("max.message.bytes", "message.max.bytes", "Largest record batch accepted, after compression; at most socket.request.max.bytes.", 0,
 		func(t *TopicConfig) *int32 { return &t.MaxMessageBytes },
 		func(c *Config) int32 { return c.MessageMaxBytes }),
+		checkMaxMessageBytes),
 	topicInt("min.insync.replicas", "min.insync.replicas", "Replicas that must have a batch before acks=all succeeds.", 1,
 		func(t *TopicConfig) *int32 { return &t.MinInsyncReplicas },
 		func(c *Config) int32 { return c.MinInsyncReplicas }),
@@ -237,4 +238,21 @@ func formatDouble(x float64) string {
 		s += ".0"
 	}
 	return s
+}
+
+func withBound(k topicKey, bound func(t *TopicConfig, c *Config) error) topicKey {
+	k.bound = bound
+	return k
+}
+
+// checkMaxMessageBytes refuses a max.message.bytes (or message.max.bytes
+// as a cluster-wide default) above socket.request.max.bytes: no request
+// can carry such a batch, and the limit is what bounds how far the leader
+// lets a compressed batch expand while validating it.
+func checkMaxMessageBytes(t *TopicConfig, c *Config) error {
+	if t.MaxMessageBytes > c.SocketRequestMaxBytes {
+		return errString(strconv.Quote(strconv.FormatInt(int64(t.MaxMessageBytes), 10)) +
+			" is larger than socket.request.max.bytes " + strconv.FormatInt(int64(c.SocketRequestMaxBytes), 10))
+	}
+	return nil
 }

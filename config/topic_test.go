@@ -155,3 +155,62 @@ func TestTopicConfigEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxMessageBytesBound: max.message.bytes (topic) and message.max.bytes
+// (cluster-wide default) above socket.request.max.bytes are refused, at
+// the node's own socket.request.max.bytes, and a stored out-of-bound value
+// does not take effect.
+func TestMaxMessageBytesBound(t *testing.T) {
+	d := Default()
+	raised, err := Load("", nil, []string{"socket.request.max.bytes=209715200"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		cfg     *Config
+		topic   bool // topic key, else cluster-wide default
+		value   string
+		wantErr string
+	}{
+		{"topic at the default bound", &d, true, "104857600", ""},
+		{"topic one past the bound", &d, true, "104857601", `max.message.bytes: "104857601" is larger than socket.request.max.bytes 104857600`},
+		{"topic MaxInt32", &d, true, "2147483647", `is larger than socket.request.max.bytes 104857600`},
+		{"topic under a raised bound", &raised, true, "209715200", ""},
+		{"cluster default MaxInt32", &d, false, "2147483647", `message.max.bytes: "2147483647" is larger than socket.request.max.bytes`},
+		{"cluster default at the bound", &d, false, "104857600", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var err error
+			if tc.topic {
+				err = tc.cfg.ValidateTopicConfigs(map[string]string{"max.message.bytes": tc.value})
+			} else {
+				err = tc.cfg.ValidateClusterConfigs(map[string]string{"message.max.bytes": tc.value})
+			}
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("err = %v, want ErrInvalid containing %q", err, tc.wantErr)
+			}
+		})
+	}
+	// The package-level functions use the built-in defaults.
+	if err := ValidateTopicConfigs(map[string]string{"max.message.bytes": "2147483647"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("package-level ValidateTopicConfigs: %v", err)
+	}
+	// A value stored before the bound existed is ignored, not trusted.
+	tc := d.ResolveTopicIn(map[string]string{"message.max.bytes": "2147483647"}, map[string]string{"max.message.bytes": "2147483647"})
+	if tc.MaxMessageBytes != d.MessageMaxBytes {
+		t.Fatalf("resolved max.message.bytes %d, want the default %d", tc.MaxMessageBytes, d.MessageMaxBytes)
+	}
+	// Static config: refused at start, naming the key.
+	_, err = Load("", nil, []string{"message.max.bytes=2147483647"})
+	if err == nil || !strings.Contains(err.Error(), "message.max.bytes") || !strings.Contains(err.Error(), "socket.request.max.bytes") {
+		t.Fatalf("static message.max.bytes=MaxInt32: %v", err)
+	}
+}

@@ -1,7 +1,6 @@
 package itest
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -14,8 +13,8 @@ import (
 // while it serves and fails once it is gone; the admin listener serves
 // /metrics, /healthz and /readyz.
 func TestHealthcheckAndAdminEndpoints(t *testing.T) {
-	admin := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	b := startBroker(t, t.TempDir(), "admin.listener="+admin)
+	b := startBroker(t, t.TempDir(), "admin.listener="+spareAddr)
+	admin := b.spare
 
 	check := func() (string, error) {
 		// Same flags as serve, minus the command and log flags.

@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"regexp"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // pick returns short under testing.Short and long otherwise.
@@ -59,92 +59,41 @@ func createTopic(t testing.TB, b *broker, topic string, partitions int32, config
 	if resp.Err != nil {
 		t.Fatalf("CreateTopic %s: %v (%s)", topic, resp.Err, resp.ErrMessage)
 	}
-	for attempt := 0; ; attempt++ {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		md, err := adm.Metadata(ctx, topic)
-		if err == nil {
-			td := md.Topics[topic]
-			ready := td.Err == nil && len(td.Partitions) == int(partitions)
-			for _, p := range td.Partitions {
-				ready = ready && p.Err == nil && p.Leader >= 0
-			}
-			if ready {
-				return
-			}
-			err = fmt.Errorf("topic not ready: %+v", td)
+		if err != nil {
+			return err
 		}
-		if attempt >= 100 || ctx.Err() != nil {
-			t.Fatalf("topic %s: %v", topic, err)
+		td := md.Topics[topic]
+		if td.Err != nil || len(td.Partitions) != int(partitions) {
+			return fmt.Errorf("topic not ready: %+v", td)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		for _, p := range td.Partitions {
+			if p.Err != nil || p.Leader < 0 {
+				return fmt.Errorf("partition not ready: %+v", p)
+			}
+		}
+		return nil
+	}, "topic %s led", topic)
 }
 
-// po is a (partition, offset) pair.
-type po struct {
-	p int32
-	o int64
-}
+// The shared checker's types: what producers saw acknowledged, and the
+// records read back.
+type (
+	acks = clustercheck.Acks
+	rec  = clustercheck.Record
+)
 
-// acks collects what producers saw acknowledged. It is safe for concurrent
-// use; conflicts (one offset acknowledged with two values) are errors.
-type acks struct {
-	mu        sync.Mutex
-	vals      map[po]string
-	conflicts []string
-	failed    int // sends that ended in an error (not acknowledged)
-}
-
-func newAcks() *acks { return &acks{vals: make(map[po]string)} }
-
-func (a *acks) ack(p int32, o int64, v string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	k := po{p, o}
-	if old, ok := a.vals[k]; ok && old != v {
-		a.conflicts = append(a.conflicts, fmt.Sprintf("p%d@%d acknowledged as %q and %q", p, o, old, v))
-	}
-	a.vals[k] = v
-}
-
-func (a *acks) fail() {
-	a.mu.Lock()
-	a.failed++
-	a.mu.Unlock()
-}
-
-func (a *acks) count() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return len(a.vals)
-}
-
-// rec is one record read back.
-type rec struct {
-	p int32
-	o int64
-	v string
-}
+var newAcks = clustercheck.NewAcks
 
 // endOffsets returns the high watermark of each partition of topic.
 func endOffsets(t testing.TB, b *broker, topic string) map[int32]int64 {
 	t.Helper()
-	adm := kadm.NewClient(newClient(t, b))
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	lo, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := clustercheck.EndOffsets(ctx, []string{b.addr}, topic)
 	if err != nil {
-		t.Fatalf("ListEndOffsets %s: %v", topic, err)
-	}
-	ends := make(map[int32]int64)
-	var errs []string
-	lo.Each(func(o kadm.ListedOffset) {
-		if o.Err != nil {
-			errs = append(errs, fmt.Sprintf("p%d: %v", o.Partition, o.Err))
-		}
-		ends[o.Partition] = o.Offset
-	})
-	if len(errs) > 0 {
-		t.Fatalf("ListEndOffsets %s: %s", topic, strings.Join(errs, "; "))
+		t.Fatal(err)
 	}
 	return ends
 }
@@ -154,104 +103,52 @@ func endOffsets(t testing.TB, b *broker, topic string) map[int32]int64 {
 func consumeAll(t testing.TB, b *broker, topic string) map[int32][]rec {
 	t.Helper()
 	ends := endOffsets(t, b, topic)
-	start := make(map[int32]kgo.Offset)
-	remaining := 0
-	for p, end := range ends {
-		if end > 0 {
-			start[p] = kgo.NewOffset().At(0)
-			remaining++
-		}
-	}
-	got := make(map[int32][]rec)
-	if remaining == 0 {
-		return got
-	}
-	cl := newClient(t, b, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	for polls := 0; remaining > 0 && polls < 10000; polls++ {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("consume %s: timed out with %d partitions short of their end offsets %v", topic, remaining, ends)
-		}
-		fs.EachError(func(tp string, p int32, err error) {
-			t.Errorf("fetch %s p%d: %v", tp, p, err)
-		})
-		fs.EachRecord(func(r *kgo.Record) {
-			end := ends[r.Partition]
-			if r.Offset >= end {
-				return // produced after we listed the end offsets
-			}
-			got[r.Partition] = append(got[r.Partition], rec{r.Partition, r.Offset, string(r.Value)})
-			if r.Offset == end-1 {
-				remaining--
-			}
-		})
-	}
-	if remaining > 0 {
-		t.Fatalf("consume %s: %d partitions short of their end offsets %v", topic, remaining, ends)
+	got, err := clustercheck.ReadAll(ctx, []string{b.addr}, topic, ends)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return got
 }
 
-// checkLog verifies what was read back against what was acknowledged:
-// offsets of each partition run 0, 1, 2, ... without gaps or repeats, and
-// every acknowledged (partition, offset) holds the acknowledged value.
-func checkLog(t testing.TB, a *acks, got map[int32][]rec) {
+// checkLog runs the shared invariant checker on what was read back against
+// what was acknowledged: offsets of each partition run 0, 1, 2, ...
+// without gaps or repeats, and every acknowledged (partition, offset)
+// holds the acknowledged value. A value written twice is allowed here
+// (a non-idempotent client may retry); checkLogOnce forbids it.
+func checkLog(t testing.TB, a *acks, got map[int32][]rec) clustercheck.Result {
+	t.Helper()
+	res := clustercheck.Check(a, got, nil)
+	reportLines(t, res.Violations())
+	t.Logf("checked: %d acknowledged, %d not acknowledged, %d read back, %d lost, %d misplaced",
+		res.Acked, res.Failed, res.Read, len(res.Lost), len(res.Misplaced))
+	return res
+}
+
+// checkLogOnce is checkLog for idempotent producers: no value may be read
+// at two offsets.
+func checkLogOnce(t testing.TB, a *acks, got map[int32][]rec) {
+	t.Helper()
+	res := checkLog(t, a, got)
+	var dups []string
+	for _, d := range res.Duplicated {
+		dups = append(dups, "duplicated: "+d)
+	}
+	reportLines(t, dups)
+}
+
+// reportLines reports the first ten lines as errors and counts the rest.
+func reportLines(t testing.TB, lines []string) {
 	t.Helper()
 	const maxReports = 10
-	reports := 0
-	report := func(format string, args ...any) {
-		t.Helper()
-		if reports < maxReports {
-			t.Errorf(format, args...)
+	for i, l := range lines {
+		if i == maxReports {
+			t.Errorf("... and %d more problems", len(lines)-maxReports)
+			break
 		}
-		reports++
+		t.Error(l)
 	}
-	read := make(map[po]string)
-	total := 0
-	for p, rs := range got {
-		for i, r := range rs {
-			if r.o != int64(i) {
-				report("partition %d: record #%d has offset %d (offsets must run 0,1,2,... without gaps or repeats)", p, i, r.o)
-				break
-			}
-			read[po{p, r.o}] = r.v
-		}
-		total += len(rs)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, c := range a.conflicts {
-		report("conflicting acknowledgements: %s", c)
-	}
-	keys := make([]po, 0, len(a.vals))
-	for k := range a.vals {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].p != keys[j].p {
-			return keys[i].p < keys[j].p
-		}
-		return keys[i].o < keys[j].o
-	})
-	lost := 0
-	for _, k := range keys {
-		v, ok := read[k]
-		switch {
-		case !ok:
-			lost++
-			report("acknowledged p%d@%d (%q) not read back", k.p, k.o, a.vals[k])
-		case v != a.vals[k]:
-			lost++
-			report("acknowledged p%d@%d as %q, read back %q", k.p, k.o, a.vals[k], v)
-		}
-	}
-	if reports > maxReports {
-		t.Errorf("... and %d more problems", reports-maxReports)
-	}
-	t.Logf("checked: %d acknowledged, %d not acknowledged, %d read back, %d acknowledged missing or different",
-		len(a.vals), a.failed, total, lost)
 }
 
 // checkValuesOnce checks that each value in want was read exactly once.
@@ -260,7 +157,7 @@ func checkValuesOnce(t testing.TB, want []string, got map[int32][]rec) {
 	seen := make(map[string]int)
 	for _, rs := range got {
 		for _, r := range rs {
-			seen[r.v]++
+			seen[r.Value]++
 		}
 	}
 	bad := 0

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // testCluster is n kbroker subprocesses, each broker and controller, on
@@ -31,45 +33,75 @@ var clusterTiming = []string{
 	"leader.imbalance.check.interval.seconds=2",
 }
 
+// startCluster starts n nodes on reserved ports and waits until each
+// answers Metadata. A node that lost one of its ports between the
+// reservation's release and its bind (see testutil.Ports) restarts the
+// whole cluster on new ports and fresh directories.
 func startCluster(t testing.TB, n int, sets ...string) *testCluster {
 	t.Helper()
-	ports := freePorts(t, 3*n)
+	for attempt := 1; ; attempt++ {
+		c, err := tryStartCluster(t, n, sets)
+		if err == nil {
+			return c
+		}
+		inUse := false
+		for _, b := range c.brokers {
+			inUse = inUse || testutil.AddrInUse(nil, b.logTail(logTailLines))
+		}
+		if attempt == startAttempts || !inUse {
+			t.Fatal(err)
+		}
+		t.Logf("cluster start attempt %d lost a port, retrying on new ones: %v", attempt, err)
+		for _, b := range c.brokers {
+			b.kill9()
+		}
+	}
+}
+
+func tryStartCluster(t testing.TB, n int, sets []string) (*testCluster, error) {
+	ports := testutil.MustReservePorts(t, 3*n)
 	c := &testCluster{t: t, sets: append(slices.Clone(clusterTiming), sets...)}
 	var voters []string
 	for i := range n {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3*i+1]))
-		c.gossip = append(c.gossip, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ports.Addr(3*i+1)))
+		c.gossip = append(c.gossip, ports.Addr(3*i+2))
 	}
 	c.voters = strings.Join(voters, ",")
 	for i := range n {
-		b := c.newNode(i+1, ports[3*i], ports[3*i+1], ports[3*i+2])
-		c.brokers = append(c.brokers, b)
+		c.brokers = append(c.brokers, c.newNode(i+1, ports.Addr(3*i), ports.Addr(3*i+1), ports.Addr(3*i+2)))
+	}
+	ports.MustRelease(c.t)
+	for _, b := range c.brokers {
 		b.launch()
 	}
 	// The quorum forms only once a majority runs, so wait after all
 	// have been launched.
 	for _, b := range c.brokers {
-		b.waitReady()
+		if err := b.ready(); err != nil {
+			return c, fmt.Errorf("%w; log tail:\n%s", err, b.logTail(logTailLines))
+		}
 	}
-	return c
+	return c, nil
 }
 
-func (c *testCluster) newNode(id, port, ctrl, gossip int, extra ...string) *broker {
+func (c *testCluster) newNode(id int, addr, ctrl, gossip string, extra ...string) *broker {
 	sets := append([]string{
-		fmt.Sprintf("gossip.listener=127.0.0.1:%d", gossip),
+		"gossip.listener=" + gossip,
 		"gossip.seeds=" + strings.Join(c.gossip, ","),
 	}, c.sets...)
 	sets = append(sets, extra...)
-	return newBroker(c.t, id, c.t.TempDir(), fmt.Sprintf("127.0.0.1:%d", port),
-		fmt.Sprintf("127.0.0.1:%d", ctrl), c.voters, sets...)
+	return newBroker(c.t, id, c.t.TempDir(), addr, ctrl, c.voters, sets...)
 }
 
-// addBrokerOnly starts one more node with process.roles=broker.
+// addBrokerOnly starts one more node with process.roles=broker. Its ports
+// are not in any other node's configuration, but a retry would need a new
+// node id, so a lost port fails the test.
 func (c *testCluster) addBrokerOnly() *broker {
 	c.t.Helper()
-	ports := freePorts(c.t, 3)
-	b := c.newNode(len(c.brokers)+1, ports[0], ports[1], ports[2], "process.roles=broker")
+	ports := testutil.MustReservePorts(c.t, 3)
+	b := c.newNode(len(c.brokers)+1, ports.Addr(0), ports.Addr(1), ports.Addr(2), "process.roles=broker")
 	c.brokers = append(c.brokers, b)
+	ports.MustRelease(c.t)
 	b.start()
 	return b
 }
@@ -86,74 +118,36 @@ func (c *testCluster) alive() []*broker {
 	return out
 }
 
-// metadata asks one broker for the whole cluster's metadata.
+// metadataFrom asks the broker at addr itself for every topic's metadata.
 func metadataFrom(t testing.TB, addr string) (*kmsg.MetadataResponse, error) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second))
-	if err != nil {
-		return nil, err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	req := kmsg.NewPtrMetadataRequest()
-	req.Topics = nil
-	// Ask the seed itself, not whichever broker the client picks.
-	return req.RequestWith(ctx, cl)
+	return clustercheck.MetadataFrom(context.Background(), addr)
 }
 
 // describe renders the parts of a Metadata response every broker must
 // agree on.
-func describe(m *kmsg.MetadataResponse) string {
-	var b strings.Builder
-	var ids []int32
-	for _, br := range m.Brokers {
-		ids = append(ids, br.NodeID)
-	}
-	slices.Sort(ids)
-	fmt.Fprintf(&b, "brokers %v controller %d\n", ids, m.ControllerID)
-	topics := slices.Clone(m.Topics)
-	sort.Slice(topics, func(i, j int) bool { return *topics[i].Topic < *topics[j].Topic })
-	for _, t := range topics {
-		for _, p := range t.Partitions {
-			fmt.Fprintf(&b, "%s/%d leader %d epoch %d replicas %v isr %v\n", *t.Topic, p.Partition, p.Leader, p.LeaderEpoch, p.Replicas, p.ISR)
-		}
-	}
-	return b.String()
-}
+func describe(m *kmsg.MetadataResponse) string { return clustercheck.Describe(m, "") }
 
 // waitConverged polls every running broker until their metadata agree
 // and cond holds for it.
 func (c *testCluster) waitConverged(timeout time.Duration, what string, cond func(*kmsg.MetadataResponse) bool) *kmsg.MetadataResponse {
 	c.t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for attempt := 0; attempt < 1000 && time.Now().Before(deadline); attempt++ {
-		var first *kmsg.MetadataResponse
-		agree := true
+	var got *kmsg.MetadataResponse
+	testutil.Eventually(c.t, timeout, func() error {
+		var addrs []string
 		for _, b := range c.alive() {
-			m, err := metadataFrom(c.t, b.addr)
-			if err != nil {
-				agree, last = false, err.Error()
-				break
-			}
-			if first == nil {
-				first = m
-			} else if describe(m) != describe(first) {
-				agree, last = false, fmt.Sprintf("%s says\n%s\nbut %s says\n%s", c.alive()[0].addr, describe(first), b.addr, describe(m))
-				break
-			}
+			addrs = append(addrs, b.addr)
 		}
-		if agree && first != nil {
-			if cond(first) {
-				return first
-			}
-			last = describe(first)
+		m, err := clustercheck.Converged(context.Background(), addrs, "")
+		if err != nil {
+			return err
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	c.t.Fatalf("cluster did not converge on %s within %v; last:\n%s", what, timeout, last)
-	return nil
+		if !cond(m) {
+			return fmt.Errorf("agreed, but not there yet:\n%s", describe(m))
+		}
+		got = m
+		return nil
+	}, "cluster converging on %s", what)
+	return got
 }
 
 func createTopicOn(t testing.TB, addr, topic string, partitions int32, rf int16) {
@@ -236,7 +230,7 @@ func TestKillActiveController(t *testing.T) {
 	m := c.waitConverged(30*time.Second, "a controller", func(m *kmsg.MetadataResponse) bool { return m.ControllerID > 0 })
 	old := m.ControllerID
 	c.node(old).kill9()
-	m = c.waitConverged(30*time.Second, "a new controller", func(m *kmsg.MetadataResponse) bool {
+	c.waitConverged(30*time.Second, "a new controller", func(m *kmsg.MetadataResponse) bool {
 		return m.ControllerID > 0 && m.ControllerID != old
 	})
 	survivor := c.alive()[0]

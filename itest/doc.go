@@ -6,7 +6,9 @@
 // Every test checks the same property: each record a client saw
 // acknowledged reads back at the (partition, offset) it was acknowledged at,
 // with the acknowledged value, and each partition's offsets run from 0
-// without gaps or duplicates.
+// without gaps or duplicates. The checker (internal/clustercheck) is the
+// one the chaos harness (deploy/chaos) uses; polling and ports come from
+// internal/testutil.
 //
 // Tests that need kcat or a Python module skip when it is missing;
 // `go test -short ./itest/` runs smaller workloads.

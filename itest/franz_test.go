@@ -77,11 +77,11 @@ func TestFranzKill9MidProduce(t *testing.T) {
 				handed.Add(1)
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
 					if err != nil {
-						a.fail()
+						a.Fail()
 						return
 					}
 					times.ack(sentAt, time.Now())
-					a.ack(r.Partition, r.Offset, v)
+					a.Ack(r.Partition, r.Offset, v)
 				})
 			}
 			if i >= total/3 {
@@ -101,7 +101,7 @@ func TestFranzKill9MidProduce(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("only %d of %d records handed to the client before the kill deadline", handed.Load(), total)
 	}
-	ackedAtKill := a.count()
+	ackedAtKill := a.Count()
 	inFlight := handed.Load() - int64(ackedAtKill)
 	killedAt := time.Now()
 	times.kill(killedAt)
@@ -111,7 +111,7 @@ func TestFranzKill9MidProduce(t *testing.T) {
 
 	<-produced
 	if err := cl.Flush(ctx); err != nil {
-		t.Fatalf("flush: %v (%d acknowledged, %d failed)", err, a.count(), a.failed)
+		t.Fatalf("flush: %v (%d acknowledged, %d failed)", err, a.Count(), a.Failed())
 	}
 	times.mu.Lock()
 	if times.firstAfter.IsZero() {
@@ -123,8 +123,8 @@ func TestFranzKill9MidProduce(t *testing.T) {
 
 	got := consumeAll(t, b, topic)
 	checkLog(t, a, got)
-	if a.failed == 0 && a.count() != total {
-		t.Errorf("%d records acknowledged, want %d", a.count(), total)
+	if a.Failed() == 0 && a.Count() != total {
+		t.Errorf("%d records acknowledged, want %d", a.Count(), total)
 	}
 	want := make([]string, total)
 	for i := range want {
@@ -159,10 +159,10 @@ func TestFranzCleanStopRestart(t *testing.T) {
 				defer wg.Done()
 				if err != nil {
 					t.Errorf("produce %s: %v", v, err)
-					a.fail()
+					a.Fail()
 					return
 				}
-				a.ack(r.Partition, r.Offset, v)
+				a.Ack(r.Partition, r.Offset, v)
 			})
 		}
 		wg.Wait()
@@ -174,7 +174,7 @@ func TestFranzCleanStopRestart(t *testing.T) {
 	checkLog(t, a, consumeAll(t, b, topic))
 	produce(n, 2*n)
 	checkLog(t, a, consumeAll(t, b, topic))
-	if a.count() != 2*n {
-		t.Errorf("%d acknowledged, want %d", a.count(), 2*n)
+	if a.Count() != 2*n {
+		t.Errorf("%d acknowledged, want %d", a.Count(), 2*n)
 	}
 }

@@ -2,12 +2,15 @@ package itest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/segmentio/kafka-go"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // saramaHandler records every message of a group session and marks it.
@@ -64,12 +67,12 @@ func TestGoClientGroups(t *testing.T) {
 			}
 			done <- nil
 		}()
-		for h.count() < len(values) && ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if h.count() < len(values) {
-			t.Fatalf("sarama group consumed %d of %d", h.count(), len(values))
-		}
+		testutil.Eventually(t, 60*time.Second, func() error {
+			if n := h.count(); n < len(values) {
+				return fmt.Errorf("consumed %d of %d", n, len(values))
+			}
+			return nil
+		}, "sarama group consuming every record")
 		waitCommitted(t, b, "sarama-group", topic, int64(len(values)))
 		cancel()
 		if err := <-done; err != nil {
@@ -107,18 +110,15 @@ func TestGoClientGroups(t *testing.T) {
 // total.
 func waitCommitted(t *testing.T, b *broker, group, topic string, total int64) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.Eventually(t, 20*time.Second, func() error {
+		got := committed(t, []string{b.addr}, group, topic)
 		sum := int64(0)
-		for _, o := range committed(t, []string{b.addr}, group, topic) {
+		for _, o := range got {
 			sum += o
 		}
-		if sum == total {
-			return
+		if sum != total {
+			return fmt.Errorf("committed %v, %d of %d records", got, sum, total)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s committed %d of %d records", group, sum, total)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	}, "group %s committing everything", group)
 }

@@ -44,7 +44,7 @@ func TestSarama(t *testing.T) {
 				if err != nil {
 					t.Fatalf("SendMessage %d: %v", i, err)
 				}
-				a.ack(p, o, v)
+				a.Ack(p, o, v)
 			}
 
 			cons, err := sarama.NewConsumer([]string{b.addr}, cfg)
@@ -67,7 +67,7 @@ func TestSarama(t *testing.T) {
 				for {
 					select {
 					case m := <-pc.Messages():
-						got[p] = append(got[p], rec{m.Partition, m.Offset, string(m.Value)})
+						got[p] = append(got[p], rec{Partition: m.Partition, Offset: m.Offset, Value: string(m.Value)})
 						if m.Offset >= end-1 {
 							break read
 						}
@@ -100,10 +100,10 @@ func TestKafkaGo(t *testing.T) {
 		Completion: func(msgs []kafka.Message, err error) {
 			for _, m := range msgs {
 				if err != nil {
-					a.fail()
+					a.Fail()
 					continue
 				}
-				a.ack(int32(m.Partition), m.Offset, string(m.Value))
+				a.Ack(int32(m.Partition), m.Offset, string(m.Value))
 			}
 		},
 	}
@@ -119,8 +119,8 @@ func TestKafkaGo(t *testing.T) {
 	if err := w.Close(); err != nil { // waits for Completion calls
 		t.Fatalf("kafka-go Writer.Close: %v", err)
 	}
-	if a.count() != n {
-		t.Errorf("%d messages acknowledged, want %d", a.count(), n)
+	if a.Count() != n {
+		t.Errorf("%d messages acknowledged, want %d", a.Count(), n)
 	}
 
 	ends := endOffsets(t, b, topic)
@@ -144,7 +144,7 @@ func TestKafkaGo(t *testing.T) {
 				r.Close()
 				t.Fatalf("kafka-go read p%d: %v", p, err)
 			}
-			got[p] = append(got[p], rec{int32(m.Partition), m.Offset, string(m.Value)})
+			got[p] = append(got[p], rec{Partition: int32(m.Partition), Offset: m.Offset, Value: string(m.Value)})
 			if m.Offset >= end-1 {
 				break
 			}

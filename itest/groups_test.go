@@ -13,6 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // produceValues writes values to topic with franz-go defaults (acks=all,
@@ -56,18 +58,22 @@ func groupCoordinator(t testing.TB, addr, group string) int32 {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for attempt := 0; attempt < 50; attempt++ {
+	coordinator := int32(-1)
+	testutil.Eventually(t, 10*time.Second, func() error {
 		req := kmsg.NewPtrFindCoordinatorRequest()
 		req.CoordinatorKey = group
 		req.CoordinatorKeys = []string{group}
 		resp, err := req.RequestWith(ctx, cl)
-		if err == nil && len(resp.Coordinators) == 1 && resp.Coordinators[0].ErrorCode == 0 {
-			return resp.Coordinators[0].NodeID
+		if err != nil {
+			return err
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatal("no coordinator found")
-	return -1
+		if len(resp.Coordinators) != 1 || resp.Coordinators[0].ErrorCode != 0 {
+			return fmt.Errorf("FindCoordinator answered %+v", resp.Coordinators)
+		}
+		coordinator = resp.Coordinators[0].NodeID
+		return nil
+	}, "coordinator of group %s", group)
+	return coordinator
 }
 
 // committed returns the group's committed offsets per partition.
@@ -199,7 +205,7 @@ func TestKcatGroupConsumers(t *testing.T) {
 				"-X", "auto.offset.reset=earliest", "-e", "-q", "-f", "%s\n", topic)
 			outs[i], errs[i] = out, err
 			if err != nil {
-				errs[i] = fmt.Errorf("%v: %s", err, tail(stderr, 800))
+				errs[i] = fmt.Errorf("%w: %s", err, tail(stderr, 800))
 			}
 		}()
 	}
@@ -222,21 +228,7 @@ func TestKcatGroupConsumers(t *testing.T) {
 	}
 	// kcat commits what it consumed (auto commit): the group's offsets
 	// cover the whole topic.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := committed(t, []string{b.addr}, "kcat-group", topic)
-		total := int64(0)
-		for _, o := range got {
-			total += o
-		}
-		if total == int64(len(values)) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kcat group committed %v (total %d), want %d", got, total, len(values))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitCommitted(t, b, "kcat-group", topic, int64(len(values)))
 }
 
 // kafka-python's group consumer subscribes, reads and commits.
@@ -266,7 +258,7 @@ print(json.dumps({"acked": [], "consumed": out, "errors": [], "info": ""}))
 	got := res.records(t, res.Consumed)
 	var vals []string
 	for _, r := range got {
-		vals = append(vals, r.v)
+		vals = append(vals, r.Value)
 	}
 	sort.Strings(vals)
 	if strings.Join(vals, ",") != strings.Join(values, ",") {
@@ -351,13 +343,15 @@ func TestGroupSharesAndRebalancesOnThreeNodes(t *testing.T) {
 		defer mu.Unlock()
 		return len(seen)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for count() < len(first) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+	consumed := func(n int) func() error {
+		return func() error {
+			if c := count(); c < n {
+				return fmt.Errorf("%d of %d consumed", c, n)
+			}
+			return nil
+		}
 	}
-	if count() < len(first) {
-		t.Fatalf("the group consumed %d of %d", count(), len(first))
-	}
+	testutil.Eventually(t, 60*time.Second, consumed(len(first)), "the group consuming the first records")
 
 	left := time.Now()
 	members[2].cl.Close() // leaves the group
@@ -368,10 +362,7 @@ func TestGroupSharesAndRebalancesOnThreeNodes(t *testing.T) {
 	mu.Unlock()
 	second := numberedValues("b", 600)
 	produceValues(t, addrs, topic, second)
-	deadline = time.Now().Add(60 * time.Second)
-	for count() < len(first)+len(second) && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testutil.Eventually(t, 60*time.Second, consumed(len(first)+len(second)), "the two remaining members consuming the next records")
 	t.Logf("member left to all of the next 600 records consumed: %v", time.Since(left).Round(time.Millisecond))
 	mu.Lock()
 	defer mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // brokerBin is the kbroker binary TestMain builds once for the package.
@@ -38,7 +37,13 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "itest:", err)
 		return 1
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		// A broker left running still writes there; say so rather than
+		// leave the directory behind unnoticed.
+		if err := os.RemoveAll(tmp); err != nil {
+			fmt.Fprintln(os.Stderr, "itest: removing the work dir:", err)
+		}
+	}()
 
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
@@ -69,6 +74,7 @@ type broker struct {
 	addr     string   // PLAINTEXT host:port
 	ctrlAddr string   // CONTROLLER host:port
 	logPath  string   // stderr+stdout of every start, appended
+	spare    string   // the spareAddr of startBroker
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -77,44 +83,56 @@ type broker struct {
 	starts  int
 }
 
-// freePort asks the OS for a free 127.0.0.1 port.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
+// spareAddr in a config value of startBroker stands for one more reserved
+// 127.0.0.1 port (e.g. "admin.listener="+spareAddr); broker.spare is it.
+const spareAddr = "{spare}"
 
-// startBroker starts a single-node broker+controller with its data in dir
-// and waits until it answers Metadata. sets are extra key=value configs.
+// startAttempts bounds the starts on fresh ports when a node lost the
+// race for a reserved port (see testutil.Ports).
+const startAttempts = 3
+
+// startBroker starts a single-node broker+controller with its data in dir,
+// which must be empty (a start that lost its ports to another process is
+// retried on new ones with dir emptied), and waits until it answers
+// Metadata. sets are extra key=value configs.
 func startBroker(t testing.TB, dir string, sets ...string) *broker {
 	t.Helper()
-	ports := freePorts(t, 2)
-	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	ctrl := fmt.Sprintf("127.0.0.1:%d", ports[1])
-	b := newBroker(t, 1, dir, addr, ctrl, "1@"+ctrl, sets...)
-	b.start()
-	return b
+	for attempt := 1; ; attempt++ {
+		ports := testutil.MustReservePorts(t, 3)
+		ctrl := ports.Addr(1)
+		var resolved []string
+		for _, s := range sets {
+			resolved = append(resolved, strings.ReplaceAll(s, spareAddr, ports.Addr(2)))
+		}
+		b := newBroker(t, 1, dir, ports.Addr(0), ctrl, "1@"+ctrl, resolved...)
+		b.spare = ports.Addr(2)
+		ports.MustRelease(t)
+		b.launch()
+		err := b.ready()
+		if err == nil {
+			return b
+		}
+		if attempt == startAttempts || !testutil.AddrInUse(err, b.logTail(logTailLines)) {
+			b.t.Fatalf("%v; log tail:\n%s", err, b.logTail(logTailLines))
+		}
+		t.Logf("start attempt %d lost a port, retrying on new ones: %v", attempt, err)
+		b.kill9()
+		emptyDir(t, dir)
+	}
 }
 
-// freePorts returns n distinct free ports.
-func freePorts(t testing.TB, n int) []int {
+// emptyDir removes everything in dir.
+func emptyDir(t testing.TB, dir string) {
 	t.Helper()
-	seen := map[int]bool{}
-	var out []int
-	for i := 0; len(out) < n && i < 100; i++ {
-		if p := freePort(t); !seen[p] {
-			seen[p] = true
-			out = append(out, p)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			t.Fatal(err)
 		}
 	}
-	if len(out) < n {
-		t.Fatalf("could not find %d free ports", n)
-	}
-	return out
 }
 
 // newBroker prepares (but does not start) node id with its listeners on
@@ -143,7 +161,11 @@ func newBroker(t testing.TB, id int, dir, addr, ctrl, voters string, sets ...str
 	}
 	t.Cleanup(func() {
 		if b.running() {
-			b.signalAndWait(syscall.SIGKILL, killTimeout)
+			// The exit status of a killed broker says nothing; one that
+			// outlives SIGKILL would hold its ports and files.
+			if _, exited := b.signalAndWait(syscall.SIGKILL, killTimeout); !exited {
+				t.Errorf("kbroker %s did not exit within %v of SIGKILL", b.addr, killTimeout)
+			}
 		}
 		if b.logFile != nil {
 			b.logFile.Close()
@@ -205,41 +227,31 @@ func (b *broker) launch() {
 	}()
 }
 
-// waitReady polls Metadata with a franz-go client, for at most readyTimeout.
+// waitReady waits until the broker answers Metadata, failing the test
+// when it does not within readyTimeout.
 func (b *broker) waitReady() {
 	b.t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTimeout(time.Second),
-		kgo.RequestRetries(0), kgo.RetryTimeout(time.Second))
-	if err != nil {
-		b.t.Fatalf("client: %v", err)
+	if err := b.ready(); err != nil {
+		b.t.Fatalf("%v; log tail:\n%s", err, b.logTail(logTailLines))
 	}
-	defer cl.Close()
+}
 
-	deadline := time.Now().Add(readyTimeout)
-	var lastErr error
-	for attempt := 0; attempt < 300 && time.Now().Before(deadline); attempt++ {
-		select {
-		case <-b.done:
-			b.t.Fatalf("kbroker exited during start (%v); log tail:\n%s", b.waitErr, b.logTail(logTailLines))
-		default:
+// errExited is ready's error when the process is gone.
+var errExited = errors.New("kbroker exited during start")
+
+// ready polls Metadata on the broker until it lists brokers, for at most
+// readyTimeout; it returns early when the process exits.
+func (b *broker) ready() error {
+	err := testutil.Poll(context.Background(), readyTimeout, func() error {
+		if !b.running() {
+			return testutil.Permanent(fmt.Errorf("%w (%v)", errExited, b.waitErr))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		req := kmsg.NewPtrMetadataRequest()
-		resp, err := req.RequestWith(ctx, cl)
-		cancel()
-		if err == nil && len(resp.Brokers) > 0 {
-			return
-		}
-		if err == nil {
-			err = errors.New("metadata lists no brokers")
-		}
-		lastErr = err
-		select {
-		case <-b.done:
-		case <-time.After(100 * time.Millisecond):
-		}
+		return clustercheck.Ready(context.Background(), b.addr)
+	})
+	if err != nil {
+		return fmt.Errorf("kbroker %s not ready: %w", b.addr, err)
 	}
-	b.t.Fatalf("kbroker %s not ready after %v: %v; log tail:\n%s", b.addr, readyTimeout, lastErr, b.logTail(logTailLines))
+	return nil
 }
 
 // signalAndWait sends sig and waits up to timeout for the exit; it kills

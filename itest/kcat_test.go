@@ -3,6 +3,7 @@ package itest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"regexp"
@@ -35,7 +36,7 @@ func runCmdErr(timeout time.Duration, stdin string, name string, args ...string)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v (%v)", timeout, err)
+		err = fmt.Errorf("timed out after %v: %w", timeout, errors.Join(ctx.Err(), err))
 	}
 	return out.String(), errb.String(), err
 }
@@ -82,7 +83,7 @@ func TestKcat(t *testing.T) {
 			// partition, line i must be at offset i.
 			a := newAcks()
 			for i, l := range lines {
-				a.ack(0, int64(i), l)
+				a.Ack(0, int64(i), l)
 			}
 			checkLog(t, a, consumeAll(t, b, topic))
 

@@ -42,7 +42,7 @@ func (r pyResult) records(t *testing.T, rows [][3]any) []rec {
 		if !ok1 || !ok2 || !ok3 {
 			t.Fatalf("bad row from script: %v", row)
 		}
-		out = append(out, rec{int32(p), int64(o), v})
+		out = append(out, rec{Partition: int32(p), Offset: int64(o), Value: v})
 	}
 	return out
 }
@@ -86,14 +86,14 @@ func checkPython(t *testing.T, b *broker, topic string, n int, res pyResult) {
 	t.Helper()
 	a := newAcks()
 	for _, r := range res.records(t, res.Acked) {
-		a.ack(r.p, r.o, r.v)
+		a.Ack(r.Partition, r.Offset, r.Value)
 	}
-	if a.count() != n {
-		t.Errorf("%d records acknowledged, want %d", a.count(), n)
+	if a.Count() != n {
+		t.Errorf("%d records acknowledged, want %d", a.Count(), n)
 	}
 	byPart := make(map[int32][]rec)
 	for _, r := range res.records(t, res.Consumed) {
-		byPart[r.p] = append(byPart[r.p], r)
+		byPart[r.Partition] = append(byPart[r.Partition], r)
 	}
 	t.Log("python consumer:")
 	checkLog(t, a, byPart)

@@ -1,18 +1,12 @@
 package itest
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
-	"github.com/kbroker/kbroker/storage"
 	"io"
+	"maps"
 	"net"
-	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/clustercheck"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -39,46 +34,15 @@ func clusterClient(t testing.TB, c *testCluster, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
-// partState is one partition as Metadata describes it.
-type partState struct {
-	leader, epoch int32
-	replicas, isr []int32
-	errCode       int16
-}
-
-func partStates(m *kmsg.MetadataResponse, topic string) map[int32]partState {
-	out := map[int32]partState{}
-	for _, tp := range m.Topics {
-		if tp.Topic == nil || *tp.Topic != topic {
-			continue
-		}
-		for _, p := range tp.Partitions {
-			out[p.Partition] = partState{p.Leader, p.LeaderEpoch, p.Replicas, p.ISR, p.ErrorCode}
-		}
-	}
-	return out
-}
+// partStates returns every partition of topic in m.
+var partStates = clustercheck.PartStates
 
 // fullISR holds when topic has parts partitions, each led by an alive
 // broker, without error, with isrSize ISR members that are all alive.
 func fullISR(c *testCluster, topic string, parts, isrSize int) func(*kmsg.MetadataResponse) bool {
 	return func(m *kmsg.MetadataResponse) bool {
 		alive := aliveIDs(c)
-		ps := partStates(m, topic)
-		if len(ps) != parts {
-			return false
-		}
-		for _, p := range ps {
-			if p.errCode != 0 || !alive[p.leader] || len(p.isr) != isrSize {
-				return false
-			}
-			for _, id := range p.isr {
-				if !alive[id] {
-					return false
-				}
-			}
-		}
-		return true
+		return clustercheck.FullISR(topic, parts, isrSize, func(id int32) bool { return alive[id] })(m)
 	}
 }
 
@@ -91,11 +55,11 @@ func allLedBy(topic string, parts int, id int32, isr []int32) func(*kmsg.Metadat
 			return false
 		}
 		for _, p := range ps {
-			if p.errCode != 0 || p.leader != id {
+			if p.ErrorCode != 0 || p.Leader != id {
 				return false
 			}
 			if isr != nil {
-				got := slices.Clone(p.isr)
+				got := slices.Clone(p.ISR)
 				want := slices.Clone(isr)
 				slices.Sort(got)
 				slices.Sort(want)
@@ -193,139 +157,24 @@ func rawProduce(t testing.TB, addr, topic string, partition int32, acks int16, v
 	return p.ErrorCode, p.BaseOffset
 }
 
-// logUpTo returns the concatenated segments of topic-partition in log dir,
-// cut at the first batch whose base offset is >= hw.
-func logUpTo(t testing.TB, logDir, topic string, partition int32, hw int64) []byte {
-	t.Helper()
-	log, err := storage.ReadLogBelow(filepath.Join(logDir, fmt.Sprintf("%s-%d", topic, partition)), hw)
-	if err != nil {
-		t.Errorf("%s %s-%d: %v", logDir, topic, partition, err)
-	}
-	return log
-}
-
-// lastOffsetIn returns the last offset of the last whole batch in log.
-func lastOffsetIn(log []byte) int64 {
-	last := int64(-1)
-	for len(log) > 0 {
-		b, next, err := record.Parse(log)
-		if err != nil {
-			break
-		}
-		last = b.LastOffset()
-		log = next
-	}
-	return last
-}
-
-// batchAt describes the batch containing byte pos of log.
-func batchAt(log []byte, pos int) string {
-	at := 0
-	for len(log) > 0 {
-		b, next, err := record.Parse(log)
-		if err != nil {
-			return fmt.Sprintf("unparseable at byte %d: %v", at, err)
-		}
-		if pos < at+len(b) {
-			return fmt.Sprintf("batch at byte %d: base offset %d, last offset %d, leader epoch %d, producer %d/%d seq %d, crc %08x, %d bytes",
-				at, b.BaseOffset(), b.LastOffset(), b.PartitionLeaderEpoch(), b.ProducerID(), b.ProducerEpoch(), b.BaseSequence(), b.CRC(), len(b))
-		}
-		at += len(b)
-		log = next
-	}
-	return fmt.Sprintf("past the end (%d bytes)", at)
-}
-
 // compareReplicaLogs checks that every broker of c holds byte-identical
 // segment bytes for each partition of topic up to hws[partition].
 func compareReplicaLogs(t testing.TB, c *testCluster, topic string, hws map[int32]int64) {
 	t.Helper()
-	parts := make([]int32, 0, len(hws))
-	for p := range hws {
-		parts = append(parts, p)
+	dirs := map[int32]string{}
+	for i, b := range c.brokers {
+		dirs[int32(i+1)] = b.dir
 	}
-	slices.Sort(parts)
-	for _, p := range parts {
-		hw := hws[p]
-		var ref []byte
-		var sizes []string
-		for i, b := range c.brokers {
-			got := logUpTo(t, b.dir, topic, p, hw)
-			sizes = append(sizes, fmt.Sprintf("node %d: %d bytes to offset %d", i+1, len(got), lastOffsetIn(got)))
-			if last := lastOffsetIn(got); last != hw-1 {
-				t.Errorf("p%d node %d: log up to the high watermark %d ends at offset %d, want %d", p, i+1, hw, last, hw-1)
-			}
-			if i == 0 {
-				ref = got
-				continue
-			}
-			if !bytes.Equal(ref, got) {
-				n := min(len(ref), len(got))
-				d := n
-				for j := 0; j < n; j++ {
-					if ref[j] != got[j] {
-						d = j
-						break
-					}
-				}
-				t.Errorf("p%d: node 1 and node %d differ below the high watermark %d (%d vs %d bytes), first at byte %d:\n  node 1: %s\n  node %d: %s",
-					p, i+1, hw, len(ref), len(got), d, batchAt(ref, d), i+1, batchAt(got, d))
-			}
-		}
-		t.Logf("p%d high watermark %d: %s", p, hw, strings.Join(sizes, "; "))
-	}
-}
-
-// ackClock records when acknowledgements arrived, per partition.
-type ackClock struct {
-	mu    sync.Mutex
-	times []time.Time
-	parts []int32
-}
-
-func (a *ackClock) ack(p int32, at time.Time) {
-	a.mu.Lock()
-	a.times = append(a.times, at)
-	a.parts = append(a.parts, p)
-	a.mu.Unlock()
-}
-
-// gaps returns the longest time without any acknowledgement, and per
-// partition, in [from, to], counting from the last acknowledgement before
-// from (or from itself).
-func (a *ackClock) gaps(from, to time.Time) (time.Duration, map[int32]time.Duration) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	type ev struct {
-		at time.Time
-		p  int32
-	}
-	evs := make([]ev, len(a.times))
-	for i := range a.times {
-		evs[i] = ev{a.times[i], a.parts[i]}
-	}
-	sort.Slice(evs, func(i, j int) bool { return evs[i].at.Before(evs[j].at) })
-	overall := time.Duration(0)
-	per := map[int32]time.Duration{}
-	lastAll := from
-	lastP := map[int32]time.Time{}
-	for _, e := range evs {
-		if e.at.Before(from) {
-			lastAll = e.at
-			lastP[e.p] = e.at
+	for _, p := range slices.Sorted(maps.Keys(hws)) {
+		logs, err := clustercheck.ReplicaLogs(dirs, topic, p, hws[p])
+		if err != nil {
+			t.Errorf("%s-%d: %v", topic, p, err)
 			continue
 		}
-		if e.at.After(to) {
-			break
+		if err := clustercheck.CompareReplicas(logs, p, hws[p]); err != nil {
+			t.Error(err)
+			continue
 		}
-		overall = max(overall, e.at.Sub(lastAll))
-		lastAll = e.at
-		prev, ok := lastP[e.p]
-		if !ok {
-			prev = from
-		}
-		per[e.p] = max(per[e.p], e.at.Sub(prev))
-		lastP[e.p] = e.at
+		t.Logf("p%d: %d replicas identical below the high watermark %d (%d bytes)", p, len(logs), hws[p], len(logs[1]))
 	}
-	return overall, per
 }

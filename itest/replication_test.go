@@ -14,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/clustercheck"
 )
 
 // keepLogs copies the brokers' logs to $KB_KEEP_LOGS/<test>/ at the end of
@@ -65,44 +67,17 @@ func produceAll(t testing.TB, cl *kgo.Client, topic string, a *acks, values []st
 		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
 			defer wg.Done()
 			if err != nil {
-				a.fail()
+				a.Fail()
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("%s: %w", v, err))
 				mu.Unlock()
 				return
 			}
-			a.ack(r.Partition, r.Offset, v)
+			a.Ack(r.Partition, r.Offset, v)
 		})
 	}
 	wg.Wait()
 	return errs
-}
-
-// checkAckedOnce checks that every acknowledged value was read exactly once
-// and that no value at all was read twice (idempotence).
-func checkAckedOnce(t testing.TB, a *acks, got map[int32][]rec) {
-	t.Helper()
-	seen := map[string]int{}
-	for _, rs := range got {
-		for _, r := range rs {
-			seen[r.v]++
-		}
-	}
-	bad := 0
-	for v, n := range seen {
-		if n > 1 && bad < 10 {
-			t.Errorf("value %q read %d times", v, n)
-			bad++
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, v := range a.vals {
-		if seen[v] != 1 && bad < 20 {
-			t.Errorf("acknowledged value %q read %d times, want once", v, seen[v])
-			bad++
-		}
-	}
 }
 
 // TestReplicatedKillLeaderNoAckLost produces continuously with franz-go's
@@ -121,11 +96,11 @@ func TestReplicatedKillLeaderNoAckLost(t *testing.T) {
 	keepLogs(t, c)
 	topic := topicName(t)
 	m := createReplicated(t, c, topic, 3, 3, nil)
-	leader0 := partStates(m, topic)[0].leader
+	leader0 := partStates(m, topic)[0].Leader
 	t.Logf("initial:\n%s", describe(m))
 
 	a := newAcks()
-	var clock ackClock
+	var clock clustercheck.AckTimes
 	var errMu sync.Mutex
 	var sampleErrs []string
 	cl := clusterClient(t, c, producerOpts()...)
@@ -143,7 +118,7 @@ func TestReplicatedKillLeaderNoAckLost(t *testing.T) {
 				v := fmt.Sprintf("k-%06d", i)
 				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: []byte(v)}, func(r *kgo.Record, err error) {
 					if err != nil {
-						a.fail()
+						a.Fail()
 						errMu.Lock()
 						if len(sampleErrs) < 5 {
 							sampleErrs = append(sampleErrs, fmt.Sprintf("%s: %v", v, err))
@@ -151,8 +126,8 @@ func TestReplicatedKillLeaderNoAckLost(t *testing.T) {
 						errMu.Unlock()
 						return
 					}
-					clock.ack(r.Partition, time.Now())
-					a.ack(r.Partition, r.Offset, v)
+					clock.Add(r.Partition, time.Now())
+					a.Ack(r.Partition, r.Offset, v)
 				})
 			}
 			select {
@@ -177,7 +152,7 @@ func TestReplicatedKillLeaderNoAckLost(t *testing.T) {
 	// Kill 1: the leader of partition 0.
 	sleepUntil(produceFor / 5)
 	v1 := c.node(leader0)
-	kills = append(kills, killEvent{leader0, time.Now(), a.count()})
+	kills = append(kills, killEvent{leader0, time.Now(), a.Count()})
 	v1.kill9()
 	time.Sleep(3 * time.Second)
 	v1.start()
@@ -188,7 +163,7 @@ func TestReplicatedKillLeaderNoAckLost(t *testing.T) {
 	m = c.waitConverged(30*time.Second, "leaders before the second kill", allLed(topic, aliveIDs(c)))
 	second := int32(0)
 	for p := int32(0); p < 3 && second == 0; p++ {
-		if l := partStates(m, topic)[p].leader; l != leader0 {
+		if l := partStates(m, topic)[p].Leader; l != leader0 {
 			second = l
 		}
 	}
@@ -196,7 +171,7 @@ func TestReplicatedKillLeaderNoAckLost(t *testing.T) {
 		second = leader0%3 + 1
 	}
 	v2 := c.node(second)
-	kills = append(kills, killEvent{second, time.Now(), a.count()})
+	kills = append(kills, killEvent{second, time.Now(), a.Count()})
 	v2.kill9()
 	time.Sleep(3 * time.Second)
 	v2.start()
@@ -211,37 +186,30 @@ func TestReplicatedKillLeaderNoAckLost(t *testing.T) {
 	fcancel()
 	end := time.Now()
 	if err != nil {
-		t.Errorf("flush: %v (%d acknowledged, %d failed)", err, a.count(), a.failed)
+		t.Errorf("flush: %v (%d acknowledged, %d failed)", err, a.Count(), a.Failed())
 	}
 	m = c.waitConverged(60*time.Second, "full ISR after the run", fullISR(c, topic, 3, 3))
 	t.Logf("final:\n%s", describe(m))
 
+	var faults []clustercheck.Fault
 	for i, k := range kills {
-		to := end
-		if i+1 < len(kills) {
-			to = kills[i+1].at
-		}
-		overall, per := clock.gaps(k.at, to)
-		var ps []string
-		for p := int32(0); p < 3; p++ {
-			ps = append(ps, fmt.Sprintf("p%d %v", p, per[p].Round(time.Millisecond)))
-		}
-		t.Logf("kill %d (node %d, %d acknowledged before): longest gap between any acks %v; per partition %v",
-			i+1, k.node, k.acked, overall.Round(time.Millisecond), ps)
+		faults = append(faults, clustercheck.Fault{Kind: fmt.Sprintf("kill %d (node %d, %d acknowledged before)", i+1, k.node, k.acked), Start: k.at})
 	}
-	a.mu.Lock()
-	failed := a.failed
-	a.mu.Unlock()
+	gaps := clustercheck.LongestGaps(clock.Snapshot(), faults, end)
+	for _, f := range faults {
+		g := gaps[f.Kind]
+		t.Logf("%s: longest gap between a partition's acknowledgements %v (p%d)", f.Kind, g.Duration().Round(time.Millisecond), g.Partition)
+	}
+	failed := a.Failed()
 	errMu.Lock()
 	t.Logf("%d records handed over in %v, %d acknowledged, %d failed sends (samples: %v)",
-		total, end.Sub(began).Round(time.Millisecond), a.count(), failed, sampleErrs)
+		total, end.Sub(began).Round(time.Millisecond), a.Count(), failed, sampleErrs)
 	errMu.Unlock()
 
 	got := consumeAll(t, c.alive()[0], topic)
-	checkLog(t, a, got)
-	checkAckedOnce(t, a, got)
-	if failed == 0 && a.count() != total {
-		t.Errorf("%d acknowledged with no failures, want %d", a.count(), total)
+	checkLogOnce(t, a, got)
+	if failed == 0 && a.Count() != total {
+		t.Errorf("%d acknowledged with no failures, want %d", a.Count(), total)
 	}
 
 	// The three replicas agree byte for byte below the high watermark.
@@ -259,7 +227,7 @@ func TestNotEnoughReplicas(t *testing.T) {
 	keepLogs(t, c)
 	topic := topicName(t)
 	m := createReplicated(t, c, topic, 3, 3, nil)
-	survivor := partStates(m, topic)[0].leader
+	survivor := partStates(m, topic)[0].Leader
 
 	a := newAcks()
 	cl := clusterClient(t, c, producerOpts()...)
@@ -310,7 +278,7 @@ func TestNotEnoughReplicas(t *testing.T) {
 		t.Errorf("acks=1 produce: base offset %d, want the previous end %d", base, before[0])
 	}
 	for i, v := range one {
-		a.ack(0, base+int64(i), v)
+		a.Ack(0, base+int64(i), v)
 	}
 	// Strict min ISR (KIP-966): with the ISR below min.insync.replicas the
 	// high watermark stays put, so the acks=1 records are accepted but not
@@ -324,7 +292,7 @@ func TestNotEnoughReplicas(t *testing.T) {
 	for _, b := range stopped {
 		b.start()
 	}
-	m = c.waitConverged(60*time.Second, "ISR of 3 after restarting the stopped brokers", fullISR(c, topic, 3, 3))
+	c.waitConverged(60*time.Second, "ISR of 3 after restarting the stopped brokers", fullISR(c, topic, 3, 3))
 	t.Logf("restart to ISR of 3 on every partition: %v", time.Since(start).Round(time.Millisecond))
 
 	cl = clusterClient(t, c, producerOpts()...)
@@ -336,17 +304,16 @@ func TestNotEnoughReplicas(t *testing.T) {
 		t.Errorf("%d acks=all sends failed after the ISR recovered, first: %v", len(errs), errs[0])
 	}
 	got := consumeAll(t, c.node(survivor), topic)
-	checkLog(t, a, got)
-	checkAckedOnce(t, a, got)
+	checkLogOnce(t, a, got)
 	for _, rs := range got {
 		for _, r := range rs {
-			if r.v == "refused-a" || r.v == "refused-b" {
-				t.Errorf("record refused with NOT_ENOUGH_REPLICAS was written: p%d@%d %q", r.p, r.o, r.v)
+			if r.Value == "refused-a" || r.Value == "refused-b" {
+				t.Errorf("record refused with NOT_ENOUGH_REPLICAS was written: p%d@%d %q", r.Partition, r.Offset, r.Value)
 			}
 		}
 	}
-	if a.count() != 605 {
-		t.Errorf("%d acknowledged, want 605", a.count())
+	if a.Count() != 605 {
+		t.Errorf("%d acknowledged, want 605", a.Count())
 	}
 	compareReplicaLogs(t, c, topic, endOffsets(t, c.node(survivor), topic))
 }
@@ -361,7 +328,7 @@ func TestFollowerCatchUpAfterRestart(t *testing.T) {
 	keepLogs(t, c)
 	topic := topicName(t)
 	m := createReplicated(t, c, topic, 3, 3, nil)
-	leader0 := partStates(m, topic)[0].leader
+	leader0 := partStates(m, topic)[0].Leader
 	f := leader0%3 + 1 // a follower of partition 0
 	var others []int32
 	for id := int32(1); id <= 3; id++ {
@@ -384,7 +351,7 @@ func TestFollowerCatchUpAfterRestart(t *testing.T) {
 	if len(errs) > 0 {
 		t.Errorf("%d of %d acks=all sends failed with ISR 2 = min.insync.replicas, first: %v", len(errs), n, errs[0])
 	}
-	t.Logf("%d records acknowledged in %v with node %d down", a.count(), time.Since(start).Round(time.Millisecond), f)
+	t.Logf("%d records acknowledged in %v with node %d down", a.Count(), time.Since(start).Round(time.Millisecond), f)
 	cl.Close()
 	hwsBefore := endOffsets(t, c.node(leader0), topic)
 
@@ -410,7 +377,7 @@ func TestFollowerCatchUpAfterRestart(t *testing.T) {
 			return false
 		}
 		for _, p := range ps {
-			if p.errCode != 0 || !alive[p.leader] || slices.Contains(p.isr, others[1]) || !slices.Contains(p.isr, f) {
+			if p.ErrorCode != 0 || !alive[p.Leader] || slices.Contains(p.ISR, others[1]) || !slices.Contains(p.ISR, f) {
 				return false
 			}
 		}
@@ -425,10 +392,9 @@ func TestFollowerCatchUpAfterRestart(t *testing.T) {
 		}
 	}
 	got := consumeAll(t, c.node(f), topic)
-	checkLog(t, a, got)
-	checkAckedOnce(t, a, got)
-	if a.count() != n {
-		t.Errorf("%d acknowledged, want %d", a.count(), n)
+	checkLogOnce(t, a, got)
+	if a.Count() != n {
+		t.Errorf("%d acknowledged, want %d", a.Count(), n)
 	}
 	// Which broker served the reads: leadership may move to a restarted
 	// replica only after it caught up from f.
@@ -442,7 +408,7 @@ func TestFollowerCatchUpAfterRestart(t *testing.T) {
 		}
 		sort.Ints(keys)
 		for _, p := range keys {
-			ls = append(ls, fmt.Sprintf("p%d leader %d isr %v", p, ps[int32(p)].leader, ps[int32(p)].isr))
+			ls = append(ls, fmt.Sprintf("p%d leader %d isr %v", p, ps[int32(p)].Leader, ps[int32(p)].ISR))
 		}
 		t.Logf("after reading: %v", ls)
 	}

@@ -46,6 +46,14 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applySetClusterID(next, r)
 	case *createPartitionsRecord:
 		err = applyCreatePartitions(next, r)
+	case *accessControlEntryRecord:
+		err = applyACL(next, r)
+	case *removeAccessControlEntryRecord:
+		err = applyRemoveACL(next, r)
+	case *userScramCredentialRecord:
+		err = applyScram(next, r)
+	case *removeUserScramCredentialRecord:
+		err = applyRemoveScram(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.
@@ -361,6 +369,13 @@ func applySetClusterID(img *Image, r *setClusterIDRecord) error {
 	}
 	if img.ClusterID != "" && img.ClusterID != r.ClusterID {
 		return fmt.Errorf("%w: %q", ErrClusterIDSet, img.ClusterID)
+	}
+	if img.ClusterID == "" {
+		for _, c := range r.Scram {
+			if err := applyScram(img, c); err != nil {
+				return err
+			}
+		}
 	}
 	img.ClusterID = r.ClusterID
 	return nil

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"reflect"
 	"slices"
 	"sync"
@@ -23,36 +23,19 @@ func clusterRaft(c *raft.Config) {
 	c.CommitTimeout = 5 * time.Millisecond
 }
 
-// freeAddrs returns n addresses on 127.0.0.1 with ports the OS picked (and
-// released, so that the voters can know each other's before they start).
+// freeAddrs returns n addresses on 127.0.0.1 with ports the OS picked,
+// reserved together (so no two are the same) and released, so that the
+// voters can know each other's before they start. The window between the
+// release and a store binding is the one testutil.Ports documents.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		ln.Close()
+	ports := testutil.MustReservePorts(t, n)
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = ports.Addr(i)
 	}
+	ports.MustRelease(t)
 	return addrs
-}
-
-// waitFor polls cond until it returns nil or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %v", what, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // testCluster is n voters (node ids 1..n) plus any broker-only nodes added.
@@ -127,7 +110,7 @@ func (c *testCluster) ready() {
 func (c *testCluster) leader() *Store {
 	c.t.Helper()
 	var l *Store
-	waitFor(c.t, 10*time.Second, "leader", func() error {
+	testutil.Eventually(c.t, 10*time.Second, func() error {
 		for _, s := range c.stores {
 			if s.IsController() {
 				l = s
@@ -135,7 +118,7 @@ func (c *testCluster) leader() *Store {
 			}
 		}
 		return errors.New("no leader")
-	})
+	}, "leader")
 	return l
 }
 
@@ -156,7 +139,7 @@ func (c *testCluster) follower() *Store {
 func (c *testCluster) converged() *Image {
 	c.t.Helper()
 	var img *Image
-	waitFor(c.t, 10*time.Second, "images converge", func() error {
+	testutil.Eventually(c.t, 10*time.Second, func() error {
 		img = c.leader().Image()
 		for id, s := range c.stores {
 			if got := s.Image(); !reflect.DeepEqual(got, img) {
@@ -164,7 +147,7 @@ func (c *testCluster) converged() *Image {
 			}
 		}
 		return nil
-	})
+	}, "images converge")
 	return img
 }
 
@@ -289,15 +272,21 @@ func TestClusterQuorum(t *testing.T) {
 }
 
 // heartbeater sends heartbeats for a set of brokers through a store.
+// Heartbeats fail for a while when the quorum loses its leader, which the
+// tests cause on purpose; the failures are counted and logged when it
+// stops, so a test that fails for want of heartbeats says why.
 type heartbeater struct {
+	t       testing.TB
 	mu      sync.Mutex
 	brokers map[int32]bool
+	failed  int
+	lastErr error
 	stop    chan struct{}
 	done    chan struct{}
 }
 
 func startHeartbeats(c *testCluster, s *Store, ids ...int32) *heartbeater {
-	h := &heartbeater{brokers: map[int32]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &heartbeater{t: c.t, brokers: map[int32]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for _, id := range ids {
 		h.brokers[id] = true
 	}
@@ -320,8 +309,14 @@ func startHeartbeats(c *testCluster, s *Store, ids ...int32) *heartbeater {
 			for _, id := range ids {
 				if b, ok := s.Image().Brokers[id]; ok {
 					ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-					s.Heartbeat(ctx, id, b.Epoch)
+					_, err := s.Heartbeat(ctx, id, b.Epoch)
 					cancel()
+					if err != nil {
+						h.mu.Lock()
+						h.failed++
+						h.lastErr = fmt.Errorf("broker %d: %w", id, err)
+						h.mu.Unlock()
+					}
 				}
 			}
 		}
@@ -347,6 +342,12 @@ func (h *heartbeater) close() {
 		close(h.stop)
 	}
 	<-h.done
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.failed > 0 {
+		h.t.Logf("heartbeater: %d heartbeats failed, the last: %v", h.failed, h.lastErr)
+		h.failed = 0
+	}
 }
 
 func TestClusterFencingAndElections(t *testing.T) {
@@ -384,12 +385,12 @@ func TestClusterFencingAndElections(t *testing.T) {
 
 	// Broker 3 stops heartbeating: its session expires and it is fenced.
 	h.set(3, false)
-	waitFor(t, 10*time.Second, "broker 3 fenced", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if !c.leader().Image().Brokers[3].Fenced {
 			return errors.New("not fenced")
 		}
 		return nil
-	})
+	}, "broker 3 fenced")
 	if p := part("t"); p.Leader != 1 || !slices.Equal(p.ISR, []int32{1, 2}) || p.LeaderEpoch != 1 {
 		t.Fatalf("t-0 after fencing 3: %+v", p)
 	}
@@ -420,12 +421,12 @@ func TestClusterFencingAndElections(t *testing.T) {
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "preferred leader", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if p := part("t"); p.Leader != 3 {
 			return fmt.Errorf("t-0 %+v", p)
 		}
 		return nil
-	})
+	}, "preferred leader")
 
 	// Controlled shutdown of 3 moves its leaderships away and fences it.
 	h.set(3, false)
@@ -455,11 +456,11 @@ func TestClusterFencingAndElections(t *testing.T) {
 	if err := f.ReportBrokerDead(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "2 fenced after ReportBrokerDead", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if !c.leader().Image().Brokers[2].Fenced {
 			return errors.New("not fenced")
 		}
 		return nil
-	})
+	}, "2 fenced after ReportBrokerDead")
 	c.converged()
 }

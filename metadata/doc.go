@@ -8,7 +8,10 @@
 // id, the registered brokers (with their epoch and whether they are
 // fenced), the topics with their partitions (replicas, leader, ISR, leader
 // epoch, partition epoch) and config overrides, and the next free producer
-// id. Image.Offset is the raft index of the last record applied.
+// id, the ACLs (an index by resource pattern, see ACLs.Matching, and
+// ACLVersion, the raft index of their last change) and the SCRAM
+// credentials by user and mechanism. Image.Offset is the raft index of the
+// last record applied.
 //
 // Every applied record builds a new Image copy-on-write: the maps and
 // topics a record changes are copied, everything else is shared with the
@@ -39,8 +42,14 @@
 //	   6  PartitionChange        1  new leader and ISR, based on the current leader and partition epochs
 //	   7  ConfigChange           1  set/remove topic config overrides
 //	   8  ProducerIDBlock        1  hand out [first, first+count); first must be the next free id
-//	   9  SetClusterID           1  set the cluster id once
+//	   9  SetClusterID           1  set the cluster id once (with the bootstrap SCRAM credentials)
 //	  10  CreatePartitions       1  add partitions to a topic, numbered on from its count
+//	  11  AccessControlEntry     1  add an ACL: id, resource type/name/pattern, principal, host,
+//	                                operation, permission (Kafka's codes); an equal entry is a no-op
+//	  12  RemoveAccessControlEntry 1  remove the ACL of an id
+//	  13  UserScramCredential    1  set a user's credential for a mechanism: salt, stored key,
+//	                                server key, iterations (never the password)
+//	  14  RemoveUserScramCredential 1  remove a user's credential for a mechanism
 //
 // Type numbers are never reused. A record of an unknown type or a version
 // above the one this code knows is rejected (ErrUnsupportedRecord).
@@ -80,15 +89,24 @@
 //
 // A snapshot (raft.FileSnapshotStore in <Dir>/snapshots) is the whole image
 // as one JSON document {"version":1, "offset", "clusterId",
-// "nextProducerId", "brokers" sorted by id, "topics" sorted by name}. The
+// "nextProducerId", "brokers" sorted by id, "topics" sorted by name,
+// "clusterConfigs", "acls" sorted by resource pattern and id,
+// "aclVersion", "scram" sorted by user and mechanism}; the ACL index is
+// rebuilt on restore. The
 // log and raft's stable state live in <Dir>/raft.db (raft-boltdb/v2).
 //
 // # Controller operations
 //
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
-// UnfenceBroker, Heartbeat, ReportBrokerDead and ControlledShutdown may be
-// called on any node. Each is declared once (ops.go) as an
+// UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
+// CreateACLs, DeleteACLs and AlterScramCredentials may be called on any
+// node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
+// filters (ACLFilter, Kafka's ANY/MATCH/LITERAL/PREFIXED semantics)
+// against the active controller's image and removes what they match;
+// AlterScramCredentials fails a deletion of a missing credential with
+// ErrScramNotFound. Config.BootstrapScram is written with the cluster id
+// when this node sets it, and ignored (logged by WaitReady) otherwise. Each is declared once (ops.go) as an
 // op[Req, Resp]: its wire name, its request and response types, its
 // implementation on the active controller, and which node it acts for
 // (actsFor, see Authentication). defineOp registers the server end of
@@ -194,6 +212,9 @@
 //	ControlledShutdown   {brokerId, epoch}                         -
 //	AddNonvoter          {id, addr}                                -
 //	ReadIndex            {}                                        {index}
+//	CreateACLs           [ACL, ...]                                [error|null, ...]
+//	DeleteACLs           [ACLFilter, ...]                          [{deleted: [ACL, ...], error}, ...]
+//	AlterScramCredentials [{delete, credential}, ...]              [error|null, ...]
 //
 // An operation without a result answers {} as its result.
 //

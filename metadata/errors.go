@@ -57,6 +57,15 @@ var (
 	// may not send this request (it acts for another node). Kafka:
 	// CLUSTER_AUTHORIZATION_FAILED.
 	ErrNotAuthorized = errors.New("metadata: peer not authorized")
+	// ErrUnknownACL: a RemoveAccessControlEntry for an id the image does
+	// not hold (removed concurrently).
+	ErrUnknownACL = errors.New("metadata: unknown acl")
+	// ErrInvalidACL: an ACL the FSM refuses (a zero id, an id already used
+	// by another entry). Kafka: INVALID_REQUEST.
+	ErrInvalidACL = errors.New("metadata: invalid acl")
+	// ErrScramNotFound: deleting a SCRAM credential that does not exist.
+	// Kafka: RESOURCE_NOT_FOUND.
+	ErrScramNotFound = errors.New("metadata: scram credential not found")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("metadata: store closed")
 )

@@ -109,6 +109,11 @@ type snapshotFile struct {
 	Topics         []*Topic  `json:"topics"`
 	// ClusterConfigs: added later in version 1; absent means none.
 	ClusterConfigs map[string]string `json:"clusterConfigs,omitempty"`
+	// ACLs (sorted as ACLs.All), ACLVersion and Scram (sorted by user and
+	// mechanism): added later in version 1; absent means none.
+	ACLs       []*ACL             `json:"acls,omitempty"`
+	ACLVersion uint64             `json:"aclVersion,omitempty"`
+	Scram      []*ScramCredential `json:"scram,omitempty"`
 }
 
 func writeSnapshot(w io.Writer, img *Image) error {
@@ -124,6 +129,9 @@ func writeSnapshot(w io.Writer, img *Image) error {
 			return cmp.Compare(a.Name, b.Name)
 		}),
 		ClusterConfigs: img.ClusterConfigs,
+		ACLs:           img.ACLs.All(),
+		ACLVersion:     img.ACLVersion,
+		Scram:          img.ScramCredentials(),
 	}
 	if err := json.NewEncoder(w).Encode(&sf); err != nil {
 		return fmt.Errorf("metadata: write snapshot: %w", err)
@@ -150,6 +158,20 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	for _, t := range sf.Topics {
 		img.Topics[t.Name] = t
 		img.TopicsByID[t.ID] = t
+	}
+	if len(sf.ACLs) > 0 {
+		byID := make(map[[16]byte]*ACL, len(sf.ACLs))
+		for _, a := range sf.ACLs {
+			byID[a.ID] = a
+		}
+		img.ACLs = newACLs(byID)
+	}
+	img.ACLVersion = sf.ACLVersion
+	for _, c := range sf.Scram {
+		if img.Scram == nil {
+			img.Scram = map[ScramKey]*ScramCredential{}
+		}
+		img.Scram[c.key()] = c
 	}
 	return img, nil
 }

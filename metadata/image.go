@@ -20,6 +20,13 @@ type Image struct {
 	// ClusterConfigs are the cluster-wide dynamic broker defaults (broker
 	// keys behind topic configs, e.g. log.retention.ms).
 	ClusterConfigs map[string]string
+	// ACLs are the access control entries; never nil. ACLVersion is the
+	// raft index of the last record that changed them, so a cache of
+	// authorization decisions knows when to forget.
+	ACLs       *ACLs
+	ACLVersion uint64
+	// Scram holds the SCRAM credentials by user and mechanism.
+	Scram map[ScramKey]*ScramCredential
 }
 
 // Endpoint is one listener of a broker.
@@ -69,6 +76,7 @@ func emptyImage() *Image {
 		Brokers:    map[int32]*Broker{},
 		Topics:     map[string]*Topic{},
 		TopicsByID: map[[16]byte]*Topic{},
+		ACLs:       emptyACLs,
 	}
 }
 

@@ -20,6 +20,11 @@ const (
 	recProducerIDBlock  recordType = 8
 	recSetClusterID     recordType = 9
 	recCreatePartitions recordType = 10
+
+	recAccessControlEntry        recordType = 11
+	recRemoveAccessControlEntry  recordType = 12
+	recUserScramCredential       recordType = 13
+	recRemoveUserScramCredential recordType = 14
 )
 
 var recordNames = map[recordType]string{
@@ -33,6 +38,11 @@ var recordNames = map[recordType]string{
 	recProducerIDBlock:  "ProducerIDBlock",
 	recSetClusterID:     "SetClusterID",
 	recCreatePartitions: "CreatePartitions",
+
+	recAccessControlEntry:        "AccessControlEntry",
+	recRemoveAccessControlEntry:  "RemoveAccessControlEntry",
+	recUserScramCredential:       "UserScramCredential",
+	recRemoveUserScramCredential: "RemoveUserScramCredential",
 }
 
 func (t recordType) String() string {
@@ -134,9 +144,30 @@ type producerIDBlockRecord struct {
 	Count           int64 `json:"count"`
 }
 
+// setClusterIDRecord sets the cluster id once. Scram holds the bootstrap
+// SCRAM credentials (Config.BootstrapScram) of the node that created the
+// cluster, applied with the id, so they exist from the first image that
+// has a cluster id.
 type setClusterIDRecord struct {
-	ClusterID string `json:"clusterId"`
+	ClusterID string             `json:"clusterId"`
+	Scram     []*ScramCredential `json:"scram,omitempty"`
 }
+
+// accessControlEntryRecord adds one ACL (Kafka's AccessControlEntryRecord);
+// the payload is the ACL itself, id included.
+type accessControlEntryRecord = ACL
+
+// removeAccessControlEntryRecord removes the ACL of this id.
+type removeAccessControlEntryRecord struct {
+	ID [16]byte `json:"id"`
+}
+
+// userScramCredentialRecord sets one user's credential for one mechanism.
+type userScramCredentialRecord = ScramCredential
+
+// removeUserScramCredentialRecord removes one user's credential for one
+// mechanism.
+type removeUserScramCredentialRecord = ScramKey
 
 // encodeRecord returns the log entry bytes of a record payload.
 func encodeRecord(t recordType, payload any) ([]byte, error) {
@@ -177,6 +208,14 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &setClusterIDRecord{}
 	case recCreatePartitions:
 		p = &createPartitionsRecord{}
+	case recAccessControlEntry:
+		p = &accessControlEntryRecord{}
+	case recRemoveAccessControlEntry:
+		p = &removeAccessControlEntryRecord{}
+	case recUserScramCredential:
+		p = &userScramCredentialRecord{}
+	case recRemoveUserScramCredential:
+		p = &removeUserScramCredentialRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -29,6 +30,9 @@ func TestReportBrokerDead(t *testing.T) {
 	var beating [4]atomic.Bool
 	beating[1].Store(true)
 	beating[2].Store(true)
+	// Every heartbeat must land: the checks below assume brokers 1 and 2
+	// are heard from while they beat.
+	var hbErr atomic.Pointer[error]
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -43,12 +47,21 @@ func TestReportBrokerDead(t *testing.T) {
 			}
 			for id := int32(1); id <= 2; id++ {
 				if beating[id].Load() {
-					s.Heartbeat(ctx, id, s.Image().Brokers[id].Epoch)
+					if _, err := s.Heartbeat(ctx, id, s.Image().Brokers[id].Epoch); err != nil {
+						err = fmt.Errorf("heartbeat of broker %d: %w", id, err)
+						hbErr.CompareAndSwap(nil, &err)
+					}
 				}
 			}
 		}
 	}()
-	defer func() { close(stop); <-done }()
+	defer func() {
+		close(stop)
+		<-done
+		if err := hbErr.Load(); err != nil {
+			t.Errorf("%v", *err)
+		}
+	}()
 
 	// Broker 7 never registered: ignored.
 	before := s.Image()
@@ -63,23 +76,23 @@ func TestReportBrokerDead(t *testing.T) {
 	if err := s.ReportBrokerDead(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "suspicion of 1 cleared", func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if s.sessions.suspected(1) {
 			return errors.New("still suspected")
 		}
 		return nil
-	})
+	}, "suspicion of 1 cleared")
 	if s.Image().Brokers[1].Fenced {
 		t.Fatal("a heartbeating broker was fenced on a dead report")
 	}
 
 	// Broker 3 has been silent for more than the grace: fenced at once.
-	waitFor(t, 5*time.Second, "3 silent for the grace", func() error {
+	testutil.Eventually(t, 5*time.Second, func() error {
 		if d := s.sessions.silence(3, time.Now()); d < cfg.DeadReportGrace {
 			return fmt.Errorf("silent for %v", d)
 		}
 		return nil
-	})
+	}, "3 silent for the grace")
 	if err := s.ReportBrokerDead(ctx, 3); err != nil {
 		t.Fatal(err)
 	}
@@ -93,12 +106,12 @@ func TestReportBrokerDead(t *testing.T) {
 	if err := s.ReportBrokerDead(ctx, 2); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "2 fenced", func() error {
+	testutil.Eventually(t, 10*time.Second, func() error {
 		if !s.Image().Brokers[2].Fenced {
 			return errors.New("not fenced")
 		}
 		return nil
-	})
+	}, "2 fenced")
 	if s.Image().Brokers[1].Fenced {
 		t.Fatal("broker 1 fenced")
 	}

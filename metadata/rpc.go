@@ -77,6 +77,9 @@ var errorCodes = []struct {
 	{"CLUSTER_ID_SET", ErrClusterIDSet},
 	{"UNSUPPORTED_RECORD", ErrUnsupportedRecord},
 	{"CLUSTER_AUTHORIZATION_FAILED", ErrNotAuthorized},
+	{"UNKNOWN_ACL", ErrUnknownACL},
+	{"INVALID_ACL", ErrInvalidACL},
+	{"SCRAM_NOT_FOUND", ErrScramNotFound},
 	{"CLOSED", ErrClosed},
 	{"STALE_PRODUCER_ID_BLOCK", errStaleProducerIDBlock},
 	{"TIMEOUT", context.DeadlineExceeded},
@@ -175,7 +178,7 @@ func readFrame(r io.Reader, v any) error {
 	// nothing.
 	var buf bytes.Buffer
 	if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return err

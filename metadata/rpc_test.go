@@ -65,7 +65,9 @@ func TestListenerMux(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.Write(b)
+		if _, err := c.Write(b); err != nil {
+			t.Fatalf("preamble %q: write: %v", b[0], err)
+		}
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
 		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
 			t.Fatalf("preamble %q: read %v, want EOF", b[0], err)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -79,6 +80,12 @@ type Config struct {
 	// unclean.leader.election.enable (topics may override it). Default
 	// false.
 	UncleanLeaderElection bool
+
+	// BootstrapScram are SCRAM credentials (kafka-storage's --add-scram)
+	// written with the cluster id when this node, as the active
+	// controller, creates the cluster; once a cluster id exists they are
+	// ignored (WaitReady logs it).
+	BootstrapScram []ScramCredential
 
 	// ServerTLS, when set, authenticates the controller listener: every
 	// accepted connection does a TLS handshake first, with a client
@@ -250,6 +257,12 @@ type Store struct {
 	sessions sessions // broker heartbeats, kept by the active controller
 
 	bootstrapped bool // Open bootstrapped a new cluster (for tests)
+
+	// bootstrapScramWritten: this node wrote Config.BootstrapScram with
+	// the cluster id; bootstrapScramNoted: WaitReady has logged whether
+	// they were ignored.
+	bootstrapScramWritten atomic.Bool
+	bootstrapScramNoted   atomic.Bool
 
 	// pidMu serializes AllocateProducerIDs on this node, so that its
 	// proposals do not race each other for the same block.
@@ -486,7 +499,11 @@ func (s *Store) WaitReady(ctx context.Context) error {
 		if s.ControllerID() >= 0 {
 			res, err := call(ctx, s, opReadIndex, none{})
 			if err == nil {
-				return s.waitApplied(ctx, res.Index)
+				if err := s.waitApplied(ctx, res.Index); err != nil {
+					return err
+				}
+				s.noteBootstrapScramIgnored()
+				return nil
 			}
 			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
 				return err
@@ -545,7 +562,22 @@ type readIndexResult struct {
 
 func (s *Store) setClusterID(ctx context.Context) error {
 	id := randomUUID(nil)
-	_, err := s.propose(ctx, recSetClusterID, &setClusterIDRecord{ClusterID: encodeUUID(id)})
+	rec := &setClusterIDRecord{ClusterID: encodeUUID(id)}
+	for i := range s.cfg.BootstrapScram {
+		c := &s.cfg.BootstrapScram[i]
+		// One bad credential must not keep the cluster from getting
+		// its id (the record would be rejected whole).
+		if err := checkScram(c); err != nil {
+			s.log.Error("bootstrap SCRAM credential skipped", "user", c.User, "err", err)
+			continue
+		}
+		rec.Scram = append(rec.Scram, c)
+	}
+	_, err := s.propose(ctx, recSetClusterID, rec)
+	if err == nil && len(rec.Scram) > 0 {
+		s.bootstrapScramWritten.Store(true)
+		s.log.Info("bootstrap SCRAM credentials written with the new cluster id", "count", len(rec.Scram))
+	}
 	if errors.Is(err, ErrClusterIDSet) && s.Image().ClusterID != "" {
 		return nil // set by a concurrent call
 	}

@@ -1,11 +1,14 @@
 package purgatory
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // testOp completes when ready is set. It records how often each method ran
@@ -52,19 +55,17 @@ func (o *testOp) OnExpire() {
 
 func (o *testOp) ended() int64 { return o.completed.Load() + o.expired.Load() }
 
-const never = time.Hour
-
-// waitFor polls cond until it holds or the test times out.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+// endedOnce is a condition: op completed and expired exactly so often.
+func (o *testOp) endedOnce(completed, expired int64) func() error {
+	return func() error {
+		if c, e := o.completed.Load(), o.expired.Load(); c != completed || e != expired {
+			return fmt.Errorf("completed %d expired %d", c, e)
 		}
-		time.Sleep(time.Millisecond)
+		return nil
 	}
 }
+
+const never = time.Hour
 
 func assertEmpty[K comparable](t testing.TB, p *Purgatory[K]) {
 	t.Helper()
@@ -116,33 +117,27 @@ func TestCompleteOnCheck(t *testing.T) {
 		t.Errorf("second Check = %d", n)
 	}
 	// The timer was stopped: nothing expires after the deadline.
-	time.Sleep(100 * time.Millisecond)
-	if op.expired.Load() != 0 || op.completed.Load() != 1 {
-		t.Errorf("completed %d expired %d", op.completed.Load(), op.expired.Load())
-	}
+	testutil.CheckFor(t, 100*time.Millisecond, op.endedOnce(1, 0), "completed once, never expired")
 }
 
 func TestExpiry(t *testing.T) {
 	p := New[string]("test")
 	op := &testOp{t: t}
 	p.TryCompleteElseWatch(op, time.Now().Add(10*time.Millisecond), "a", "b")
-	waitFor(t, "expiry", func() bool { return op.expired.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return op.expired.Load() == 1 }, "expiry")
 	assertEmpty(t, p)
 	op.ready.Store(true)
 	if n := p.Check("a") + p.Check("b"); n != 0 {
 		t.Errorf("Check after expiry completed %d", n)
 	}
-	time.Sleep(20 * time.Millisecond)
-	if op.expired.Load() != 1 || op.completed.Load() != 0 {
-		t.Errorf("completed %d expired %d", op.completed.Load(), op.expired.Load())
-	}
+	testutil.CheckFor(t, 20*time.Millisecond, op.endedOnce(0, 1), "expired once, never completed")
 }
 
 func TestPastDeadlineExpires(t *testing.T) {
 	p := New[string]("test")
 	op := &testOp{t: t}
 	p.TryCompleteElseWatch(op, time.Now().Add(-time.Second), "a")
-	waitFor(t, "expiry", func() bool { return op.expired.Load() == 1 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return op.expired.Load() == 1 }, "expiry")
 	assertEmpty(t, p)
 }
 
@@ -319,7 +314,7 @@ func TestManyExpire(t *testing.T) {
 		ops[i] = &testOp{t: t}
 		p.TryCompleteElseWatch(ops[i], deadline, i%100, i)
 	}
-	waitFor(t, "all expired", func() bool { return p.Len() == 0 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return p.Len() == 0 }, "all expired")
 	for i, op := range ops {
 		if op.expired.Load() != 1 || op.completed.Load() != 0 {
 			t.Fatalf("op %d: completed %d expired %d", i, op.completed.Load(), op.expired.Load())
@@ -430,7 +425,7 @@ func TestConcurrentNoClose(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, "all ended", func() bool { return p.Len() == 0 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return p.Len() == 0 }, "all ended")
 	for i, op := range ops {
 		if op.ended() != 1 {
 			t.Fatalf("op %d: completed %d expired %d", i, op.completed.Load(), op.expired.Load())

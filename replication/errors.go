@@ -48,6 +48,8 @@ var kafkaErrors = []struct {
 	{storage.ErrInvalidProducerEpoch, kerr.InvalidProducerEpoch},
 	{storage.ErrStorage, kerr.KafkaStorageError},
 	{storage.ErrInvalidTimestamp, kerr.InvalidTimestamp},
+	{storage.ErrInvalidTxnState, kerr.InvalidTxnState},
+	{storage.ErrTransactionCoordinatorFenced, kerr.TransactionCoordinatorFenced},
 	// A log closed under a request: the partition moved away.
 	{storage.ErrClosed, kerr.NotLeaderForPartition},
 }

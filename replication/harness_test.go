@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"log/slog"
 	"maps"
 	"os"
@@ -22,19 +23,6 @@ import (
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
-
-// waitFor polls cond every few milliseconds until it holds, failing the
-// test after 10 seconds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // fakeImages is an ImageSource the test drives by hand.
 type fakeImages struct {
@@ -129,11 +117,11 @@ func (f *fakeImages) setBroker(id int32, mut func(*metadata.Broker)) {
 func (c *testCluster) waitApplied(t testing.TB, n *testNode) {
 	t.Helper()
 	want := c.images.Image().Offset
-	waitFor(t, fmt.Sprintf("node %d to apply image %d", n.id, want), func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		n.m.mu.RLock()
 		defer n.m.mu.RUnlock()
 		return n.m.mu.applied >= want
-	})
+	}, "node %d to apply image %d", n.id, want)
 }
 
 // elect makes leader the leader of topic-p with isr, bumping both epochs.

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"github.com/kbroker/kbroker/internal/testutil"
 	"slices"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestReadForFollowerChecks(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
 	n1 := c.start(1)
-	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil }, "leader")
 	n1.produce(t, tp0, 1, 3, "a")
 	now := time.Now()
 	read := func(replica int32, tp TopicPartition, offset int64, epoch, lastEpoch int32) (FollowerFetchResult, error) {
@@ -146,7 +147,7 @@ func TestReadForFollowerChecks(t *testing.T) {
 	}
 	// A new leader epoch: the old one is fenced.
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
-	waitFor(t, "epoch 1", func() bool { return n1.partition(t, tp0).State().LeaderEpoch == 1 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return n1.partition(t, tp0).State().LeaderEpoch == 1 }, "epoch 1")
 	if _, err := read(2, tp0, 0, 0, -1); !errorsIs(err, ErrFencedLeaderEpoch) {
 		t.Fatalf("old epoch: %v", err)
 	}

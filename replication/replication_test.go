@@ -3,6 +3,7 @@ package replication
 import (
 	"bytes"
 	"fmt"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"slices"
 	"sync"
 	"testing"
@@ -34,10 +35,10 @@ func TestFollowerReplicatesByteForByte(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.images.elect(t, "orders", 0, []int32{1, 2, 3}, 1, 1, 2, 3)
 	n1, n2, n3 := c.start(1), c.start(2), c.start(3)
-	waitFor(t, "partitions", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil }, "partitions")
 	n1.produce(t, tp0, -1, 50, "a")
-	waitFor(t, "follower 2 caught up", caughtUp(t, n1, n2))
-	waitFor(t, "follower 3 caught up", caughtUp(t, n1, n3))
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "follower 2 caught up")
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n3), "follower 3 caught up")
 	if hw := n1.partition(t, tp0).HighWatermark(); hw != 50 {
 		t.Fatalf("high watermark %d, want 50", hw)
 	}
@@ -66,7 +67,7 @@ func TestHighWatermarkWaitsForISR(t *testing.T) {
 		}
 	}
 	n1 := c.start(1)
-	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil }, "leader")
 	lp := n1.partition(t, tp0)
 	n1.produce(t, tp0, -1, 5, "a")
 	// No follower has fetched: a new leader knows no follower's position.
@@ -74,7 +75,7 @@ func TestHighWatermarkWaitsForISR(t *testing.T) {
 		t.Fatalf("high watermark %d before the follower fetched", hw)
 	}
 	n2 := c.start(2)
-	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "follower caught up")
 	// The follower stops fetching: appends are no longer committed.
 	c.setDown(1, true)
 	c.stop(2)
@@ -84,7 +85,7 @@ func TestHighWatermarkWaitsForISR(t *testing.T) {
 	}
 	c.setDown(1, false)
 	n2 = c.start(2)
-	waitFor(t, "follower caught up again", caughtUp(t, n1, n2))
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "follower caught up again")
 	sameSegments(t, n1, n2)
 	mu.Lock()
 	defer mu.Unlock()
@@ -101,23 +102,23 @@ func TestISRShrinkAndExpand(t *testing.T) {
 	c.lagMax = 200 * time.Millisecond
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
 	n1, n2 := c.start(1), c.start(2)
-	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil }, "leader")
 	n1.produce(t, tp0, -1, 3, "a")
-	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "follower caught up")
 	start := time.Now()
 	c.setDown(1, true)
 	c.stop(2)
 	n1.produce(t, tp0, 1, 3, "b")
-	waitFor(t, "ISR shrink", func() bool { return slices.Equal(c.images.partition("orders", 0).ISR, []int32{1}) })
+	testutil.Eventually(t, 10*time.Second, func() bool { return slices.Equal(c.images.partition("orders", 0).ISR, []int32{1}) }, "ISR shrink")
 	if d := time.Since(start); d < c.lagMax {
 		t.Fatalf("ISR shrunk after %v, before replica.lag.time.max.ms", d)
 	}
 	// With the ISR down to the leader, the high watermark moves alone.
-	waitFor(t, "leader-only high watermark", func() bool { return n1.partition(t, tp0).HighWatermark() == 6 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return n1.partition(t, tp0).HighWatermark() == 6 }, "leader-only high watermark")
 	c.setDown(1, false)
 	n2 = c.start(2)
-	waitFor(t, "ISR expand", func() bool { return slices.Equal(c.images.partition("orders", 0).ISR, []int32{1, 2}) })
-	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	testutil.Eventually(t, 10*time.Second, func() bool { return slices.Equal(c.images.partition("orders", 0).ISR, []int32{1, 2}) }, "ISR expand")
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "follower caught up")
 	sameSegments(t, n1, n2)
 }
 
@@ -143,16 +144,16 @@ func TestKIP101TruncateUnreplicated(t *testing.T) {
 			}
 			c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
 			n1, n2 := c.start(1), c.start(2)
-			waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+			testutil.Eventually(t, 10*time.Second, func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil }, "leader")
 			n1.produce(t, tp0, -1, 4, "a")
-			waitFor(t, "replicated", caughtUp(t, n1, n2))
+			testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "replicated")
 			// Replication stops; the leader writes two batches alone.
 			c.setDown(1, true)
 			n1.produce(t, tp0, 1, 2, "lost")
 			c.stop(1)
 			c.setDown(1, false)
 			c.images.elect(t, "orders", 0, []int32{1, 2}, 2, 2)
-			waitFor(t, "new leader", func() bool { _, err := n2.m.LeaderPartition(tp0); return err == nil })
+			testutil.Eventually(t, 10*time.Second, func() bool { _, err := n2.m.LeaderPartition(tp0); return err == nil }, "new leader")
 			mu.Lock()
 			if roles[2] != 2 { // follower in epoch 0, leader in epoch 1
 				t.Errorf("node 2 saw %d role changes, want 2", roles[2])
@@ -160,13 +161,13 @@ func TestKIP101TruncateUnreplicated(t *testing.T) {
 			mu.Unlock()
 			n2.produce(t, tp0, 1, 3, "new")
 			n1 = c.start(1)
-			waitFor(t, "old leader follows", func() bool {
+			testutil.Eventually(t, 10*time.Second, func() bool {
 				p, err := n1.m.Partition(tp0)
 				return err == nil && p.LogEndOffset() == 7 && p.HighWatermark() == 7
-			})
+			}, "old leader follows")
 			sameSegments(t, n1, n2)
 			// The new leader's ISR takes the old leader back.
-			waitFor(t, "ISR expand", func() bool { return len(c.images.partition("orders", 0).ISR) == 2 })
+			testutil.Eventually(t, 10*time.Second, func() bool { return len(c.images.partition("orders", 0).ISR) == 2 }, "ISR expand")
 		})
 	}
 }
@@ -181,9 +182,9 @@ func TestKIP279DoubleFailover(t *testing.T) {
 	c := newTestCluster(t, 1, 2)
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1, 2)
 	a, b := c.start(1), c.start(2)
-	waitFor(t, "leader", func() bool { _, err := a.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := a.m.LeaderPartition(tp0); return err == nil }, "leader")
 	a.produce(t, tp0, -1, 3, "shared")
-	waitFor(t, "replicated", caughtUp(t, a, b))
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, a, b), "replicated")
 	// A writes x alone and dies.
 	c.setDown(1, true)
 	a.produce(t, tp0, 1, 2, "x")
@@ -191,26 +192,26 @@ func TestKIP279DoubleFailover(t *testing.T) {
 	c.setDown(1, false)
 	// B leads epoch 1, writes y alone and dies.
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 2, 2)
-	waitFor(t, "B leads", func() bool { _, err := b.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := b.m.LeaderPartition(tp0); return err == nil }, "B leads")
 	b.produce(t, tp0, 1, 3, "y")
 	c.stop(2)
 	// A comes back and leads epoch 2 alone; writes z.
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1)
 	a = c.start(1)
-	waitFor(t, "A leads", func() bool { _, err := a.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := a.m.LeaderPartition(tp0); return err == nil }, "A leads")
 	a.produce(t, tp0, 1, 1, "z")
 	// B comes back as follower. Its old log also ends at offset 6
 	// (shared + y), so "caught up" alone would hold before it truncated:
 	// wait until it holds A's epoch 2 batch.
 	b = c.start(2)
-	waitFor(t, "B follows", func() bool {
+	testutil.Eventually(t, 10*time.Second, func() bool {
 		p, err := b.m.Partition(tp0)
 		if err != nil {
 			return false
 		}
 		epoch, ok := p.Log().LatestEpoch()
 		return ok && epoch == 2 && caughtUp(t, a, b)()
-	})
+	}, "B follows")
 	sameSegments(t, a, b)
 	if leo := b.partition(t, tp0).LogEndOffset(); leo != 6 {
 		t.Fatalf("follower log end offset %d, want 6", leo)
@@ -223,14 +224,14 @@ func TestFollowerBehindLeaderLogStart(t *testing.T) {
 	c := newTestCluster(t, 1, 2)
 	c.images.elect(t, "orders", 0, []int32{1, 2}, 1, 1)
 	n1 := c.start(1)
-	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil }, "leader")
 	n1.produce(t, tp0, -1, 10, "old")
 	lp := n1.partition(t, tp0)
 	if _, err := lp.DeleteRecordsBefore(6); err != nil {
 		t.Fatal(err)
 	}
 	n2 := c.start(2)
-	waitFor(t, "follower caught up", caughtUp(t, n1, n2))
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "follower caught up")
 	fp := n2.partition(t, tp0)
 	if fp.LogStartOffset() != 6 {
 		t.Fatalf("follower log start offset %d, want 6", fp.LogStartOffset())
@@ -246,12 +247,12 @@ func TestFollowerBehindLeaderLogStart(t *testing.T) {
 	if !bytes.Equal(got, want) {
 		t.Fatal("follower batches differ from the leader's")
 	}
-	waitFor(t, "ISR expand", func() bool { return len(c.images.partition("orders", 0).ISR) == 2 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return len(c.images.partition("orders", 0).ISR) == 2 }, "ISR expand")
 	// Records the leader deletes later go on the follower too.
 	if _, err := lp.DeleteRecordsBefore(8); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "follower log start offset 8", func() bool { return fp.LogStartOffset() == 8 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return fp.LogStartOffset() == 8 }, "follower log start offset 8")
 }
 
 // Concurrent producers on the leader while followers replicate: no
@@ -260,14 +261,14 @@ func TestReplicateUnderConcurrentProduce(t *testing.T) {
 	c := newTestCluster(t, 1, 2, 3)
 	c.images.elect(t, "orders", 0, []int32{1, 2, 3}, 1, 1, 2, 3)
 	n1, n2, n3 := c.start(1), c.start(2), c.start(3)
-	waitFor(t, "leader", func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil })
+	testutil.Eventually(t, 10*time.Second, func() bool { _, err := n1.m.LeaderPartition(tp0); return err == nil }, "leader")
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() { n1.produce(t, tp0, -1, 50, fmt.Sprint("p", g)) })
 	}
 	wg.Wait()
-	waitFor(t, "follower 2 caught up", caughtUp(t, n1, n2))
-	waitFor(t, "follower 3 caught up", caughtUp(t, n1, n3))
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n2), "follower 2 caught up")
+	testutil.Eventually(t, 10*time.Second, caughtUp(t, n1, n3), "follower 3 caught up")
 	if leo := n1.partition(t, tp0).LogEndOffset(); leo != 200 {
 		t.Fatalf("log end offset %d, want 200", leo)
 	}

@@ -106,8 +106,10 @@ func parsePrivateKey(data []byte, password, source string) (crypto.Signer, error
 		if password == "" {
 			return nil, fmt.Errorf("%s: the private key is encrypted but ssl.key.password is not set", source)
 		}
-		//lint:ignore SA1019 legacy PEM encryption is what these files use.
-		if der, err = x509.DecryptPEMBlock(found, []byte(password)); err != nil {
+		// x509.DecryptPEMBlock is deprecated because RFC 1423 encryption
+		// is unauthenticated; Kafka (Java) reads such keys, and a broker
+		// replacing it must load the key files it was given.
+		if der, err = x509.DecryptPEMBlock(found, []byte(password)); err != nil { //nolint:staticcheck // SA1019: legacy "Proc-Type: 4,ENCRYPTED" keys are supported on purpose, for Kafka compatibility.
 			return nil, fmt.Errorf("%s: %w", source, errWrongKeyPassword)
 		}
 	}

@@ -70,8 +70,10 @@ var errWrongKeyPassword = errors.New("cannot decrypt the private key: wrong ssl.
 // and AES-CBC or 3DES-CBC) into a DER PrivateKeyInfo.
 func decryptPKCS8(der []byte, password string) ([]byte, error) {
 	var info encryptedPrivateKeyInfo
-	if rest, err := asn1.Unmarshal(der, &info); err != nil || len(rest) != 0 {
-		return nil, fmt.Errorf("malformed ENCRYPTED PRIVATE KEY: %v", err)
+	if rest, err := asn1.Unmarshal(der, &info); err != nil {
+		return nil, fmt.Errorf("malformed ENCRYPTED PRIVATE KEY: %w", err)
+	} else if len(rest) != 0 {
+		return nil, fmt.Errorf("malformed ENCRYPTED PRIVATE KEY: %d bytes after it", len(rest))
 	}
 	if !info.Algorithm.Algorithm.Equal(oidPBES2) {
 		return nil, fmt.Errorf("ENCRYPTED PRIVATE KEY uses %v; only PBES2 (PKCS#5 v2, e.g. openssl pkcs8 -topk8 -v2 aes-256-cbc) is supported", info.Algorithm.Algorithm)

@@ -75,8 +75,10 @@ type attributeTypeAndValue struct {
 // by '+', special characters escaped with '\'.
 func RFC2253Name(rawSubject []byte) (string, error) {
 	var rdns []asn1.RawValue
-	if rest, err := asn1.Unmarshal(rawSubject, &rdns); err != nil || len(rest) != 0 {
-		return "", fmt.Errorf("malformed certificate subject: %v", err)
+	if rest, err := asn1.Unmarshal(rawSubject, &rdns); err != nil {
+		return "", fmt.Errorf("malformed certificate subject: %w", err)
+	} else if len(rest) != 0 {
+		return "", fmt.Errorf("malformed certificate subject: %d bytes after it", len(rest))
 	}
 	parts := make([]string, 0, len(rdns))
 	for i := len(rdns) - 1; i >= 0; i-- {

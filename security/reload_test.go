@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509/pkix"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -29,17 +30,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // replaceFile swaps path's content atomically, as a certificate manager
@@ -90,7 +80,7 @@ func TestTLSReload(t *testing.T) {
 	replacement := p.issue("kb1-new", CertRequest{Subject: pkix.Name{CommonName: "kb1"}, DNSNames: []string{"kb1"}, ServerAuth: true})
 	data, _ := os.ReadFile(replacement)
 	replaceFile(t, keystore, data)
-	waitFor(t, "the reload", func() bool { return store.Reloads() == 1 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return store.Reloads() == 1 }, "the reload")
 	second := serverSerial()
 	if second == first {
 		t.Fatal("handshake still uses the old certificate after reload")
@@ -98,7 +88,7 @@ func TestTLSReload(t *testing.T) {
 
 	// A broken file is logged and the current certificate kept.
 	replaceFile(t, keystore, []byte("-----BEGIN PRIVATE KEY-----\ntruncated"))
-	waitFor(t, "the error log", func() bool { return strings.Contains(logs.String(), "cannot be loaded") })
+	testutil.Eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "cannot be loaded") }, "the error log")
 	if got := serverSerial(); got != second {
 		t.Fatal("a broken keystore replaced the working certificate")
 	}
@@ -108,7 +98,7 @@ func TestTLSReload(t *testing.T) {
 
 	// Fixing the file is picked up again.
 	replaceFile(t, keystore, data[:len(data)-1]) // same certificate, one byte shorter
-	waitFor(t, "the second reload", func() bool { return store.Reloads() == 2 })
+	testutil.Eventually(t, 10*time.Second, func() bool { return store.Reloads() == 2 }, "the second reload")
 	if got := serverSerial(); got != second {
 		t.Fatal("reloaded the same certificate but got another")
 	}
@@ -135,7 +125,11 @@ func TestPollFiles(t *testing.T) {
 		}, false},
 		{"new content", func() { replaceFile(t, path, []byte("two")) }, true},
 		{"again unchanged", func() {}, false},
-		{"removed", func() { os.Remove(path) }, true},
+		{"removed", func() {
+			if err := os.Remove(path); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
 		{"still removed", func() {}, false},
 		{"back", func() { replaceFile(t, path, []byte("two")) }, true},
 	}

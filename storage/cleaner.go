@@ -50,6 +50,7 @@ type CleanStats struct {
 	RecordsRemoved    int64 // superseded records and tombstones dropped
 	TombstonesRemoved int64 // of RecordsRemoved, expired tombstones (the key's latest record)
 	BatchesRemoved    int64 // batches left empty, dropped
+	MarkersRemoved    int64 // transaction markers whose transaction's data was gone, dropped after delete.retention.ms
 	Aborted           bool  // the log changed under the cleaner (truncated, closed, retention): stopped early
 	KeyMapBytes       int64 // memory of the key map (at most log.cleaner.dedupe.buffer.size)
 	KeyMapFull        bool  // the dirty section had more keys than the map holds: this pass stopped at CleanableEnd
@@ -74,6 +75,8 @@ type cleanSeg struct {
 	base, size   int64
 	end          int64 // the next segment's base offset
 	maxTimestamp int64
+	hasTxnIndex  bool         // the segment has a .txnindex file
+	aborted      []abortedTxn // its entries
 }
 
 // cleanPlan is what Clean and DirtyRatio need from the log, taken under a
@@ -85,6 +88,13 @@ type cleanPlan struct {
 	logStart, logEnd    int64
 	generation          uint64
 	producerLastOffsets map[int64]int64
+	// markerOnlyEpochs maps producers whose state has no batches (their
+	// last record may be a marker) to their epoch.
+	markerOnlyEpochs map[int64]int16
+	aborted          abortedRanges
+	// markerLimit is the newest producer snapshot's offset: markers at or
+	// past it are kept, as a replay from that snapshot needs them.
+	markerLimit int64
 }
 
 func (l *Log) planLocked(now time.Time) cleanPlan {
@@ -96,6 +106,9 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 		generation:   l.mu.generation,
 	}
 	lagLimit := now.UnixMilli() - l.config().MinCompactionLagMs
+	// Records of transactions still undecided (or whose marker may not be
+	// replicated) are not cleaned: whether they are aborted is not known.
+	firstUnstable, unstable := l.firstUnstableLocked(l.mu.highWatermark)
 	stopped := false
 	for i, s := range segs[:len(segs)-1] {
 		p.inactiveBytes += s.size
@@ -108,7 +121,12 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 			p.cleanableEnd, stopped = s.base, true
 			continue
 		}
-		p.segs = append(p.segs, cleanSeg{s: s, base: s.base, size: s.size, end: segs[i+1].base, maxTimestamp: s.maxTimestamp})
+		if unstable && segs[i+1].base > firstUnstable {
+			p.cleanableEnd, stopped = s.base, true
+			continue
+		}
+		p.segs = append(p.segs, cleanSeg{s: s, base: s.base, size: s.size, end: segs[i+1].base, maxTimestamp: s.maxTimestamp,
+			hasTxnIndex: s.txn != nil, aborted: append([]abortedTxn(nil), s.aborted...)})
 	}
 	return p
 }
@@ -215,7 +233,10 @@ func (l *Log) DirtyRatio(now time.Time) (float64, error) {
 // producer's latest batch is always kept, so that the batch's last offset
 // and sequence survive for the producer state rebuilt from the log (Kafka
 // keeps an empty batch instead). The log start and end offsets do not
-// change; segments may end up empty, never deleted here.
+// change; segments may end up empty, never deleted here. Transactions:
+// nothing from the first unstable offset on is cleaned, batches of
+// aborted transactions go, and markers go once their transaction's data
+// is gone (see doc.go, Transactions).
 //
 // Reads and appends go on while Clean reads and writes: it takes the log's
 // lock only to plan and to swap each cleaned segment in. Each cleaned
@@ -238,11 +259,16 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	}
 	p := l.planLocked(now)
 	p.producerLastOffsets = make(map[int64]int64, len(l.mu.producers))
+	p.markerOnlyEpochs = make(map[int64]int16)
 	for pid, e := range l.mu.producers {
 		if len(e.batches) > 0 {
 			p.producerLastOffsets[pid] = e.last().lastOffset
+		} else {
+			p.markerOnlyEpochs[pid] = e.epoch
 		}
 	}
+	p.aborted = l.abortedRangesLocked(p.cleanableEnd)
+	p.markerLimit = l.mu.snapshotOffset
 	l.mu.RUnlock()
 
 	firstDirty := l.firstDirtyLocked(p.logStart, p.logEnd, p.generation)
@@ -256,14 +282,15 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	// log.cleaner.dedupe.buffer.size) is full, then clean up to there.
 	th := newIOThrottle(l.cleaner.limits)
 	keys := newKeyMap(cmp.Or(l.cleaner.limits.DedupeBufferSize, DefaultDedupeBufferSize), dirtyBytes(p.segs, firstDirty))
-	mapEnd, full, err := l.mapKeys(keys, p.segs, firstDirty, p.cleanableEnd, th)
+	mapEnd, full, err := l.mapKeys(keys, p.segs, firstDirty, p.cleanableEnd, p.aborted, th)
 	if err != nil {
 		return st, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
 	p.cleanableEnd, p.segs = mapEnd, segmentsBelow(p.segs, mapEnd)
 	st.CleanableEnd, st.KeyMapBytes, st.KeyMapFull = mapEnd, keys.Bytes(), full
 	st.Keys = keys.Len()
-	c := &segmentCleaner{l: l, keys: keys, mapEnd: mapEnd, throttle: th, producerLast: p.producerLastOffsets, st: &st,
+	c := &segmentCleaner{l: l, keys: keys, mapEnd: mapEnd, throttle: th, producerLast: p.producerLastOffsets, aborted: p.aborted, st: &st,
+		markerOnly: p.markerOnlyEpochs, markerLimit: p.markerLimit, txnData: map[int64]bool{},
 		tombstoneHorizon: now.UnixMilli() - l.config().DeleteRetentionMs}
 	for _, cs := range p.segs {
 		st.SegmentsScanned++
@@ -295,11 +322,18 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 
 // segmentCleaner rewrites segments against a key map.
 type segmentCleaner struct {
-	l                *Log
-	keys             *keyMap
-	mapEnd           int64 // records at and past it were not mapped: kept as they are
-	throttle         *ioThrottle
-	producerLast     map[int64]int64
+	l            *Log
+	keys         *keyMap
+	mapEnd       int64 // records at and past it were not mapped: kept as they are
+	throttle     *ioThrottle
+	producerLast map[int64]int64
+	aborted      abortedRanges
+	markerOnly   map[int64]int16
+	markerLimit  int64
+	// txnData marks the producers with data batches read since their
+	// last marker: their next marker must stay.
+	txnData          map[int64]bool
+	removedAborts    map[int64]bool // ABORT markers dropped from the current segment, by offset
 	st               *CleanStats
 	tombstoneHorizon int64 // tombstones in segments whose max timestamp is below it are dropped
 
@@ -315,6 +349,7 @@ type segmentCleaner struct {
 func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, err error) {
 	l := c.l
 	dropTombstones := cs.maxTimestamp >= 0 && cs.maxTimestamp < c.tombstoneHorizon
+	c.removedAborts = map[int64]bool{}
 	var w *cleanedWriter
 	defer func() {
 		if w != nil {
@@ -365,6 +400,20 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 	if w == nil {
 		return true, nil // nothing to remove
 	}
+	if cs.hasTxnIndex {
+		// The entries of dropped ABORT markers go: a read_committed
+		// consumer would otherwise skip the producer's later data
+		// waiting for the marker.
+		var kept []abortedTxn
+		for _, a := range cs.aborted {
+			if !c.removedAborts[a.lastOffset] {
+				kept = append(kept, a)
+			}
+		}
+		if err := w.writeTxnIndex(kept); err != nil {
+			return false, err
+		}
+	}
 	if err := w.finish(); err != nil {
 		return false, err
 	}
@@ -384,8 +433,12 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 // or rebuilt is kept as it is.
 func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Batch, bool) {
 	if b.IsControl() {
-		return b, false
+		return c.filterMarker(b, dropTombstones)
 	}
+	if b.IsTransactional() {
+		c.txnData[b.ProducerID()] = true
+	}
+	dropAll := c.aborted.aborted(b)
 	c.recs, c.arena, c.header = c.recs[:0], c.arena[:0], c.header[:0]
 	base, lod := b.BaseOffset(), b.LastOffsetDelta()
 	pid := b.ProducerID()
@@ -400,8 +453,8 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 	err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
 		read++
 		off := base + int64(r.OffsetDelta)
-		keep, tomb := true, false
-		if r.Key != nil && off < c.mapEnd {
+		keep, tomb := !dropAll, false // an aborted batch goes whole (but see keepLast)
+		if !dropAll && r.Key != nil && off < c.mapEnd {
 			if latest, ok := c.keys.get(r.Key); ok && latest > off {
 				keep = false
 			} else if r.Value == nil && dropTombstones {
@@ -491,6 +544,7 @@ type cleanedWriter struct {
 	size       int64 // written + len(buf)
 	idx        []byte
 	bytesSince int
+	hasTxn     bool // a .txnindex.cleaned was written (w.s.txn)
 	committed  bool // the swap passed its commit point: the files are not ours to remove
 }
 
@@ -592,7 +646,7 @@ func (w *cleanedWriter) discard() {
 // removeCleanerFiles removes base's .cleaned and .swap files.
 func (l *Log) removeCleanerFiles(base int64) error {
 	var errs []error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		for _, name := range []string{cleanedName(l.dir, base, suffix), fileName(l.dir, base, suffix) + swapSuffix} {
 			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
@@ -627,6 +681,9 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 		return false, nil
 	}
 	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix} // .log last: the commit point
+	if w.hasTxn {
+		suffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+	}
 	for _, suffix := range suffixes {
 		if err := l.fs.Rename(cleanedName(l.dir, cs.base, suffix), fileName(l.dir, cs.base, suffix)+swapSuffix); err != nil {
 			return false, l.undoSwapLocked(cs.base, fmt.Errorf("%w: rename to %s: %v", ErrStorage, swapSuffix, err))
@@ -648,6 +705,11 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		l.mu.failed = fmt.Errorf("%w: swapping cleaned segment %d: %v", ErrStorage, cs.base, err)
 		return false, l.mu.failed
+	}
+	if !w.hasTxn {
+		// No .txnindex when planned; keep whatever the segment has.
+		w.s.txn, w.s.aborted, w.s.txnDirty = cs.s.txn, cs.s.aborted, cs.s.txnDirty
+		cs.s.txn = nil
 	}
 	cs.s.close()
 	l.mu.segments[i] = w.s
@@ -678,7 +740,7 @@ func recoverSwaps(fsys FS, dir string, names []string) (changed bool, err error)
 	}
 	var errs []error
 	// Index files first, the .log last, as swapCleaned renames them.
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, logSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
 		for _, name := range names {
 			path := filepath.Join(dir, name)
 			switch {

@@ -132,10 +132,11 @@ func (l *Log) SetCleanerLimits(lim CleanerLimits) {
 // mapKeys maps the keys of segs from firstDirty on into m until m is
 // full, and returns the offset mapping stopped at: the offset after the
 // last batch mapped, which is where this pass's cleaning ends. Control
-// and undecodable batches are skipped (their records are kept anyway).
+// batches, batches of aborted transactions (which must not supersede
+// committed records) and undecodable batches are skipped.
 // A batch with more records than the whole map holds is an error, as
 // Kafka refuses a dedupe buffer too small for one segment.
-func (l *Log) mapKeys(m *keyMap, segs []cleanSeg, firstDirty, cleanableEnd int64, th *ioThrottle) (mapEnd int64, full bool, err error) {
+func (l *Log) mapKeys(m *keyMap, segs []cleanSeg, firstDirty, cleanableEnd int64, aborted abortedRanges, th *ioThrottle) (mapEnd int64, full bool, err error) {
 	mapEnd = firstDirty
 	for _, cs := range segs {
 		if cs.end <= firstDirty {
@@ -157,7 +158,7 @@ func (l *Log) mapKeys(m *keyMap, segs []cleanSeg, firstDirty, cleanableEnd int64
 				}
 				return mapEnd, true, nil
 			}
-			if !b.IsControl() {
+			if !b.IsControl() && !aborted.aborted(b) {
 				base := b.BaseOffset()
 				err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
 					if off := base + int64(r.OffsetDelta); r.Key != nil && off >= firstDirty {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -194,8 +195,8 @@ func TestCleanKeepsLatestPerKey(t *testing.T) {
 			}
 			for _, clean := range []bool{true, false} {
 				if !clean {
-					os.Remove(filepath.Join(dir, cleanShutdownFile))
-					os.Remove(filepath.Join(dir, recoveryPointFile))
+					mustRemove(t, filepath.Join(dir, cleanShutdownFile))
+					mustRemove(t, filepath.Join(dir, recoveryPointFile))
 				}
 				m2, l2 := openTestManager(t, OSFS{}, dir, cfg)
 				if got := records(t, l2); fmt.Sprint(got) != fmt.Sprint(want) {
@@ -231,13 +232,15 @@ func checkFetchFromEveryOffset(t *testing.T, l *Log, surviving []logRec) {
 		}
 		i := sort.Search(len(surviving), func(i int) bool { return surviving[i].off >= off })
 		var first *logRec
-		record.IterateCompacted(b, 1<<30, func(r *record.Record) error {
+		if err := record.IterateCompacted(b, 1<<30, func(r *record.Record) error {
 			if o := b.BaseOffset() + int64(r.OffsetDelta); o >= off && first == nil {
 				rec := toLogRec(o, r)
 				first = &rec
 			}
 			return nil
-		})
+		}); err != nil {
+			t.Fatalf("read %d: %v", off, err)
+		}
 		if first == nil || *first != surviving[i] {
 			t.Fatalf("read %d: first record %v, want %v", off, first, surviving[i])
 		}
@@ -534,18 +537,17 @@ func TestManagerRunCleans(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { m.Run(ctx); close(done) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if r, _ := l.DirtyRatio(time.Now()); r == 0 {
-			break
+	err := testutil.Poll(context.Background(), 5*time.Second, func() error {
+		if r, _ := l.DirtyRatio(time.Now()); r != 0 {
+			return fmt.Errorf("dirty ratio %v", r)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("Run did not clean")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return nil
+	})
 	cancel()
 	<-done
+	if err != nil {
+		t.Fatalf("Run did not clean: %v", err)
+	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -612,16 +614,19 @@ func TestCleanKeepsProducersLastBatch(t *testing.T) {
 	m, l := openTestManager(t, OSFS{}, dir, cfg)
 	idemBatch := func(seq int32, recs ...kv) {
 		b := keyedBatch(t, record.CodecNone, testNow, recs...)
-		b2, _ := record.Build(record.BatchSpec{BaseTimestamp: testNow, ProducerID: 9, ProducerEpoch: 1, BaseSequence: seq,
-			PartitionLeaderEpoch: -1}, func() []record.Record {
-			var rs []record.Record
-			record.Iterate(b, 1<<20, func(r *record.Record) error {
-				rs = append(rs, record.Record{OffsetDelta: r.OffsetDelta, TimestampDelta: r.TimestampDelta,
-					Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
-				return nil
-			})
-			return rs
-		}())
+		var rs []record.Record
+		if err := record.Iterate(b, 1<<20, func(r *record.Record) error {
+			rs = append(rs, record.Record{OffsetDelta: r.OffsetDelta, TimestampDelta: r.TimestampDelta,
+				Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value)})
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		b2, err := record.Build(record.BatchSpec{BaseTimestamp: testNow, ProducerID: 9, ProducerEpoch: 1, BaseSequence: seq,
+			PartitionLeaderEpoch: -1}, rs)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if _, err := l.AppendAsLeader(b2, AppendOptions{LogAppendTimeMs: -1}); err != nil {
 			t.Fatal(err)
 		}
@@ -641,10 +646,7 @@ func TestCleanKeepsProducersLastBatch(t *testing.T) {
 	m.Close()
 	// Rebuilt from the log alone (no snapshot), the producer's sequence
 	// is still known.
-	snaps, _ := filepath.Glob(filepath.Join(dir, "t-0", "*"+snapshotSuffix))
-	for _, s := range snaps {
-		os.Remove(s)
-	}
+	removeGlob(t, filepath.Join(dir, "t-0"), "*"+snapshotSuffix)
 	m2, l2 := openTestManager(t, OSFS{}, dir, cfg)
 	defer m2.Close()
 	if epoch, last, ok := l2.ProducerState(9); !ok || epoch != 1 || last != 3 {
@@ -693,8 +695,13 @@ func BenchmarkClean(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, f := range files {
-			data, _ := os.ReadFile(f)
-			os.WriteFile(filepath.Join(dir, "t-0", filepath.Base(f)), data, 0o644)
+			data, err := os.ReadFile(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "t-0", filepath.Base(f)), data, 0o644); err != nil {
+				b.Fatal(err)
+			}
 		}
 		m, l := openTestManager(b, OSFS{}, dir, cfg)
 		b.StartTimer()

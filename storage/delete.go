@@ -19,7 +19,7 @@ import (
 // any .deleted file left behind.
 func (l *Log) removeSegmentFiles(base int64) {
 	logFile := fileName(l.dir, base, logSuffix) + deletedSuffix
-	others := []string{fileName(l.dir, base, indexSuffix), fileName(l.dir, base, timeIndexSuffix)}
+	others := []string{fileName(l.dir, base, indexSuffix), fileName(l.dir, base, timeIndexSuffix), fileName(l.dir, base, txnIndexSuffix)}
 	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
 	if l.deleteLater != nil && delay > 0 {
 		files := []string{logFile}

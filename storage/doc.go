@@ -1,6 +1,6 @@
 // Package storage keeps partition logs on disk: one Log per partition
-// (segments, offset assignment, idempotent-producer state, recovery) and a
-// Manager of all logs under the log directories.
+// (segments, offset assignment, idempotent and transactional producer
+// state, recovery) and a Manager of all logs under the log directories.
 //
 // # Directory layout
 //
@@ -17,10 +17,11 @@
 //	    00000000000000001234.log            next segment, named by its base offset
 //	    00000000000000001234.index
 //	    00000000000000001234.timeindex
+//	    00000000000000001234.txnindex       aborted transactions whose ABORT marker is in that segment (only if any)
 //	    00000000000000005678.snapshot       producer state at offset 5678
 //	    leader-epoch-checkpoint             leader epoch -> first offset
 //	    00000000000000001234.log.cleaned    a segment being rewritten by the cleaner
-//	    00000000000000001234.log.swap       (and .index/.timeindex) a cleaned segment being swapped in
+//	    00000000000000001234.log.swap       (and .index/.timeindex/.txnindex) a cleaned segment being swapped in
 //
 // Segment files are named by the 20-digit zero-padded base offset: the
 // offset of the first batch they hold. The last segment is the active one;
@@ -73,17 +74,36 @@
 // whose maxTimestamp is >= ts. The max timestamp drives retention.ms and
 // MAX_TIMESTAMP lookups; it is rebuilt by recovery like the offset index.
 //
-// A .snapshot file is the idempotent-producer state at the offset in its
-// name, written at Close and at each roll (big-endian):
+// A .txnindex file (Kafka's TransactionIndex) lists the transactions
+// aborted by an ABORT marker in its segment, in marker order, as 34-byte
+// big-endian entries:
+//
+//	+-------------+----------------+----------------+---------------+---------------------+
+//	| version i16 | producerId i64 | firstOffset i64| lastOffset i64| lastStableOffset i64|
+//	| = 0         |                | of the txn     | = the marker  | when it was written |
+//	+-------------+----------------+----------------+---------------+---------------------+
+//
+// lastStableOffset is the first offset of the earliest other ongoing
+// transaction then, or the marker's offset + 1: a search for the aborted
+// transactions overlapping [fetchOffset, upper bound) stops at the first
+// entry whose lastStableOffset reaches the upper bound. The file is
+// created with the segment's first abort; its entries are also kept in
+// memory.
+//
+// A .snapshot file is the producer state at the offset in its name,
+// written at Close and at each roll (big-endian):
 //
 //	+--------+---------+--------+-------+---------------------------------+
 //	| "KBPS" | version | crc32c | count | count × entry                   |
-//	| 4B     | u16 = 1 | u32    | u32   |                                 |
+//	| 4B     | u16 = 2 | u32    | u32   |                                 |
 //	+--------+---------+--------+-------+---------------------------------+
-//	entry: producerId i64 | epoch i16 | n u8 | n × (firstSeq i32, lastSeq
-//	       i32, firstOffset i64, lastOffset i64, maxTimestamp i64)
+//	entry: producerId i64 | epoch i16 | coordinatorEpoch i32 |
+//	       currentTxnFirstOffset i64 (-1: none) | n u8 | n × (firstSeq
+//	       i32, lastSeq i32, firstOffset i64, lastOffset i64, maxTimestamp
+//	       i64)
 //
-// The CRC-32C covers everything after the crc field.
+// The CRC-32C covers everything after the crc field. Version 1 (without
+// the two transaction fields) is still read.
 //
 // recovery-point-offset-checkpoint is Kafka's text format:
 //
@@ -120,6 +140,20 @@
 //
 // All checkpoint files are written to a .tmp file, fsynced and renamed.
 //
+// # Validating a leader's append
+//
+// AppendAsLeader checks every record of a client batch (validateForAppend,
+// Kafka's LogValidator). A compressed batch is never expanded whole: when
+// it keeps its codec (compression.type producer or the same codec) its
+// records are scanned as they stream out of the decompressor through a
+// 32 KiB window (record.Scan); when the topic asks for another codec they
+// stream from the decompressor into the new compressor (record.Rebuild).
+// A batch may decompress to 64 × max.message.bytes, at most
+// record.MaxDecompressedBatchBytes (128 MiB); past that it is refused as
+// INVALID_RECORD. Decompressions in progress share the process-wide
+// record.DecompressionBudget (256 MiB), so many bombs at once wait rather
+// than exhaust memory.
+//
 // # Recovery
 //
 // OpenManager removes each directory's clean-shutdown marker and remembers
@@ -132,7 +166,54 @@
 // with its .log is rebuilt. Interrupted cleaner swaps are finished or
 // discarded before anything else (see Log cleaning). Producer state is loaded from the newest
 // snapshot at or below the log end offset, then replayed from the batch
-// headers after it (or from the whole log when there is none).
+// headers after it (or from the whole log when there is none). The
+// replay also re-derives the .txnindex entries of the ABORT markers it
+// passes, adding those a crash lost; entries whose marker is past the
+// end of the (recovered) log are dropped first.
+//
+// # Transactions
+//
+// A transactional producer's batches carry the transactional attribute
+// bit; its transaction ends with a marker, a control batch (transactional
+// and control bits, the producer id and epoch, no sequence) holding one
+// control record: key version i16 = 0 and type i16 (0 ABORT, 1 COMMIT),
+// value version i16 = 0 and the coordinator epoch i32. Clients cannot
+// write control batches; AppendControl (WriteTxnMarkers) does, refusing a
+// producer epoch older than the producer's (ErrInvalidProducerEpoch; a
+// newer one becomes current) or a coordinator epoch older than its last
+// marker's (ErrTransactionCoordinatorFenced).
+//
+// The producer state (Kafka's ProducerStateManager) keeps, per producer,
+// the first offset of its ongoing transaction (set by its first
+// transactional batch, cleared by its marker) and the coordinator epoch
+// of its last marker; the Log keeps the ongoing transactions by first
+// offset and the completed ones whose marker is not yet below the high
+// watermark (Kafka's unreplicatedTxns). The first unstable offset is the
+// smallest first offset among both (at least the log start offset); the
+// last stable offset is min(first unstable offset, high watermark), so it
+// never passes a transaction before its marker is replicated. A
+// non-transactional batch from a producer inside a transaction is
+// ErrInvalidTxnState. Leader, follower and replayed appends update the
+// state the same way (only the leader checks), so replicas agree.
+//
+// TruncateTo cuts the .txnindex of the cut segment at the new end and
+// rebuilds the producer state from a snapshot at or below it, so a
+// transaction whose marker was truncated is ongoing again; deleted
+// segments take their .txnindex with them.
+//
+// The cleaner (below) never cleans from the first unstable offset on; in
+// the cleaned range it drops the batches of aborted transactions (known
+// from the .txnindex entries) and does not let them supersede committed
+// records in the key map. As Kafka's cleaner, it drops a marker only in a
+// pass that read no data of its transaction (so never while any is left),
+// once its segment is past delete.retention.ms (the tombstone rule), if
+// it lies below the newest producer snapshot (a replay from it would
+// miss it) and is not possibly the producer's last record (a producer
+// whose state holds no batch keeps the markers of its epoch). A cleaned
+// segment gets a new .txnindex without the entries of its dropped ABORT
+// markers, swapped in with its other files (.txnindex.cleaned,
+// .txnindex.swap): an entry without its marker would make a
+// read_committed consumer skip the producer's later data.
 //
 // # Retention and truncation
 //

@@ -81,9 +81,9 @@ func TestLeaderEpochCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Rebuilt from the batches when the file is lost and the log recovered.
-	os.Remove(filepath.Join(l.Dir(), leaderEpochFile))
-	os.Remove(filepath.Join(dir, cleanShutdownFile))
-	os.Remove(filepath.Join(dir, recoveryPointFile))
+	mustRemove(t, filepath.Join(l.Dir(), leaderEpochFile))
+	mustRemove(t, filepath.Join(dir, cleanShutdownFile))
+	mustRemove(t, filepath.Join(dir, recoveryPointFile))
 	_, l2 := openTestManager(t, OSFS{}, dir, cfg)
 	if got := readEpochFile(t, l2); got != want {
 		t.Fatalf("rebuilt epoch file %q, want %q", got, want)
@@ -96,7 +96,9 @@ func TestEpochEntriesPastEndDroppedAtOpen(t *testing.T) {
 	m, l := openTestManager(t, OSFS{}, dir, smallConfig())
 	appendEpoch(t, l, plain(5), 2)
 	m.Close()
-	os.WriteFile(filepath.Join(l.Dir(), leaderEpochFile), []byte("0\n3\n2 0\n4 5\n7 9\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(l.Dir(), leaderEpochFile), []byte("0\n3\n2 0\n4 5\n7 9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, l2 := openTestManager(t, OSFS{}, dir, smallConfig())
 	if got := readEpochFile(t, l2); got != "0\n1\n2 0\n" {
 		t.Fatalf("epoch file %q", got)

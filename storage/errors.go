@@ -25,4 +25,11 @@ var (
 	// ErrInvalidTimestamp (INVALID_TIMESTAMP): a CreateTime timestamp too
 	// far from the broker's clock.
 	ErrInvalidTimestamp = errors.New("storage: record timestamp out of the allowed range")
+	// ErrInvalidTxnState: INVALID_TXN_STATE, a non-transactional batch
+	// from a producer with an ongoing transaction.
+	ErrInvalidTxnState = errors.New("storage: invalid transaction state")
+	// ErrTransactionCoordinatorFenced: TRANSACTION_COORDINATOR_FENCED, a
+	// transaction marker from an older coordinator epoch than the
+	// producer's last marker.
+	ErrTransactionCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
 )

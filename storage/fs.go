@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"errors"
 	"io"
 	"os"
 )
@@ -84,7 +85,7 @@ func readFile(fsys FS, name string) ([]byte, error) {
 	}
 	buf := make([]byte, fi.Size())
 	n, err := f.ReadAt(buf, 0)
-	if err != nil && err != io.EOF {
+	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return buf[:n], nil

@@ -136,6 +136,15 @@ func checkContiguous(t testing.TB, l *Log) {
 	}
 }
 
+// mustRemove removes path, which must exist: a test that removes a file to
+// simulate a crash checks nothing if the file was never there.
+func mustRemove(t testing.TB, path string) {
+	t.Helper()
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // faultFS injects faults into writes of .log files.
 type faultFS struct {
 	OSFS
@@ -147,6 +156,9 @@ type faultFS struct {
 	// before the process "crashes".
 	limitRenames bool
 	renamesLeft  int
+	// removeFails, when set, makes Remove of the names it accepts fail
+	// with EIO.
+	removeFails func(name string) bool
 }
 
 var errCrashed = errors.New("injected crash")
@@ -224,6 +236,12 @@ func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 func (f *faultFS) Remove(name string) error {
 	if err := f.check(); err != nil {
 		return err
+	}
+	f.mu.Lock()
+	fails := f.removeFails != nil && f.removeFails(name)
+	f.mu.Unlock()
+	if fails {
+		return &os.PathError{Op: "remove", Path: name, Err: syscall.EIO}
 	}
 	return f.OSFS.Remove(name)
 }

@@ -2,11 +2,14 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func TestHighWatermarkCheckpoint(t *testing.T) {
@@ -44,22 +47,25 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 	wg.Add(1)
 	go func() { defer wg.Done(); m.Run(ctx) }()
 	path := filepath.Join(dir, highWatermarkFile)
-	written := func() bool {
+	written := func() error {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return false
+			return err
 		}
 		got, err := decodeCheckpoint(data)
-		return err == nil && got[topicPartition{"t", 0}] == 7 && got[topicPartition{"u", 3}] == 4
+		if err != nil {
+			return fmt.Errorf("decode checkpoint: %w", err)
+		}
+		if got[topicPartition{"t", 0}] != 7 || got[topicPartition{"u", 3}] != 4 {
+			return fmt.Errorf("checkpoint holds %v, want t-0 at 7 and u-3 at 4", got)
+		}
+		return nil
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !written() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	err = testutil.Poll(context.Background(), 5*time.Second, written)
 	cancel()
 	wg.Wait()
-	if !written() {
-		t.Fatal("high watermarks not checkpointed by Run")
+	if err != nil {
+		t.Fatalf("high watermarks not checkpointed by Run: %v", err)
 	}
 
 	l.SetHighWatermarkCheckpoint(9)
@@ -78,7 +84,9 @@ func TestHighWatermarkCheckpoint(t *testing.T) {
 		t.Fatalf("high watermark %d past LEO %d after truncation", got, l2.LogEndOffset())
 	}
 	m2.Close()
-	os.WriteFile(path, []byte("0\n1\nt 0 1000\n"), 0o644)
+	if err := os.WriteFile(path, []byte("0\n1\nt 0 1000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	_, l3 := openTestManager(t, OSFS{}, dir, smallConfig())
 	if got := l3.HighWatermarkCheckpoint(); got != l3.LogEndOffset() {
 		t.Fatalf("loaded %d, want clamped to LEO %d", got, l3.LogEndOffset())

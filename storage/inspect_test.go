@@ -41,9 +41,16 @@ func TestReadLogBelow(t *testing.T) {
 	// A torn last batch ends the log, as recovery would cut it.
 	segs, _ := filepath.Glob(filepath.Join(l.Dir(), "*.log"))
 	last := segs[len(segs)-1]
-	f, _ := os.OpenFile(last, os.O_APPEND|os.O_WRONLY, 0)
-	f.Write(all[:30])
-	f.Close()
+	f, err := os.OpenFile(last, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(all[:30]); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
 	if got, err := ReadLogBelow(l.Dir(), 1000); err != nil || len(got) != len(all) {
 		t.Fatalf("torn tail: %d bytes, %v", len(got), err)
 	}

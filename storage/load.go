@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -42,13 +43,24 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 		} else if off, ok := parseFileName(name, snapshotSuffix); ok {
 			snaps = append(snaps, off)
 		} else if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, deletedSuffix) {
-			l.fs.Remove(filepath.Join(l.dir, name))
+			// Nothing reads these (a .tmp is recreated with O_TRUNC, a
+			// .deleted segment is never opened): one that stays only
+			// wastes space until the next open tries again.
+			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				l.logger.Warn("cannot remove leftover file", "dir", l.dir, "file", name, "err", err)
+			}
 		}
 	}
+	// An index without its .log (a crash while a segment was deleted) must
+	// go: a segment created later at that base offset would open it and
+	// trust its entries, and a stale .txnindex would list aborted
+	// transactions that are not in the log.
 	for _, e := range ents {
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if off, ok := parseFileName(e.Name(), suffix); ok && !logs[off] {
-				l.fs.Remove(fileName(l.dir, off, suffix)) // orphan index
+				if err := l.fs.Remove(fileName(l.dir, off, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("%w: remove orphan index %s in %s: %v", ErrStorage, e.Name(), l.dir, err)
+				}
 			}
 		}
 	}
@@ -106,6 +118,18 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 			return fmt.Errorf("read first batch of %s: %w", l.dir, err)
 		}
 		last.firstTimestamp = hdr.MaxTimestamp()
+	}
+	// A trusted segment's .txnindex may still hold entries past its end
+	// (the .log was cut by recovery of a later segment, or the index
+	// written before a crash lost the .log's tail).
+	for i, s := range l.mu.segments {
+		end := l.mu.logEndOffset
+		if i+1 < len(l.mu.segments) {
+			end = l.mu.segments[i+1].base
+		}
+		if err := s.truncateAborted(end); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrStorage, l.dir, err)
+		}
 	}
 	if err := l.loadProducerState(snaps); err != nil {
 		return err
@@ -228,6 +252,9 @@ func (l *Log) dropFrom(i int) error {
 		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.sync()); err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
+		if err := s.truncateAborted(s.base); err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
+		}
 		s.size, s.entries, s.tentries, s.nextOffset, s.bytesSinceIndex = 0, 0, 0, s.base, 0
 		s.restoreTimeState(timeState{0, -1, s.base, -1})
 		s.firstTimestamp = -1
@@ -326,6 +353,11 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 	}
 	s.entries = len(idx) / indexEntrySize
 	s.bytesSinceIndex = bytesSince
+	// Aborts whose marker is gone go; the producer state replay re-adds
+	// any the crash lost.
+	if err := s.truncateAborted(s.nextOffset); err != nil {
+		return false, fmt.Errorf("%w: %v", ErrStorage, err)
+	}
 	if err := s.appendTimeIndex(l.config().SegmentIndexBytes, true); err != nil {
 		return false, fmt.Errorf("%w: rebuild time index: %v", ErrStorage, err)
 	}
@@ -337,7 +369,9 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 
 // loadProducerState loads the newest usable snapshot at or below the log
 // end offset and replays the batch headers after it; with none it scans
-// the whole log. Other snapshots are deleted.
+// the whole log. Other snapshots are deleted. One above the log end offset
+// that cannot be deleted is an error: once the log grows past it again, a
+// later open would load it as the producer state of records it never saw.
 func (l *Log) loadProducerState(snaps []int64) error {
 	sort.Slice(snaps, func(i, j int) bool { return snaps[i] > snaps[j] })
 	from := l.mu.logStartOffset
@@ -356,9 +390,30 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		}
 		l.logger.Warn("ignoring producer snapshot", "dir", l.dir, "offset", off, "err", err)
 	}
+	l.mu.txns = newTxnTracker(l.mu.producers)
+	l.mu.snapshotOffset = used
+	removed := false
 	for _, off := range snaps {
-		if off != used {
-			l.fs.Remove(fileName(l.dir, off, snapshotSuffix))
+		if off == used {
+			continue
+		}
+		err := l.fs.Remove(fileName(l.dir, off, snapshotSuffix))
+		switch {
+		case err == nil:
+			removed = true
+		case errors.Is(err, os.ErrNotExist):
+		case off > l.mu.logEndOffset:
+			return fmt.Errorf("%w: remove producer snapshot %d above the log end offset %d of %s: %v",
+				ErrStorage, off, l.mu.logEndOffset, l.dir, err)
+		default:
+			// Older than the one used, below the log start offset, or
+			// unreadable: never loaded while a newer one is.
+			l.logger.Warn("cannot remove producer snapshot", "dir", l.dir, "offset", off, "err", err)
+		}
+	}
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
 	for i := l.segmentForLocked(from); i < len(l.mu.segments); i++ {
@@ -378,7 +433,9 @@ func (l *Log) loadProducerState(snaps []int64) error {
 				break
 			}
 			if b.BaseOffset() >= from {
-				l.mu.producers.update(b)
+				if err := l.applyBatchLocked(b); err != nil {
+					return fmt.Errorf("replay producer state of %s: %w", l.dir, err)
+				}
 			}
 		}
 		if sc.err != nil {
@@ -399,14 +456,20 @@ func (l *Log) writeSnapshotLocked() error {
 	if err := writeFileAtomic(l.fs, l.dir, name, l.mu.producers.encode()); err != nil {
 		return err
 	}
-	// Keep only the newest snapshot.
+	l.mu.snapshotOffset = off
+	// Keep only the newest snapshot. The others are below it, so states of
+	// a prefix of this log: one left behind is never loaded while this one
+	// is, and is correct if a truncation removes this one.
 	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
+		l.logger.Warn("cannot list older producer snapshots", "dir", l.dir, "err", err)
 		return nil
 	}
 	for _, e := range ents {
 		if o, ok := parseFileName(e.Name(), snapshotSuffix); ok && o != off {
-			l.fs.Remove(fileName(l.dir, o, snapshotSuffix))
+			if err := l.fs.Remove(fileName(l.dir, o, snapshotSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				l.logger.Warn("cannot remove older producer snapshot", "dir", l.dir, "offset", o, "err", err)
+			}
 		}
 	}
 	return nil

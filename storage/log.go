@@ -39,6 +39,8 @@ type Log struct {
 		unflushed      int64 // messages appended since the last fsync
 		lastFlush      time.Time
 		producers      producerStateMap
+		txns           txnTracker // ongoing and unreplicated transactions, for the last stable offset
+		snapshotOffset int64      // offset of the newest producer snapshot on disk, -1 if none
 		closed         bool
 		failed         error        // set when a failed write could not be undone
 		epochs         []epochEntry // leader epoch cache, increasing epochs and start offsets
@@ -90,6 +92,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater}
 	l.cfg.Store(&cfg)
 	l.mu.producers = make(producerStateMap)
+	l.mu.snapshotOffset = -1
 	if err := l.load(opts.Clean, opts.RecoveryPoint, opts.LogStartOffset); err != nil {
 		for _, s := range l.mu.segments {
 			s.close()
@@ -98,6 +101,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	}
 	l.mu.lastFlush = l.now()
 	l.mu.highWatermark = min(max(opts.HighWatermark, 0), l.mu.logEndOffset)
+	l.mu.txns.onHighWatermark(l.mu.highWatermark)
 	return l, nil
 }
 
@@ -108,6 +112,7 @@ func (l *Log) SetHighWatermarkCheckpoint(hw int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.mu.highWatermark = min(max(hw, 0), l.mu.logEndOffset)
+	l.mu.txns.onHighWatermark(l.mu.highWatermark)
 }
 
 // HighWatermarkCheckpoint returns the high watermark last set, or the one
@@ -194,6 +199,14 @@ func (l *Log) validateClientBatch(b record.Batch) error {
 	if !b.ValidCRC() {
 		return fmt.Errorf("%w: CRC mismatch (stored %08x, computed %08x)", ErrCorrupt, b.CRC(), b.ComputeCRC())
 	}
+	// Markers are written by AppendControl only, as Kafka refuses
+	// control batches from clients.
+	if b.IsControl() {
+		return fmt.Errorf("%w: control batch from a client", ErrInvalidRecord)
+	}
+	if b.IsTransactional() && b.ProducerID() == record.NoProducerID {
+		return fmt.Errorf("%w: transactional batch without a producer id", ErrInvalidRecord)
+	}
 	if n, d := b.RecordCount(), b.LastOffsetDelta(); n < 1 || d != n-1 {
 		return fmt.Errorf("%w: recordCount %d, lastOffsetDelta %d", ErrInvalidRecord, n, d)
 	}
@@ -248,7 +261,9 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	if err := l.appendLocked(b); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
 	}
-	l.mu.producers.update(b)
+	if err := l.applyBatchLocked(b); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+	}
 	l.noteBatchEpochLocked(b)
 	res.FirstOffset, res.LastOffset = b.BaseOffset(), b.LastOffset()
 	if err := l.maybeFlushLocked(int64(b.RecordCount())); err != nil {
@@ -361,9 +376,9 @@ func (l *Log) rollLocked(base int64, reason string) error {
 	if err != nil {
 		return fmt.Errorf("%w: roll: %v", ErrStorage, err)
 	}
-	if s.size != 0 || s.entries != 0 || s.tentries != 0 {
+	if s.size != 0 || s.entries != 0 || s.tentries != 0 || s.txn != nil {
 		// Leftovers of a crash, past the log end: start them afresh.
-		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0)); err != nil {
+		if err := errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.truncateAborted(base)); err != nil {
 			s.close()
 			return fmt.Errorf("%w: roll: %v", ErrStorage, err)
 		}

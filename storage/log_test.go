@@ -165,7 +165,7 @@ func TestRollBySizeAndIndexLookups(t *testing.T) {
 	checkEveryOffset(l)
 	m.Close()
 	// A lost index is rebuilt even after a clean shutdown.
-	os.Remove(filepath.Join(l.Dir(), "00000000000000000000.index"))
+	mustRemove(t, filepath.Join(l.Dir(), "00000000000000000000.index"))
 	_, l = openTestManager(t, OSFS{}, dir, cfg)
 	if fi, err := os.Stat(filepath.Join(l.Dir(), "00000000000000000000.index")); err != nil || fi.Size() == 0 {
 		t.Fatalf("index not rebuilt: %v", err)

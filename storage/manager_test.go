@@ -2,11 +2,14 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func TestManagerPlacement(t *testing.T) {
@@ -88,19 +91,20 @@ func TestConcurrentAppendReadFlush(t *testing.T) {
 	}
 	close(stop)
 	readers.Wait()
-	deadline := time.Now().Add(5 * time.Second)
-	checkpointed := func() bool {
-		_, err := os.Stat(filepath.Join(dir, recoveryPointFile))
-		return err == nil && l.RecoveryPoint() == l.LogEndOffset()
-	}
-	for !checkpointed() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !checkpointed() {
-		t.Fatalf("flush.ms never flushed and checkpointed: recovery point %d, LEO %d", l.RecoveryPoint(), l.LogEndOffset())
-	}
+	err := testutil.Poll(context.Background(), 5*time.Second, func() error {
+		if _, err := os.Stat(filepath.Join(dir, recoveryPointFile)); err != nil {
+			return err
+		}
+		if rp, leo := l.RecoveryPoint(), l.LogEndOffset(); rp != leo {
+			return fmt.Errorf("recovery point %d, LEO %d", rp, leo)
+		}
+		return nil
+	})
 	cancel()
 	wg.Wait()
+	if err != nil {
+		t.Fatalf("flush.ms never flushed and checkpointed: %v", err)
+	}
 	checkContiguous(t, l)
 	if err := m.Close(); err != nil {
 		t.Fatal(err)

@@ -35,33 +35,59 @@ func TestRecoveryAfterKill(t *testing.T) {
 	}{
 		{"truncated tail", func(t *testing.T, segs []string, ends []int64) int64 {
 			last := segs[len(segs)-1]
-			fi, _ := os.Stat(last)
-			os.Truncate(last, fi.Size()-5)
+			fi, err := os.Stat(last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Truncate(last, fi.Size()-5); err != nil {
+				t.Fatal(err)
+			}
 			return ends[len(ends)-2]
 		}},
 		{"garbage tail", func(t *testing.T, segs []string, ends []int64) int64 {
-			f, _ := os.OpenFile(segs[len(segs)-1], os.O_WRONLY|os.O_APPEND, 0)
-			f.Write([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3})
-			f.Close()
+			f, err := os.OpenFile(segs[len(segs)-1], os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.Write([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0x7f, 0xff, 0xff, 0xff, 1, 2, 3}); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.Close(); err != nil {
+				t.Fatal(err)
+			}
 			return ends[len(ends)-1]
 		}},
 		{"corrupt middle batch drops everything after it", func(t *testing.T, segs []string, ends []int64) int64 {
-			f, _ := os.OpenFile(segs[0], os.O_RDWR, 0)
+			f, err := os.OpenFile(segs[0], os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer f.Close()
 			// Flip a byte in the records of the second batch of the first segment.
 			hdr := make([]byte, 12)
-			f.ReadAt(hdr, 0)
+			if _, err := f.ReadAt(hdr, 0); err != nil {
+				t.Fatal(err)
+			}
 			first := int64(12 + int(uint32(hdr[8])<<24|uint32(hdr[9])<<16|uint32(hdr[10])<<8|uint32(hdr[11])))
 			b := make([]byte, 1)
-			f.ReadAt(b, first+70)
+			if _, err := f.ReadAt(b, first+70); err != nil {
+				t.Fatal(err)
+			}
 			b[0] ^= 0xff
-			f.WriteAt(b, first+70)
+			if _, err := f.WriteAt(b, first+70); err != nil {
+				t.Fatal(err)
+			}
 			return ends[0]
 		}},
 		{"bad magic in middle", func(t *testing.T, segs []string, ends []int64) int64 {
-			f, _ := os.OpenFile(segs[0], os.O_RDWR, 0)
+			f, err := os.OpenFile(segs[0], os.O_RDWR, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer f.Close()
-			f.WriteAt([]byte{1}, 16)
+			if _, err := f.WriteAt([]byte{1}, 16); err != nil {
+				t.Fatal(err)
+			}
 			return 0
 		}},
 	}
@@ -183,12 +209,16 @@ func TestRecoverHugeOffsets(t *testing.T) {
 	for _, base := range []int64{math.MaxInt64 - 1, math.MaxInt64 / 2, 1 << 31} {
 		dir := t.TempDir()
 		pdir := filepath.Join(dir, "t-0")
-		os.MkdirAll(pdir, 0o755)
+		if err := os.MkdirAll(pdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
 		b := makeBatch(plain(3))
 		b.SetBaseOffset(base)
 		good := makeBatch(plain(1))
 		data := append(append([]byte{}, good...), b...)
-		os.WriteFile(filepath.Join(pdir, "00000000000000000000.log"), data, 0o644)
+		if err := os.WriteFile(filepath.Join(pdir, "00000000000000000000.log"), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		_, l := openTestManager(t, OSFS{}, dir, smallConfig())
 		if l.LogEndOffset() != 1 {
 			t.Fatalf("base %d: LEO %d, want 1", base, l.LogEndOffset())

@@ -3,12 +3,15 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // retentionConfig rolls by size only (old test timestamps must not roll
@@ -244,18 +247,17 @@ func TestManagerRunAppliesRetention(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); m.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	done := func() bool {
+	err := testutil.Poll(context.Background(), 5*time.Second, func() error {
 		data, _ := os.ReadFile(filepath.Join(dir, logStartOffsetFile))
-		return l.LogStartOffset() == last && string(data) == "0\n1\nt 0 "+itoa(last)+"\n"
-	}
-	for !done() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+		if l.LogStartOffset() != last || string(data) != "0\n1\nt 0 "+itoa(last)+"\n" {
+			return fmt.Errorf("log start offset %d, checkpoint %q", l.LogStartOffset(), data)
+		}
+		return nil
+	})
 	cancel()
 	wg.Wait()
-	if !done() {
-		t.Fatalf("log start offset %d, want %d and checkpointed", l.LogStartOffset(), last)
+	if err != nil {
+		t.Fatalf("log start offset not %d and checkpointed: %v", last, err)
 	}
 	m.Close()
 }

@@ -57,6 +57,11 @@ type segment struct {
 	log  File
 	idx  File
 	tidx File // .timeindex
+	// txn is the .txnindex, nil until the segment has an aborted
+	// transaction; aborted holds its entries, by marker offset.
+	txn      File
+	aborted  []abortedTxn
+	txnDirty bool // the file may be longer than aborted: cut it before appending
 
 	size       int64 // bytes in the .log
 	entries    int   // entries in the .index
@@ -134,6 +139,10 @@ func openSegment(fsys FS, dir string, base int64, create bool, now time.Time) (*
 	if tsize%timeIndexEntrySize != 0 || (timeMissing && s.size > 0) {
 		s.tentries = -1
 	}
+	if err := s.loadTxnIndex(fsys, dir); err != nil {
+		s.close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -149,11 +158,20 @@ func (s *segment) close() error {
 	err1 := s.log.Close()
 	err2 := s.idx.Close()
 	err3 := s.tidx.Close()
-	return errors.Join(err1, err2, err3)
+	var err4 error
+	if s.txn != nil {
+		err4 = s.txn.Close()
+		s.txn = nil
+	}
+	return errors.Join(err1, err2, err3, err4)
 }
 
 func (s *segment) sync() error {
-	return errors.Join(s.log.Sync(), s.idx.Sync(), s.tidx.Sync())
+	var err error
+	if s.txn != nil {
+		err = s.txn.Sync()
+	}
+	return errors.Join(s.log.Sync(), s.idx.Sync(), s.tidx.Sync(), err)
 }
 
 // remove closes and deletes the segment's files.
@@ -161,7 +179,7 @@ func (s *segment) remove(fsys FS, dir string) error {
 	s.close()
 	err1 := fsys.Remove(fileName(dir, s.base, logSuffix))
 	var errs []error
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix} {
+	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 		if err := fsys.Remove(fileName(dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}

@@ -72,8 +72,8 @@ func TestTimeIndexWrittenAndRebuilt(t *testing.T) {
 	}
 	// Damage: remove the time indexes and recover without the marker.
 	removeGlob(t, l.Dir(), "*.timeindex")
-	os.Remove(filepath.Join(dir, cleanShutdownFile))
-	os.Remove(filepath.Join(dir, recoveryPointFile))
+	mustRemove(t, filepath.Join(dir, cleanShutdownFile))
+	mustRemove(t, filepath.Join(dir, recoveryPointFile))
 	_, l2 := openTestManager(t, OSFS{}, dir, cfg)
 	for ti, data := range want {
 		got, err := os.ReadFile(ti)

@@ -112,10 +112,15 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.epochs = nil
 	l.writeEpochsLocked()
 	l.mu.producers = make(producerStateMap)
-	l.removeSnapshotsLocked(-1)
+	l.mu.txns = txnTracker{}
+	l.mu.snapshotOffset = -1
+	if _, err := l.removeSnapshotsLocked(-1); err != nil {
+		l.mu.failed = fmt.Errorf("truncate %s fully: %w", l.dir, err)
+		return l.mu.failed
+	}
 	s, err := openSegment(l.fs, l.dir, offset, true, l.now())
-	if err == nil && (s.size != 0 || s.entries != 0 || s.tentries != 0) {
-		err = errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0))
+	if err == nil && (s.size != 0 || s.entries != 0 || s.tentries != 0 || s.txn != nil) {
+		err = errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.truncateAborted(offset))
 		s.size, s.entries, s.tentries = 0, 0, 0
 	}
 	if err == nil {
@@ -149,7 +154,8 @@ func (l *Log) deleteNewestLocked(from int) error {
 		}
 		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 		s.close()
-		for _, n := range []string{fileName(l.dir, s.base, indexSuffix), fileName(l.dir, s.base, timeIndexSuffix), name + deletedSuffix} {
+		for _, n := range []string{fileName(l.dir, s.base, indexSuffix), fileName(l.dir, s.base, timeIndexSuffix),
+			fileName(l.dir, s.base, txnIndexSuffix), name + deletedSuffix} {
 			if err := l.fs.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
 				l.logger.Warn("removing deleted segment file", "file", n, "err", err)
 			}
@@ -161,32 +167,59 @@ func (l *Log) deleteNewestLocked(from int) error {
 	return errors.Join(errs...)
 }
 
-// removeSnapshotsLocked removes producer snapshots above keepAtOrBelow
-// (all with -1).
-func (l *Log) removeSnapshotsLocked(keepAtOrBelow int64) []int64 {
+// removeSnapshotsLocked removes the producer snapshots above
+// keepAtOrBelow (all with -1) and returns the offsets of those kept. A
+// snapshot left above the new log end offset would, once the log grows
+// past it again, be loaded at the next open as the producer state of
+// records it never saw; so a failure is returned (and fails the log), and
+// the removals are made durable before the log grows again.
+func (l *Log) removeSnapshotsLocked(keepAtOrBelow int64) ([]int64, error) {
 	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("%w: list producer snapshots of %s: %v", ErrStorage, l.dir, err)
 	}
-	var kept []int64
+	var (
+		kept    []int64
+		errs    []error
+		removed bool
+	)
 	for _, e := range ents {
-		if o, ok := parseFileName(e.Name(), snapshotSuffix); ok {
-			if keepAtOrBelow < 0 || o > keepAtOrBelow {
-				l.fs.Remove(filepath.Join(l.dir, e.Name()))
-			} else {
-				kept = append(kept, o)
-			}
+		o, ok := parseFileName(e.Name(), snapshotSuffix)
+		if !ok {
+			continue
+		}
+		if keepAtOrBelow >= 0 && o <= keepAtOrBelow {
+			kept = append(kept, o)
+			continue
+		}
+		if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err == nil {
+			removed = true
+		} else if !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
 		}
 	}
-	return kept
+	if removed {
+		errs = append(errs, l.fs.SyncDir(l.dir))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("%w: remove producer snapshots above %d in %s: %v", ErrStorage, keepAtOrBelow, l.dir, err)
+	}
+	return kept, nil
 }
 
 // rebuildProducerStateLocked reloads the producer state from the newest
 // snapshot at or below the log end offset and replays the rest.
 func (l *Log) rebuildProducerStateLocked() error {
-	snaps := l.removeSnapshotsLocked(l.mu.logEndOffset)
+	snaps, err := l.removeSnapshotsLocked(l.mu.logEndOffset)
+	if err != nil {
+		return err
+	}
 	l.mu.producers = make(producerStateMap)
-	return l.loadProducerState(snaps)
+	if err := l.loadProducerState(snaps); err != nil {
+		return err
+	}
+	l.mu.txns.onHighWatermark(l.mu.highWatermark)
+	return nil
 }
 
 // AppendAsFollower appends batches fetched from the leader byte for byte:
@@ -234,7 +267,9 @@ func (l *Log) AppendAsFollower(batches []byte) (lastOffset int64, err error) {
 		if err := l.appendLocked(b); err != nil {
 			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.dir, err)
 		}
-		l.mu.producers.update(b)
+		if err := l.applyBatchLocked(b); err != nil {
+			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.dir, err)
+		}
 		l.noteBatchEpochLocked(b)
 		messages += int64(b.RecordCount())
 	}

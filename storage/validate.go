@@ -1,7 +1,7 @@
 package storage
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"time"
 
@@ -9,10 +9,20 @@ import (
 )
 
 // decompressionFactor bounds how far a batch may expand when the leader
-// decompresses it to validate: 64 × max.message.bytes, which no sane
-// producer batch reaches and which keeps a decompression bomb from
-// exhausting memory.
+// decompresses it to validate: 64 × max.message.bytes (64 MiB at the
+// default), which no sane producer batch reaches, capped by
+// record.MaxDecompressedBatchBytes (128 MiB) whatever max.message.bytes
+// is. Past the limit the batch is refused with INVALID_RECORD (see
+// appendError). Memory is bounded separately: a batch that keeps its
+// codec is scanned as a stream through a small window, and every
+// decompression takes its share of record.DecompressionBudget.
 const decompressionFactor = 64
+
+// decompressionLimit is the most a batch of a topic with this
+// max.message.bytes may decompress to.
+func decompressionLimit(maxMessageBytes int) int {
+	return min(decompressionFactor*max(maxMessageBytes, 0), record.MaxDecompressedBatchBytes)
+}
 
 // targetCodec resolves the topic's compression.type against the batch's
 // own codec ("producer" keeps whatever the producer chose).
@@ -33,11 +43,17 @@ func targetCodec(compressionType string, batch record.Codec) record.Codec {
 }
 
 // validateForAppend is the leader's record-level validation (Kafka's
-// LogValidator), after the header checks of validateClientBatch: every record is decoded and checked, CreateTime
-// timestamps must lie within message.timestamp.{before,after}.max.ms of
-// now, and the batch is rebuilt only when the topic's compression.type
-// asks for a different codec. It returns the batch to append (b itself,
-// untouched, in the common case) and the LogAppendTime to stamp, or -1.
+// LogValidator), after the header checks of validateClientBatch: every
+// record is decoded and checked, CreateTime timestamps must lie within
+// message.timestamp.{before,after}.max.ms of now, and the batch is rebuilt
+// only when the topic's compression.type asks for a different codec. It
+// returns the batch to append (b itself, untouched, in the common case)
+// and the LogAppendTime to stamp, or -1.
+//
+// When the codec is kept (the common case) the records are scanned as
+// they stream out of the decompressor, keys and values read past, never
+// held; when it changes they stream from the decompressor into the new
+// compressor one at a time.
 func validateForAppend(b record.Batch, cfg *LogConfig, now time.Time) (record.Batch, int64, error) {
 	nowMs := now.UnixMilli()
 	logAppendTime := int64(-1)
@@ -45,45 +61,42 @@ func validateForAppend(b record.Batch, cfg *LogConfig, now time.Time) (record.Ba
 		logAppendTime = nowMs
 	}
 	target := targetCodec(cfg.CompressionType, b.Codec())
-	rebuild := target != b.Codec()
-
-	var records []record.Record
-	limit := decompressionFactor * int(cfg.MaxMessageBytes)
+	limit := decompressionLimit(cfg.MaxMessageBytes)
 	base := b.BaseTimestamp()
-	err := record.Iterate(b, limit, func(r *record.Record) error {
+	check := func(r *record.Record) error {
 		if logAppendTime < 0 {
 			ts := base + r.TimestampDelta
 			if timestampOutOfRange(ts, nowMs, cfg.MessageTimestampBeforeMaxMs, cfg.MessageTimestampAfterMaxMs) {
 				return fmt.Errorf("%w: timestamp %d, now %d", ErrInvalidTimestamp, ts, nowMs)
 			}
 		}
-		if rebuild {
-			records = append(records, cloneRecord(r))
-		}
 		return nil
-	})
-	if err != nil {
-		return nil, -1, err
 	}
-	if !rebuild {
+	if target == b.Codec() {
+		if err := record.Scan(b, limit, check); err != nil {
+			return nil, -1, appendError(err)
+		}
 		return b, logAppendTime, nil
 	}
-	attrs := b.Attributes()&^record.CompressionMask | int16(target)
-	nb, err := record.Build(record.BatchSpec{
-		BaseOffset:           0,
-		PartitionLeaderEpoch: b.PartitionLeaderEpoch(),
-		Attributes:           attrs,
-		BaseTimestamp:        base,
-		MaxTimestamp:         b.MaxTimestamp(),
-		ProducerID:           b.ProducerID(),
-		ProducerEpoch:        b.ProducerEpoch(),
-		BaseSequence:         b.BaseSequence(),
-		Level:                cfg.compressionLevel(target),
-	}, records)
+	nb, err := record.RebuildLevel(b, target, cfg.compressionLevel(target), limit, check)
 	if err != nil {
-		return nil, -1, fmt.Errorf("recompressing to %s: %w", target, err)
+		return nil, -1, appendError(fmt.Errorf("recompressing to %s: %w", target, err))
 	}
 	return nb, logAppendTime, nil
+}
+
+// appendError gives a batch that expands past the decompression limit
+// INVALID_RECORD. Kafka has no such limit, but it answers INVALID_RECORD
+// (InvalidRecordException) for any batch whose decompressed records it
+// cannot accept, and the choice matters to clients: CORRUPT_MESSAGE is
+// retriable in the Java producer (CorruptRecordException is a
+// RetriableException), which would resend the bomb until delivery.timeout,
+// while INVALID_RECORD fails the send at once.
+func appendError(err error) error {
+	if errors.Is(err, record.ErrTooLarge) {
+		return fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	return err
 }
 
 // timestampOutOfRange reports whether ts is more than before ms older or
@@ -94,16 +107,4 @@ func timestampOutOfRange(ts, now, before, after int64) bool {
 		return uint64(now)-uint64(ts) > uint64(before)
 	}
 	return uint64(ts)-uint64(now) > uint64(after)
-}
-
-// cloneRecord deep-copies a record: Iterate reuses what it hands out.
-func cloneRecord(r *record.Record) record.Record {
-	c := *r
-	c.Key = bytes.Clone(r.Key)
-	c.Value = bytes.Clone(r.Value)
-	c.Headers = make([]record.Header, len(r.Headers))
-	for i, h := range r.Headers {
-		c.Headers[i] = record.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
-	}
-	return c
 }

@@ -324,16 +324,24 @@ func TestRebalanceTimeoutDropsMembersThatDoNotRejoin(t *testing.T) {
 	ids := h.stableGroup(2)
 	jc := h.join(ids[0], "", "range", "other") // new metadata: rebalance
 	h.wantState(PreparingRebalance)
-	for range 10 { // 30s rebalance timeout; ids[1] keeps heartbeating
+	start := h.now
+	// ids[1] keeps heartbeating through the 30s rebalance timeout but
+	// never rejoins: its heartbeats keep its session, not its place.
+	for range 9 {
 		h.advance(3 * time.Second)
-		h.g.Heartbeat(ids[1], "", h.g.Generation(), h.now)
+		if err := h.g.Heartbeat(ids[1], "", h.g.Generation(), h.now); !errors.Is(err, kerr.RebalanceInProgress) {
+			t.Fatalf("heartbeat %v into the rebalance: %v, want %v", h.now.Sub(start), err, kerr.RebalanceInProgress)
+		}
 	}
-	h.advance(time.Second)
+	h.advance(4 * time.Second) // past the rebalance timeout
 	if !jc.answered() || jc.res.Err != nil {
 		t.Fatalf("join not completed by the rebalance timeout: %+v", jc.res)
 	}
 	if _, ok := h.g.Member(ids[1]); ok || len(jc.res.Members) != 1 {
 		t.Fatal("member that did not rejoin was kept")
+	}
+	if err := h.g.Heartbeat(ids[1], "", h.g.Generation(), h.now); !errors.Is(err, kerr.UnknownMemberID) {
+		t.Fatalf("heartbeat of the dropped member: %v, want %v", err, kerr.UnknownMemberID)
 	}
 }
 
@@ -441,9 +449,13 @@ func TestRecordsRoundTrip(t *testing.T) {
 	}
 	// The key versions are Kafka's.
 	var k kmsg.OffsetCommitKey
-	k.ReadFrom(OffsetKey("g", tp))
+	if err := k.ReadFrom(OffsetKey("g", tp)); err != nil {
+		t.Fatalf("offset key: %v", err)
+	}
 	var gk kmsg.GroupMetadataKey
-	gk.ReadFrom(GroupKey("g"))
+	if err := gk.ReadFrom(GroupKey("g")); err != nil {
+		t.Fatalf("group key: %v", err)
+	}
 	if k.Version != 1 || gk.Version != 2 {
 		t.Fatalf("key versions %d %d", k.Version, gk.Version)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
+	"github.com/kbroker/kbroker/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,11 +158,11 @@ func TestGossipKeyRotationWithoutRestart(t *testing.T) {
 		}
 		want, _ := base64.StdEncoding.DecodeString(step[0])
 		for _, n := range []*testNode{n1, n2} {
-			waitFor(t, 5*time.Second, "primary key reloaded", func() bool {
+			testutil.Eventually(t, 5*time.Second, func() bool {
 				n.m.mu.Lock()
 				defer n.m.mu.Unlock()
 				return n.m.mu.ring != nil && bytes.Equal(n.m.mu.ring.GetPrimaryKey(), want)
-			})
+			}, "primary key reloaded")
 		}
 		// Probes go on with the new keys: nobody is suspected.
 		time.Sleep(500 * time.Millisecond)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // crash stops this node's gossip without a leave, as if its network died.
@@ -116,7 +118,7 @@ func (n *testNode) lastEvent(id int32) (alive, seen bool) {
 func (n *testNode) addr(t *testing.T) string {
 	t.Helper()
 	var a string
-	waitFor(t, 5*time.Second, "memberlist created", func() bool {
+	testutil.Eventually(t, 5*time.Second, func() bool {
 		n.m.mu.Lock()
 		defer n.m.mu.Unlock()
 		if n.m.mu.list == nil {
@@ -124,27 +126,15 @@ func (n *testNode) addr(t *testing.T) string {
 		}
 		a = net.JoinHostPort("127.0.0.1", strconv.Itoa(int(n.m.mu.list.LocalNode().Port)))
 		return true
-	})
+	}, "memberlist created")
 	return a
-}
-
-// waitFor polls cond every 10ms until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // waitView waits until n sees exactly ids alive, both in Alive() and in
 // the last event it received for each id in all.
 func waitView(t *testing.T, n *testNode, timeout time.Duration, all []int32, ids ...int32) {
 	t.Helper()
-	waitFor(t, timeout, fmt.Sprintf("node %d to see %v alive", n.m.cfg.NodeID, ids), func() bool {
+	testutil.Eventually(t, timeout, func() bool {
 		if !slices.Equal(n.m.Alive(), ids) {
 			return false
 		}
@@ -157,7 +147,7 @@ func waitView(t *testing.T, n *testNode, timeout time.Duration, all []int32, ids
 			}
 		}
 		return true
-	})
+	}, "node %d to see %v alive", n.m.cfg.NodeID, ids)
 }
 
 // startThree starts node 1 on a free port and nodes 2 and 3 seeded with it.
@@ -215,28 +205,13 @@ func TestCrashDetectedAndRestart(t *testing.T) {
 	}
 }
 
-// freeAddr returns a 127.0.0.1 address whose port is free for TCP and UDP.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		a := l.Addr().String()
-		u, err := net.ListenPacket("udp", a)
-		l.Close()
-		if err == nil {
-			u.Close()
-			return a
-		}
-	}
-	t.Fatal("no free port")
-	return ""
-}
-
 func TestSeedStartsLast(t *testing.T) {
-	seed := freeAddr(t)
+	// The seed's port must refuse connections while nodes 2 and 3 retry
+	// it, so it is not held until node 1 starts: another process may
+	// take it meanwhile (testutil.Ports), which would fail this test.
+	ports := testutil.MustReservePorts(t, 1)
+	ports.MustRelease(t)
+	seed := ports.Addr(0)
 	// Every node lists the same seed, the seed node included.
 	n3 := start(t, testConfig(3, "127.0.0.1:0", seed))
 	n2 := start(t, testConfig(2, "127.0.0.1:0", seed))

@@ -3,9 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,11 +13,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func TestPercentiles(t *testing.T) {
@@ -164,18 +165,10 @@ var (
 	consumeValuesRE  = regexp.MustCompile(`^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}), (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}), ([\d.]+), ([\d.]+), (\d+), ([\d.]+)$`)
 )
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // startBrokerProcess builds kbroker and runs a single node of it, returning
-// its client address once it answers Metadata.
+// its client address once it answers Metadata. Its ports are reserved
+// until just before the start; a start that lost one to another process
+// in between is retried on new ports.
 func startBrokerProcess(t *testing.T) string {
 	t.Helper()
 	out, err := exec.Command("go", "env", "GOMOD").Output()
@@ -193,22 +186,55 @@ func startBrokerProcess(t *testing.T) string {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	for attempt := 1; ; attempt++ {
+		addr, logs, err := tryStartBrokerProcess(t, bin, filepath.Join(dir, fmt.Sprintf("data-%d", attempt)))
+		if err == nil {
+			return addr
+		}
+		if attempt == 3 || !testutil.AddrInUse(err, logs.String()) {
+			t.Fatalf("%v; broker log:\n%s", err, logs.String())
+		}
+		t.Logf("start attempt %d lost a port, retrying on new ones: %v", attempt, err)
+	}
+}
 
-	p, c := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", p)
-	var logs bytes.Buffer
+// syncBuffer is a bytes.Buffer the broker process writes while the test
+// reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func tryStartBrokerProcess(t *testing.T, bin, dataDir string) (string, *syncBuffer, error) {
+	ports := testutil.MustReservePorts(t, 2)
+	addr, ctrl := ports.Addr(0), ports.Addr(1)
+	logs := &syncBuffer{}
 	cmd := exec.Command(bin, "serve",
 		"--set", "node.id=1",
-		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", addr, c),
-		"--set", fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", c),
-		"--set", "log.dirs="+filepath.Join(dir, "data"),
+		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", addr, ctrl),
+		"--set", "controller.quorum.voters=1@"+ctrl,
+		"--set", "log.dirs="+dataDir,
 		"--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = &logs, &logs
+	cmd.Stdout, cmd.Stderr = logs, logs
+	ports.MustRelease(t)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-exited
@@ -216,33 +242,21 @@ func startBrokerProcess(t *testing.T) string {
 			t.Logf("broker log:\n%s", logs.String())
 		}
 	})
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0), kgo.DialTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	err := testutil.Poll(context.Background(), 10*time.Second, func() error {
 		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("broker exited early: %v", err)
+		case <-exited:
+			if waitErr == nil {
+				return testutil.Permanent(errors.New("broker exited early with status 0"))
+			}
+			return testutil.Permanent(fmt.Errorf("broker exited early: %w", waitErr))
 		default:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req := kmsg.NewPtrMetadataRequest()
-		req.Topics = []kmsg.MetadataRequestTopic{}
-		resp, err := req.RequestWith(ctx, cl)
-		cancel()
-		if err == nil && len(resp.Brokers) > 0 {
-			return addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("broker at %s not serving metadata after 10s: %v", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return clustercheck.Ready(context.Background(), addr)
+	})
+	if err != nil {
+		return "", logs, fmt.Errorf("broker at %s not serving metadata: %w", addr, err)
 	}
+	return addr, logs, nil
 }
 
 // Produce and consume 20000 records through the perf commands against a

@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,25 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
-
-// lockedBuffer is a bytes.Buffer the broker's logger and the test share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // exampleProperties returns testdata/server.properties. The transaction
 // topic keys belong to the transaction coordinator's package; where that
@@ -68,17 +50,18 @@ func exampleProperties(t *testing.T) string {
 // it implements apply, the others are named once in a warning and shown by
 // DescribeConfigs, and topics take every topic-level key.
 func TestServeKafkaServerProperties(t *testing.T) {
-	p, c := freePort(t), freePort(t)
-	addr := fmt.Sprintf("127.0.0.1:%d", p)
+	ports := testutil.MustReservePorts(t, 2)
+	addr, ctrl := ports.Addr(0), ports.Addr(1)
 	args := []string{"--config", exampleProperties(t),
 		// The ports and directory are the test's; everything else is the
 		// file's.
-		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://127.0.0.1:%d", addr, c),
+		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", addr, ctrl),
 		"--set", "advertised.listeners=PLAINTEXT://" + addr,
-		"--set", fmt.Sprintf("controller.quorum.voters=1@127.0.0.1:%d", c),
+		"--set", "controller.quorum.voters=1@" + ctrl,
 		"--set", "log.dirs=" + t.TempDir(),
 	}
-	var stderr lockedBuffer
+	ports.MustRelease(t)
+	var stderr syncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	exited := make(chan int, 1)
 	go func() { exited <- serveContext(ctx, args, nil, &stderr) }()
@@ -105,19 +88,17 @@ func TestServeKafkaServerProperties(t *testing.T) {
 	adm := kadm.NewClient(cl)
 	reqCtx, reqCancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer reqCancel()
-	for {
+	err = testutil.Poll(reqCtx, 30*time.Second, func() error {
 		select {
 		case code := <-exited:
 			exited <- code
-			t.Fatalf("broker exited with %d", code)
+			return testutil.Permanent(fmt.Errorf("broker exited with %d", code))
 		default:
 		}
-		if _, err := adm.BrokerMetadata(reqCtx); err == nil {
-			break
-		} else if reqCtx.Err() != nil {
-			t.Fatalf("broker not serving: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return clustercheck.Ready(reqCtx, addr)
+	})
+	if err != nil {
+		t.Fatalf("broker not serving: %v", err)
 	}
 
 	// One warning, naming the ignored keys of the file.

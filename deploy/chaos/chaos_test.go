@@ -68,21 +68,51 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-func TestLongestGap(t *testing.T) {
+// The summary reports, per nemesis, the longest client-visible gap of one
+// partition (attributed to the fault that started it) next to the
+// server-side leadership change, and both columns are in the table.
+func TestUnavailabilitySummary(t *testing.T) {
 	base := time.Unix(1000, 0)
 	at := func(s float64) time.Time { return base.Add(time.Duration(s * float64(time.Second))) }
-	acks := []time.Time{at(0), at(1), at(5), at(5.5), at(10)}
-	// A fault from 2 to 3 overlaps the gap 1..5.
-	if g := longestGap(acks, at(2), at(3), at(20)); g != 4*time.Second {
-		t.Errorf("gap %v, want 4s", g)
+	ack := func(p int32, s float64) event {
+		return event{Time: at(s), Kind: "send", Outcome: outOK, Partition: p}
 	}
-	// A fault from 5.2 to 6 overlaps 5..5.5 and 5.5..10.
-	if g := longestGap(acks, at(5.2), at(6), at(20)); g != 4500*time.Millisecond {
-		t.Errorf("gap %v, want 4.5s", g)
+	sends := []event{
+		ack(0, 0), ack(1, 0), ack(0, 1), ack(1, 1),
+		// kill-leader at 2 cuts p0 from 1.9 to 30: the producer's view.
+		ack(0, 1.9), ack(1, 2.5), ack(1, 3), ack(0, 30), ack(1, 31),
+		// pause-leader at 40 (ended 46): p1 silent 39.5..50.
+		ack(0, 39), ack(1, 39.5), ack(0, 41), ack(1, 50), ack(0, 51), ack(1, 51),
+		{Time: at(20), Kind: "send", Outcome: outIndefinite, Partition: -1},
 	}
-	// After the last ack the gap runs to the end of the run.
-	if g := longestGap(acks, at(11), at(12), at(20)); g != 10*time.Second {
-		t.Errorf("gap %v, want 10s", g)
+	faults := []fault{
+		{Kind: "kill-leader", Start: at(2), End: at(5), LedParts: 1, Failover: 3200 * time.Millisecond},
+		{Kind: "pause-leader", Start: at(40), End: at(46), LedParts: 2, Failover: 0},
+		{Kind: "bounce", Start: at(60), End: at(61), LedParts: 0},
+	}
+	gaps := clientGaps(sends, faults, at(52))
+	if g := gaps["kill-leader"]; g.Partition != 0 || g.Duration() != 28100*time.Millisecond {
+		t.Errorf("kill-leader gap %+v (%v), want p0 28.1s", g, g.Duration())
+	}
+	if g := gaps["pause-leader"]; g.Partition != 1 || g.Duration() != 10500*time.Millisecond {
+		t.Errorf("pause-leader gap %+v (%v), want p1 10.5s", g, g.Duration())
+	}
+	if g, ok := gaps[""]; !ok || g.Duration() != time.Second {
+		t.Errorf("gap before any fault %+v, want 1s", g)
+	}
+	fo := failovers(faults)
+	if fo["kill-leader"].longest != 3200*time.Millisecond || fo["pause-leader"].never != 1 || fo["bounce"].measured != 0 {
+		t.Errorf("failovers %+v", fo)
+	}
+	r := &report{faultCount: map[string]int{"kill-leader": 1, "pause-leader": 1, "bounce": 1},
+		skipped: map[string]string{"isolate": "no"}, gaps: gaps, failover: fo}
+	var out bytes.Buffer
+	r.print(&out)
+	for _, want := range []string{"client: longest ack gap of a partition", "server: leader change",
+		"28.1s (p0 from", "3.2s", "10.5s (p1 from", "none within"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, out.String())
+		}
 	}
 }
 

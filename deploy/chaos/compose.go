@@ -53,7 +53,7 @@ func docker(args ...string) (string, error) {
 	defer cancel()
 	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
 	if err != nil {
-		return string(out), fmt.Errorf("%s: %v: %s", strings.Join(args, " "), err, truncate(strings.TrimSpace(string(out)), 300))
+		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, truncate(strings.TrimSpace(string(out)), 300))
 	}
 	return strings.TrimSpace(string(out)), nil
 }
@@ -106,8 +106,11 @@ func (t *composeTarget) start(ctx context.Context) error {
 	}
 	for _, id := range t.ids() {
 		c, err := t.composeCmd("ps", "-q", fmt.Sprintf("kb%d", id))
-		if err != nil || c == "" {
-			return fmt.Errorf("container of kb%d: %v", id, err)
+		if err != nil {
+			return fmt.Errorf("container of kb%d: %w", id, err)
+		}
+		if strings.TrimSpace(c) == "" {
+			return fmt.Errorf("container of kb%d: not running", id)
 		}
 		c = strings.Fields(c)[0]
 		t.cont[id] = c
@@ -252,7 +255,7 @@ func (t *composeTarget) replicaLogs(topic string, p int32, hw int64) (map[int32]
 		}
 		b, err := storage.ReadLogBelow(dst, hw)
 		if err != nil {
-			return nil, "", fmt.Errorf("kb%d: %v", id, err)
+			return nil, "", fmt.Errorf("kb%d: %w", id, err)
 		}
 		out[id] = b
 	}

@@ -7,6 +7,11 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // fault is one injected fault with its time span.
@@ -17,7 +22,16 @@ type fault struct {
 	End   time.Time
 	Note  string
 	Err   string
+	// LedParts is how many partitions of the topic the node led when the
+	// fault began; Failover how long after Start the metadata showed a
+	// new leader epoch for all of them (0: not within failoverWatch).
+	LedParts int
+	Failover time.Duration
 }
+
+// failoverWatch bounds how long after a fault's start the harness looks
+// for the leadership change it causes.
+const failoverWatch = 60 * time.Second
 
 // nemesis injects faults into t, one or a few at a time, and records them.
 type nemesis struct {
@@ -33,6 +47,11 @@ type nemesis struct {
 	busy   map[int32]bool
 	faults []fault
 	notes  []string
+
+	// Failover watches (watchFailover) run under watchCtx.
+	watchCtx  context.Context
+	stopWatch context.CancelFunc
+	watchers  sync.WaitGroup
 }
 
 func (n *nemesis) intn(k int) int {
@@ -116,11 +135,11 @@ func (n *nemesis) leaderOf(ctx context.Context) (int32, int32, error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	ps := partStates(m, n.topic)
+	ps := clustercheck.PartStates(m, n.topic)
 	start := n.intn(n.parts)
 	for k := range n.parts {
 		p := int32((start + k) % n.parts)
-		l := ps[p].leader
+		l := ps[p].Leader
 		if l > 0 && n.t.running(l) && n.reserve(l) {
 			return p, l, nil
 		}
@@ -193,10 +212,75 @@ func (n *nemesis) inject(ctx context.Context, kind string) bool {
 	if node > 0 {
 		defer n.release(node)
 	}
+	// What node led before the fault, for the server-side failover time.
+	var before *kmsg.MetadataResponse
+	if node > 0 {
+		before, _ = anyMetadata(ctx, n.t)
+	}
 	i := n.begin(kind, node, note)
+	n.watchFailover(i, node, before)
 	err = n.act(ctx, kind, node)
 	n.end(i, err)
 	return true
+}
+
+// watchFailover measures, in the background, the server-side side of a
+// fault on node: the time from its start until a running node's metadata
+// shows a higher leader epoch, with a leader, for every partition node led
+// in before. It stops at the latest failoverWatch after the start, or at
+// stopWatchers; the next fault does not wait for it.
+func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse) {
+	led := map[int32]int32{} // partition -> leader epoch before
+	if before != nil {
+		for p, s := range clustercheck.PartStates(before, n.topic) {
+			if s.Leader == node {
+				led[p] = s.Epoch
+			}
+		}
+	}
+	n.mu.Lock()
+	n.faults[i].LedParts = len(led)
+	start := n.faults[i].Start
+	n.mu.Unlock()
+	if len(led) == 0 {
+		return
+	}
+	ctx := n.watchCtx
+	n.watchers.Add(1)
+	go func() {
+		defer n.watchers.Done()
+		err := testutil.Poll(ctx, failoverWatch-time.Since(start), func() error {
+			m, err := anyMetadata(ctx, n.t)
+			if err != nil {
+				return err
+			}
+			ps := clustercheck.PartStates(m, n.topic)
+			for p, epoch := range led {
+				if s := ps[p]; s.Epoch <= epoch || s.Leader < 0 {
+					return fmt.Errorf("p%d: leader %d epoch %d", p, s.Leader, s.Epoch)
+				}
+			}
+			return nil
+		})
+		n.mu.Lock()
+		f := &n.faults[i]
+		if err == nil {
+			f.Failover = time.Since(start)
+		}
+		kind, failover := f.Kind, f.Failover
+		n.mu.Unlock()
+		if err == nil {
+			n.out("%s  leader change after %-15s node %d: %v (%d partitions)", time.Now().Format("15:04:05.000"), kind, node, failover.Round(time.Millisecond), len(led))
+		} else if ctx.Err() == nil {
+			n.out("%s  no leader change after %s node %d: %v", time.Now().Format("15:04:05.000"), kind, node, err)
+		}
+	}()
+}
+
+// stopWatchers ends the failover watches still running and waits for them.
+func (n *nemesis) stopWatchers() {
+	n.stopWatch()
+	n.watchers.Wait()
 }
 
 func (n *nemesis) act(ctx context.Context, kind string, node int32) error {
@@ -245,7 +329,7 @@ func (n *nemesis) act(ctx context.Context, kind string, node int32) error {
 			}
 			// Under-replicated = 0 on every node before the next one.
 			if _, err := waitConverged(ctx, n.t, n.topic, 60*time.Second, healthy(n.t, n.topic, n.parts)); err != nil {
-				return fmt.Errorf("after restarting node %d: under-replicated partitions remain: %v", id, err)
+				return fmt.Errorf("after restarting node %d: under-replicated partitions remain: %w", id, err)
 			}
 		}
 		return nil

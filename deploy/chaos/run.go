@@ -1,18 +1,21 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // result is the outcome of one run.
@@ -33,9 +36,13 @@ func (r result) exitCode() int {
 	return 0
 }
 
-func run(ctx context.Context, cfg *config) result {
+func run(ctx context.Context, cfg *config) (res result) {
 	began := time.Now()
+	// Nemeses and failover watches log from their own goroutines.
+	var outMu sync.Mutex
 	logf := func(format string, args ...any) {
+		outMu.Lock()
+		defer outMu.Unlock()
 		fmt.Fprintf(cfg.out, "chaos: "+format+"\n", args...)
 	}
 	fail := func(err error) result {
@@ -56,9 +63,7 @@ func run(ctx context.Context, cfg *config) result {
 	defer func() {
 		if !keep {
 			// A broker that was slow to exit may still create files.
-			for i := 0; i < 3 && os.RemoveAll(work) != nil; i++ {
-				time.Sleep(500 * time.Millisecond)
-			}
+			_ = testutil.Poll(context.Background(), 2*time.Second, func() error { return os.RemoveAll(work) })
 		}
 	}()
 	histPath := cfg.history
@@ -69,7 +74,15 @@ func run(ctx context.Context, cfg *config) result {
 	if err != nil {
 		return fail(err)
 	}
-	defer h.close()
+	// The full run closes the history itself and reports a failed write
+	// among the report's problems. A run that ends early closes it here:
+	// a history that lost events must not look like a complete one.
+	defer func() {
+		if err := h.close(); err != nil && res.report == nil {
+			logf("history %s: %v", histPath, err)
+			res.setupErr = errors.Join(res.setupErr, fmt.Errorf("history %s: %w", histPath, err))
+		}
+	}()
 	logf("seed %d, target %s, duration %v, work dir %s, history %s", cfg.seed, cfg.target, cfg.duration, work, histPath)
 
 	var t target
@@ -104,7 +117,7 @@ func run(ctx context.Context, cfg *config) result {
 	}
 	if _, err := waitConverged(bg, t, topic, 60*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
 		keep = true
-		return fail(fmt.Errorf("topic %s not led with a full ISR: %v", topic, err))
+		return fail(fmt.Errorf("topic %s not led with a full ISR: %w", topic, err))
 	}
 	logf("cluster up, topic %s with %d partitions, RF 3, min.insync.replicas 2", topic, cfg.partitions)
 
@@ -155,6 +168,8 @@ func run(ctx context.Context, cfg *config) result {
 	// Faults.
 	nem := &nemesis{t: t, topic: topic, parts: cfg.partitions, h: h, quiet: cfg.quiet,
 		out: logf, rng: rand.New(rand.NewPCG(uint64(cfg.seed), 0x6b62726f6b6572)), busy: map[int32]bool{}}
+	nem.watchCtx, nem.stopWatch = context.WithCancel(bg)
+	defer nem.stopWatchers()
 	var kinds []string
 	for _, k := range cfg.nemeses {
 		if k == "isolate" {
@@ -193,18 +208,19 @@ func run(ctx context.Context, cfg *config) result {
 		rep.problems = append(rep.problems, fmt.Sprintf("cluster did not heal within 90s (all nodes up, every partition led with a full ISR): %v", err))
 	}
 	logf("stopping producers")
+	producersStopped := time.Now()
 	close(stopProd)
 	if !waitGroup(&prodWG, 150*time.Second) {
 		rep.problems = append(rep.problems, "producers did not stop within 150s")
 	}
 	if ends, err := endOffsets(bg, seeds, topic); err == nil {
-		waitCaughtUp(rd, ends, 20*time.Second)
+		// Best effort: a consumer still behind reads less, checks less.
+		_ = testutil.Poll(bg, 20*time.Second, func() bool { return rd.caughtUp(ends) })
 	}
 	close(stopCons)
 	if !waitGroup(&consWG, 60*time.Second) {
 		rep.problems = append(rep.problems, "consumers did not stop within 60s")
 	}
-	runEnd := time.Now()
 
 	// Final state.
 	if _, err := waitConverged(bg, t, topic, 60*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
@@ -216,13 +232,15 @@ func run(ctx context.Context, cfg *config) result {
 		ends = map[int32]int64{}
 	}
 	logf("final read of %d partitions, end offsets %v", len(ends), ends)
-	final, finalVals, err := finalRead(seeds, topic, ends)
+	rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
+	final, err := clustercheck.ReadAll(rctx, seeds, topic, ends)
+	rcancel()
 	if err != nil {
-		rep.problems = append(rep.problems, err.Error())
+		rep.problems = append(rep.problems, "final read: "+err.Error())
 	}
-	for p, ks := range final {
-		for _, k := range ks {
-			rd.add("final read", p, k.o, finalVals[k])
+	for _, rs := range final {
+		for _, r := range rs {
+			rd.add("final read", r.Partition, r.Offset, r.Value)
 		}
 	}
 	rep.incons += compareReplicas(t, topic, ends, rep)
@@ -245,6 +263,7 @@ func run(ctx context.Context, cfg *config) result {
 
 	closeTarget()
 	rep.problems = append(rep.problems, t.problems()...)
+	nem.stopWatchers()
 	faults := nem.snapshot()
 	for _, f := range faults {
 		rep.faultCount[f.Kind]++
@@ -260,8 +279,9 @@ func run(ctx context.Context, cfg *config) result {
 		}
 	}
 	sends := h.snapshot()
-	rep.unavail, rep.unavailPart = unavailability(sends, faults, runEnd)
-	rep.check(sends, rd, final, finalVals, ends)
+	rep.gaps = clientGaps(sends, faults, producersStopped)
+	rep.failover = failovers(faults)
+	rep.check(sends, rd, final, ends)
 	if err := h.close(); err != nil {
 		rep.problems = append(rep.problems, "history: "+err.Error())
 	}
@@ -295,23 +315,11 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 	}
 }
 
-// waitCaughtUp waits until the consumers read each partition's last offset.
-func waitCaughtUp(rd *reads, ends map[int32]int64, d time.Duration) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		rd.mu.Lock()
-		all := true
-		for p, e := range ends {
-			if _, ok := rd.at[po{p, e - 1}]; e > 0 && !ok {
-				all = false
-			}
-		}
-		rd.mu.Unlock()
-		if all {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+// endOffsets lists the high watermark of every partition of topic.
+func endOffsets(ctx context.Context, seeds []string, topic string) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return clustercheck.EndOffsets(ctx, seeds, topic)
 }
 
 func createTopic(ctx context.Context, seeds []string, topic string, parts int) error {
@@ -325,10 +333,10 @@ func createTopic(ctx context.Context, seeds []string, topic string, parts int) e
 	two := "2"
 	res, err := kadm.NewClient(cl).CreateTopic(ctx, int32(parts), 3, map[string]*string{"min.insync.replicas": &two}, topic)
 	if err != nil {
-		return fmt.Errorf("create %s: %v", topic, err)
+		return fmt.Errorf("create %s: %w", topic, err)
 	}
 	if res.Err != nil {
-		return fmt.Errorf("create %s: %v (%s)", topic, res.Err, res.ErrMessage)
+		return fmt.Errorf("create %s: %w (%s)", topic, res.Err, res.ErrMessage)
 	}
 	return nil
 }
@@ -336,66 +344,37 @@ func createTopic(ctx context.Context, seeds []string, topic string, parts int) e
 // compareReplicas checks that every node holds byte-identical segment
 // bytes up to each partition's high watermark; it returns the mismatches.
 func compareReplicas(t target, topic string, ends map[int32]int64, rep *report) int {
-	var parts []int32
-	for p := range ends {
-		parts = append(parts, p)
-	}
-	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
 	bad := 0
-	for _, p := range parts {
+	for _, p := range sortedPartitions(ends) {
 		hw := ends[p]
-		var logs map[int32][]byte
-		var problem string
-		// Followers may still be fetching the last batches: retry.
-		for attempt := 0; attempt < 60; attempt++ {
-			var note string
-			var err error
-			logs, note, err = t.replicaLogs(topic, p, hw)
-			if note != "" {
-				rep.notes = append(rep.notes, note)
-				return 0
+		note := ""
+		// Followers may still be fetching the last batches: poll.
+		err := testutil.Poll(context.Background(), 30*time.Second, func() error {
+			logs, n, err := t.replicaLogs(topic, p, hw)
+			if note = n; err != nil || note != "" {
+				return err
 			}
-			problem = ""
-			if err != nil {
-				problem = err.Error()
-			} else {
-				for _, id := range t.ids() {
-					if last := lastOffsetIn(logs[id]); last != hw-1 {
-						problem = fmt.Sprintf("p%d node %d: log up to the high watermark %d ends at offset %d", p, id, hw, last)
-						break
-					}
-				}
-				if problem == "" {
-					for _, id := range t.ids()[1:] {
-						if !bytes.Equal(logs[t.ids()[0]], logs[id]) {
-							problem = fmt.Sprintf("p%d: node %d and node %d differ below the high watermark %d (%d vs %d bytes, first difference at byte %d)",
-								p, t.ids()[0], id, hw, len(logs[t.ids()[0]]), len(logs[id]), firstDiff(logs[t.ids()[0]], logs[id]))
-							break
-						}
-					}
-				}
-			}
-			if problem == "" {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
+			return clustercheck.CompareReplicas(logs, p, hw)
+		})
+		if note != "" {
+			rep.notes = append(rep.notes, note)
+			return 0
 		}
-		if problem != "" {
+		if err != nil {
 			bad++
-			rep.example("replicas: %s", problem)
+			rep.example("replicas: %v", err)
 		}
 	}
 	return bad
 }
 
-func firstDiff(a, b []byte) int {
-	n := min(len(a), len(b))
-	for i := range n {
-		if a[i] != b[i] {
-			return i
-		}
+func sortedPartitions(ends map[int32]int64) []int32 {
+	var parts []int32
+	for p := range ends {
+		parts = append(parts, p)
 	}
-	return n
+	slices.Sort(parts)
+	return parts
 }
 
 // checkCommitted checks that the group's committed offsets are within

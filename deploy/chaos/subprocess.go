@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/kbroker/kbroker/storage"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,15 +11,20 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/clustercheck"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // procTarget is three kbroker subprocesses on 127.0.0.1, each broker and
 // controller, with OS-chosen ports that stay the same across restarts.
 type procTarget struct {
-	bin   string
-	dir   string
-	nodes []*procNode
-	ctx   context.Context
+	bin    string
+	dir    string
+	ports  *testutil.Ports // reserved until start
+	nodes  []*procNode
+	ctx    context.Context
+	issues []string // the target's own, beside each node's
 }
 
 type procNode struct {
@@ -55,30 +58,11 @@ var procTiming = []string{
 // sessionTimeout is broker.session.timeout.ms above.
 const sessionTimeout = 3 * time.Second
 
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
-}
-
 // moduleRoot is the directory of this module's go.mod.
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
 	if err != nil {
-		return "", fmt.Errorf("go env GOMOD: %v", err)
+		return "", fmt.Errorf("go env GOMOD: %w", err)
 	}
 	gomod := strings.TrimSpace(string(out))
 	if gomod == "" || gomod == os.DevNull {
@@ -100,27 +84,34 @@ func newProcTarget(bin, dir string) (*procTarget, error) {
 		build := exec.Command("go", "build", "-o", bin, "./cmd/kbroker")
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building kbroker: %v\n%s", err, out)
+			return nil, fmt.Errorf("building kbroker: %w\n%s", err, out)
 		}
 	}
-	ports, err := freePorts(9)
+	return &procTarget{bin: bin, dir: dir}, nil
+}
+
+// configure gives the three nodes fresh ports (client, controller, gossip
+// each), reserved until start launches them.
+func (t *procTarget) configure() error {
+	ports, err := testutil.ReservePorts(9)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	t.ports = ports
 	var voters, gossip []string
 	for i := range 3 {
-		voters = append(voters, fmt.Sprintf("%d@127.0.0.1:%d", i+1, ports[3*i+1]))
-		gossip = append(gossip, fmt.Sprintf("127.0.0.1:%d", ports[3*i+2]))
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ports.Addr(3*i+1)))
+		gossip = append(gossip, ports.Addr(3*i+2))
 	}
-	t := &procTarget{bin: bin, dir: dir}
+	t.nodes = nil
 	for i := range 3 {
 		n := &procNode{
 			id:      int32(i + 1),
-			dataDir: filepath.Join(dir, fmt.Sprintf("node-%d", i+1)),
-			logPath: filepath.Join(dir, fmt.Sprintf("node-%d.log", i+1)),
-			addr:    fmt.Sprintf("127.0.0.1:%d", ports[3*i]),
+			dataDir: filepath.Join(t.dir, fmt.Sprintf("node-%d", i+1)),
+			logPath: filepath.Join(t.dir, fmt.Sprintf("node-%d.log", i+1)),
+			addr:    ports.Addr(3 * i),
 		}
-		ctrl := fmt.Sprintf("127.0.0.1:%d", ports[3*i+1])
+		ctrl := ports.Addr(3*i + 1)
 		n.args = []string{"serve",
 			"--set", fmt.Sprintf("node.id=%d", i+1),
 			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, ctrl),
@@ -135,7 +126,7 @@ func newProcTarget(bin, dir string) (*procTarget, error) {
 		}
 		t.nodes = append(t.nodes, n)
 	}
-	return t, nil
+	return nil
 }
 
 func (t *procTarget) name() string { return "subprocess" }
@@ -154,20 +145,50 @@ func (t *procTarget) seeds() []string {
 	return s
 }
 
+// start launches the three nodes on freshly reserved ports. The ports are
+// free between their release and each node binding them (see
+// testutil.Ports); when a node lost that race, the whole cluster starts
+// again on new ports, with fresh data directories.
 func (t *procTarget) start(ctx context.Context) error {
 	t.ctx = ctx
+	var err error
+	for attempt := 1; attempt <= 3; attempt++ {
+		if err = t.configure(); err != nil {
+			return err
+		}
+		var inUse bool
+		if inUse, err = t.startOnce(ctx); err == nil || !inUse {
+			return err
+		}
+		t.close()
+		for _, n := range t.nodes {
+			_ = os.RemoveAll(n.dataDir)
+			_ = os.Rename(n.logPath, fmt.Sprintf("%s.attempt-%d", n.logPath, attempt))
+		}
+	}
+	return err
+}
+
+// startOnce launches every node and waits until each answers; inUse
+// reports a node that could not bind its address.
+func (t *procTarget) startOnce(ctx context.Context) (inUse bool, err error) {
+	if err := t.ports.Release(); err != nil {
+		// A port still held would fail its node's bind: retry on fresh ones.
+		return true, err
+	}
 	for _, n := range t.nodes {
 		if err := n.launch(t.bin); err != nil {
-			return err
+			return false, err
 		}
 	}
 	// The quorum forms once a majority runs: wait after launching all.
 	for _, n := range t.nodes {
 		if err := waitReady(ctx, n.addr, n.exited); err != nil {
-			return fmt.Errorf("node %d: %v; log tail:\n%s", n.id, err, tail(n.logPath, 30))
+			log := tail(n.logPath, 30)
+			return testutil.AddrInUse(err, log), fmt.Errorf("node %d: %w; log tail:\n%s", n.id, err, log)
 		}
 	}
-	return nil
+	return false, nil
 }
 
 func (n *procNode) launch(bin string) error {
@@ -188,7 +209,7 @@ func (n *procNode) launch(bin string) error {
 	cmd := exec.Command(bin, n.args...)
 	cmd.Stdout, cmd.Stderr = n.logFile, n.logFile
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("node %d: %v", n.id, err)
+		return fmt.Errorf("node %d: %w", n.id, err)
 	}
 	n.cmd, n.done, n.expectExit, n.paused = cmd, make(chan struct{}), false, false
 	done := n.done
@@ -345,19 +366,16 @@ func (t *procTarget) heal() error {
 }
 
 func (t *procTarget) replicaLogs(topic string, p int32, hw int64) (map[int32][]byte, string, error) {
-	out := map[int32][]byte{}
+	dirs := map[int32]string{}
 	for _, n := range t.nodes {
-		b, err := storage.ReadLogBelow(filepath.Join(n.dataDir, fmt.Sprintf("%s-%d", topic, p)), hw)
-		if err != nil {
-			return nil, "", fmt.Errorf("node %d: %v", n.id, err)
-		}
-		out[n.id] = b
+		dirs[n.id] = n.dataDir
 	}
-	return out, "", nil
+	logs, err := clustercheck.ReplicaLogs(dirs, topic, p, hw)
+	return logs, "", err
 }
 
 func (t *procTarget) problems() []string {
-	var out []string
+	out := append([]string(nil), t.issues...)
 	for _, n := range t.nodes {
 		n.mu.Lock()
 		out = append(out, n.issues...)
@@ -409,6 +427,11 @@ func tail(path string, n int) string {
 }
 
 func (t *procTarget) close() {
+	if t.ports != nil {
+		if err := t.ports.Release(); err != nil {
+			t.issues = append(t.issues, err.Error())
+		}
+	}
 	var wg sync.WaitGroup
 	for _, n := range t.nodes {
 		wg.Add(1)

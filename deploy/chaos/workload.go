@@ -43,7 +43,8 @@ type history struct {
 	f     *os.File
 	enc   *json.Encoder
 	sends []event
-	werr  error
+	werr  error // the first failed write or close
+	shut  bool
 }
 
 func newHistory(path string) (*history, error) {
@@ -65,9 +66,15 @@ func (h *history) add(e event) {
 	}
 }
 
+// close closes the file once; every call returns the first write or
+// close error.
 func (h *history) close() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.shut {
+		return h.werr
+	}
+	h.shut = true
 	if err := h.f.Close(); err != nil && h.werr == nil {
 		h.werr = err
 	}
@@ -174,7 +181,7 @@ loop:
 		return fmt.Errorf("producer %d: callbacks still pending 30s after close", i)
 	}
 	if ferr != nil {
-		return fmt.Errorf("producer %d flush: %v", i, ferr)
+		return fmt.Errorf("producer %d flush: %w", i, ferr)
 	}
 	return nil
 }
@@ -188,15 +195,27 @@ type po struct {
 // while reading.
 type reads struct {
 	mu        sync.Mutex
-	at        map[po]string          // first value read at each offset
-	where     map[string]map[po]bool // value -> offsets it was read at
-	conflicts []string               // one offset, two values
-	order     []string               // a session's offsets not increasing
+	at        map[po]string // first value read at each offset
+	conflicts []string      // one offset, two values
+	order     []string      // a session's offsets not increasing
 	count     int
 }
 
 func newReads() *reads {
-	return &reads{at: map[po]string{}, where: map[string]map[po]bool{}}
+	return &reads{at: map[po]string{}}
+}
+
+// caughtUp reports whether some consumer read each partition's last
+// offset below its end offset in ends.
+func (r *reads) caughtUp(ends map[int32]int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for p, e := range ends {
+		if _, ok := r.at[po{p, e - 1}]; e > 0 && !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (r *reads) add(who string, p int32, o int64, v string) {
@@ -211,10 +230,6 @@ func (r *reads) add(who string, p int32, o int64, v string) {
 	} else {
 		r.at[k] = v
 	}
-	if r.where[v] == nil {
-		r.where[v] = map[po]bool{}
-	}
-	r.where[v][k] = true
 }
 
 func (r *reads) disorder(s string) {

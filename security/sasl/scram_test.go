@@ -250,7 +250,9 @@ func TestScramLibrdkafkaNonce(t *testing.T) {
 	}
 	combined := strings.TrimPrefix(strings.Split(string(first), ",")[0], "r=")
 	c := &ScramClient{Mech: SHA256, User: "alice", Password: "alice-secret", Nonce: "cli"}
-	c.Start()
+	if _, err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
 	final, _, err := c.Step(first)
 	if err != nil {
 		t.Fatal(err)

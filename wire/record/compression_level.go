@@ -9,57 +9,71 @@ import (
 )
 
 // Kafka's default compression levels (compression.gzip.level,
-// compression.zstd.level); Compress uses them.
+// compression.zstd.level): what the default pools compress at.
 const (
 	DefaultGzipLevel = gzip.DefaultCompression // -1
 	DefaultZstdLevel = 3
 )
 
-// CompressLevel is Compress at a Kafka compression level: gzip 1-9 (-1
-// the default), zstd -131072 to 22 (mapped to the encoder's nearest
-// speed, 3 the default). Level 0, a codec's default level, and the other
-// codecs compress as Compress does. lz4 levels are not applied: the lz4
-// frame writer here has no level matching Kafka's LZ4 HC levels.
-func CompressLevel(codec Codec, level int, dst, src []byte) ([]byte, error) {
-	switch {
-	case codec == CodecGzip && level >= gzip.BestSpeed && level <= gzip.BestCompression:
-		return compressPooled[*gzip.Writer](gzipLevelWriters[level], dst, src)
-	case codec == CodecZstd && level != 0 && level != DefaultZstdLevel:
-		return zstdEncoderAt(zstd.EncoderLevelFromZstd(level)).EncodeAll(src, dst), nil
+// Compression levels (BatchSpec.Level) follow Kafka's
+// compression.<codec>.level: gzip 1-9 (-1 the default), zstd -131072 to
+// 22 (mapped to the encoder's nearest speed, 3 the default). Level 0 and
+// a codec's default level use the default pools. lz4 levels are not
+// applied: the lz4 frame writer here has no level matching Kafka's LZ4 HC
+// levels.
+
+// gzipPool returns the pool of gzip writers at level.
+func gzipPool(level int) *sync.Pool {
+	if level >= gzip.BestSpeed && level <= gzip.BestCompression {
+		return gzipLevelWriters[level]
 	}
-	return Compress(codec, dst, src)
+	return &gzipWriters
 }
 
 // gzipLevelWriters pools gzip writers per level 1-9.
 var gzipLevelWriters = func() (p [gzip.BestCompression + 1]*sync.Pool) {
 	for level := gzip.BestSpeed; level <= gzip.BestCompression; level++ {
-		p[level] = new(sync.Pool)
-		p[level].New = func() any {
+		p[level] = &sync.Pool{New: func() any {
 			w, err := gzip.NewWriterLevel(new(bytes.Buffer), level)
 			if err != nil {
 				panic(err) // only for a level out of range
 			}
 			return w
-		}
+		}}
 	}
 	return p
 }()
 
-// zstdLevelEncoders holds one encoder per speed; EncodeAll is safe for
-// concurrent use.
-var zstdLevelEncoders sync.Map // zstd.EncoderLevel → *zstd.Encoder
-
-func zstdEncoderAt(level zstd.EncoderLevel) *zstd.Encoder {
-	if e, ok := zstdLevelEncoders.Load(level); ok {
-		return e.(*zstd.Encoder)
+// zstdPool returns the pool of stream encoders for a Kafka zstd level.
+func zstdPool(level int) *sync.Pool {
+	if level == 0 || level == DefaultZstdLevel {
+		return &zstdStreamEncoders
 	}
-	e, err := zstd.NewWriter(nil, zstd.WithZeroFrames(true), zstd.WithEncoderLevel(level))
-	if err != nil {
-		panic(err) // only for invalid options
+	speed := zstd.EncoderLevelFromZstd(level)
+	if speed == zstd.SpeedDefault {
+		return &zstdStreamEncoders
 	}
-	if prev, loaded := zstdLevelEncoders.LoadOrStore(level, e); loaded {
-		e.Close()
-		return prev.(*zstd.Encoder)
-	}
-	return e
+	return zstdLevelEncoders[speed]
 }
+
+// zstdLevelEncoders pools stream encoders per encoder speed, with the
+// default pool's window (1 MiB) so that the decompression budget's
+// accounting holds whatever the level.
+var zstdLevelEncoders = func() map[zstd.EncoderLevel]*sync.Pool {
+	m := map[zstd.EncoderLevel]*sync.Pool{}
+	for _, speed := range []zstd.EncoderLevel{zstd.SpeedFastest, zstd.SpeedBetterCompression, zstd.SpeedBestCompression} {
+		m[speed] = &sync.Pool{New: func() any {
+			w, err := zstd.NewWriter(nil,
+				zstd.WithEncoderConcurrency(1),
+				zstd.WithWindowSize(1<<20),
+				zstd.WithLowerEncoderMem(true),
+				zstd.WithZeroFrames(true),
+				zstd.WithEncoderLevel(speed))
+			if err != nil {
+				panic(err) // only for invalid options
+			}
+			return w
+		}}
+	}
+	return m
+}()

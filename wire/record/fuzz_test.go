@@ -80,6 +80,7 @@ func FuzzIterate(f *testing.F) {
 			return
 		}
 		got, err := collect(b, fuzzLimit)
+		checkScanAgrees(t, b, got, err)
 		if err != nil {
 			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
 				t.Fatalf("error wraps no sentinel: %v", err)
@@ -99,6 +100,35 @@ func FuzzIterate(f *testing.F) {
 			t.Fatalf("rebuilt records differ:\n%+v\n%+v", got, again)
 		}
 	})
+}
+
+// checkScanAgrees: Scan accepts exactly what Iterate accepts and reports
+// the same deltas.
+func checkScanAgrees(t *testing.T, b Batch, got []Record, iterErr error) {
+	var deltas [][2]int64
+	scanErr := Scan(b, fuzzLimit, func(r *Record) error {
+		if r.Key != nil || r.Value != nil || r.Headers != nil {
+			t.Fatal("Scan handed out record contents")
+		}
+		deltas = append(deltas, [2]int64{r.TimestampDelta, int64(r.OffsetDelta)})
+		return nil
+	})
+	if (iterErr == nil) != (scanErr == nil) {
+		t.Fatalf("Iterate: %v; Scan: %v", iterErr, scanErr)
+	}
+	if iterErr != nil {
+		// A batch wrong in two ways may be refused for either: Scan
+		// reads a record field by field, Iterate reads it whole first.
+		if !errors.Is(scanErr, ErrCorrupt) && !errors.Is(scanErr, ErrInvalid) && !errors.Is(scanErr, ErrTooLarge) && !errors.Is(scanErr, ErrMagic) {
+			t.Fatalf("Scan error wraps no sentinel: %v", scanErr)
+		}
+		return
+	}
+	for i, r := range got {
+		if deltas[i] != [2]int64{r.TimestampDelta, int64(r.OffsetDelta)} {
+			t.Fatalf("record %d: Scan deltas %v, Iterate %d/%d", i, deltas[i], r.TimestampDelta, r.OffsetDelta)
+		}
+	}
 }
 
 func FuzzDecompress(f *testing.F) {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 )
 
 // ErrTooLarge means a batch's records would decompress to more bytes than
@@ -47,9 +48,13 @@ const minRecordSize = 7
 // Iterate decodes every record of b and calls fn for each, in order,
 // stopping at the first error (fn's error is returned unchanged).
 //
-// A compressed batch is decompressed first; its decompressed size may not
-// exceed maxUncompressed bytes (an error wrapping ErrTooLarge, found before
-// allocating past the limit). The limit does not apply to an uncompressed
+// A compressed batch is decompressed as a stream, one record at a time,
+// into a buffer reused across records that grows only to the largest
+// record: the whole decompressed batch is never held. Its decompressed
+// size may not exceed maxUncompressed bytes (capped by
+// MaxDecompressedBatchBytes; an error wrapping ErrTooLarge, found before
+// allocating past the limit), and the decompression takes its share of
+// DecompressionBudget first. The limit does not apply to an uncompressed
 // batch, whose records are read in place.
 //
 // Iterate checks what Kafka's LogValidator checks of a v2 batch before it
@@ -69,6 +74,58 @@ func Iterate(b Batch, maxUncompressed int, fn func(r *Record) error) error {
 // iterate is Iterate (contiguous offset deltas 0, 1, 2, ...) and
 // IterateCompacted (strictly increasing deltas, gaps allowed) in one.
 func iterate(b Batch, maxUncompressed int, contiguous bool, fn func(r *Record) error) error {
+	var r Record
+	var scratch []Header // header storage reused across records
+	return walk(b, maxUncompressed, contiguous, walkIterate, 0, func(src *recordSource, i int32, length int) (*Record, error) {
+		return decodeFromSource(src, &r, &scratch, i, length)
+	}, fn)
+}
+
+// decodeFromSource decodes the length-byte record at the front of src
+// into r, keeping *scratch as header storage for the next record.
+func decodeFromSource(src *recordSource, r *Record, scratch *[]Header, i int32, length int) (*Record, error) {
+	if !src.fill(length) {
+		return nil, src.short(fmt.Errorf("%w: record %d: length %d with %d bytes left", ErrCorrupt, i, length, src.buffered()))
+	}
+	r.Headers = (*scratch)[:0]
+	err := decodeRecord(r, src.window()[:length:length])
+	if cap(r.Headers) > cap(*scratch) {
+		*scratch = r.Headers[:0]
+	}
+	if len(r.Headers) == 0 {
+		r.Headers = nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("record %d: %w", i, err)
+	}
+	return r, nil
+}
+
+// How walk reads records: whole into a growing window (Iterate,
+// Rebuild), or field by field through a fixed one (Scan).
+type walkMode int
+
+const (
+	walkIterate walkMode = iota
+	walkScan
+	walkRebuild
+)
+
+// walk is the loop Iterate and Scan share: the batch-level checks, the
+// stream, each record's length prefix and offset-delta checks, and the
+// check that nothing follows the last record. decode reads one record of
+// length bytes from src (consuming none of them: walk advances past the
+// record afterwards).
+//
+// The decompression first takes its share of DecompressionBudget: the
+// decoder's state and the scan window, plus, unless scanning, the most
+// the batch can decompress to (the limit, or less for a batch too small
+// to reach it: a record, and so the window, may be that large), plus up
+// to as much again as extra for what the caller builds alongside
+// (Rebuild's output).
+func walk(b Batch, maxUncompressed int, contiguous bool, mode walkMode, extra int64,
+	decode func(src *recordSource, i int32, length int) (*Record, error), fn func(r *Record) error) error {
+	scan := mode == walkScan
 	if len(b) < HeaderSize {
 		return fmt.Errorf("%w: %w", ErrCorrupt, ErrTruncated)
 	}
@@ -88,49 +145,54 @@ func iterate(b Batch, maxUncompressed int, contiguous bool, fn func(r *Record) e
 	}
 
 	data := b.Records()
+	src := recordSource{buf: data, end: len(data), err: io.EOF}
 	if codec := b.Codec(); codec != CodecNone {
-		buf := getBuffer()
-		defer putBuffer(buf)
-		var err error
-		*buf, err = decompressAppend((*buf)[:0], codec, data, maxUncompressed)
+		limit := min(max(maxUncompressed, 0), MaxDecompressedBatchBytes)
+		// A scan holds the decoder and a small window; a full
+		// iteration may hold a record as large as the limit.
+		output := min(int64(limit), expansionBound(codec, data))
+		weight := decoderWeight(codec, data, limit) + scanBuffer + min(extra, output)
+		if !scan {
+			weight += output
+		}
+		release := acquire(weight)
+		defer release()
+		st, err := openStream(codec, data, limit)
 		if err != nil {
 			return err
 		}
-		data = *buf
-	}
-	// Each record takes at least minRecordSize bytes, so a count the data
-	// cannot hold is rejected before decoding anything.
-	if int64(count) > int64(len(data)/minRecordSize) {
+		defer st.close()
+		// The window is pooled: most batches need only a few KiB of it.
+		buf := getBuffer()
+		defer func() { *buf = src.buf[:0]; putBuffer(buf) }()
+		src = recordSource{r: st, codec: codec, buf: (*buf)[:cap(*buf)], max: max(limit+1, scanBuffer)}
+		if len(src.buf) < scanBuffer {
+			src.buf = make([]byte, scanBuffer)
+		}
+	} else if int64(count) > int64(len(data)/minRecordSize) {
+		// Each record takes at least minRecordSize bytes, so a count
+		// the data cannot hold is rejected before decoding anything.
 		return fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrInvalid, count, len(data))
 	}
 
-	var r Record
-	var scratch []Header // header storage reused across records
 	prev := int32(-1)
 	for i := int32(0); i < count; i++ {
-		if len(data) == 0 {
-			return fmt.Errorf("%w: batch declares %d records but holds %d", ErrInvalid, count, i)
+		if !src.fill(1) {
+			return src.short(fmt.Errorf("%w: batch declares %d records but holds %d", ErrInvalid, count, i))
 		}
-		length, n := readVarint(data)
+		src.fill(binary.MaxVarintLen32) // a short read is judged by readVarint
+		length, n := readVarint(src.window())
 		if n <= 0 {
-			return fmt.Errorf("%w: record %d: bad length varint", ErrCorrupt, i)
+			return src.short(fmt.Errorf("%w: record %d: bad length varint", ErrCorrupt, i))
 		}
-		data = data[n:]
-		if length < 0 || int(length) > len(data) {
-			return fmt.Errorf("%w: record %d: length %d with %d bytes left", ErrCorrupt, i, length, len(data))
+		src.advance(n)
+		if length < 0 {
+			return fmt.Errorf("%w: record %d: length %d", ErrCorrupt, i, length)
 		}
-		r.Headers = scratch[:0]
-		err := decodeRecord(&r, data[:length:length])
-		if cap(r.Headers) > cap(scratch) {
-			scratch = r.Headers[:0]
-		}
-		if len(r.Headers) == 0 {
-			r.Headers = nil
-		}
+		r, err := decode(&src, i, int(length))
 		if err != nil {
-			return fmt.Errorf("record %d: %w", i, err)
+			return err
 		}
-		data = data[length:]
 		switch {
 		case contiguous && r.OffsetDelta != i:
 			return fmt.Errorf("%w: record %d has offset delta %d", ErrInvalid, i, r.OffsetDelta)
@@ -143,14 +205,17 @@ func iterate(b Batch, maxUncompressed int, contiguous bool, fn func(r *Record) e
 			return fmt.Errorf("%w: last record has offset delta %d, lastOffsetDelta %d", ErrInvalid, r.OffsetDelta, lod)
 		}
 		prev = r.OffsetDelta
-		if err := fn(&r); err != nil {
+		if !scan {
+			src.advance(int(length))
+		}
+		if err := fn(r); err != nil {
 			return err
 		}
 	}
-	if len(data) != 0 {
-		return fmt.Errorf("%w: %d bytes after the last of %d records", ErrCorrupt, len(data), count)
+	if src.fill(1) {
+		return fmt.Errorf("%w: bytes after the last of %d records", ErrCorrupt, count)
 	}
-	return nil
+	return src.short(nil)
 }
 
 // Validate is Iterate with a no-op callback.
@@ -233,6 +298,14 @@ func readBytes(b []byte, nullable bool) (field, rest []byte, err error) {
 
 // AppendRecord appends the wire form of r, with its length prefix, to dst.
 func AppendRecord(dst []byte, r *Record) []byte {
+	dst = appendRecordHead(dst, r)
+	dst = append(dst, r.Value...)
+	return appendRecordTail(dst, r)
+}
+
+// appendRecordHead appends r's length prefix and fields up to and
+// including the value's length: what precedes the value's bytes.
+func appendRecordHead(dst []byte, r *Record) []byte {
 	size := 1 + varintSize(r.TimestampDelta) + varintSize(int64(r.OffsetDelta)) +
 		bytesSize(r.Key) + bytesSize(r.Value) + varintSize(int64(len(r.Headers)))
 	for i := range r.Headers {
@@ -244,7 +317,14 @@ func AppendRecord(dst []byte, r *Record) []byte {
 	dst = binary.AppendVarint(dst, r.TimestampDelta)
 	dst = binary.AppendVarint(dst, int64(r.OffsetDelta))
 	dst = appendBytes(dst, r.Key)
-	dst = appendBytes(dst, r.Value)
+	if r.Value == nil {
+		return binary.AppendVarint(dst, -1)
+	}
+	return binary.AppendVarint(dst, int64(len(r.Value)))
+}
+
+// appendRecordTail appends r's headers: what follows the value's bytes.
+func appendRecordTail(dst []byte, r *Record) []byte {
 	dst = binary.AppendVarint(dst, int64(len(r.Headers)))
 	for i := range r.Headers {
 		h := &r.Headers[i]

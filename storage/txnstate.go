@@ -1,0 +1,282 @@
+package storage
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+// txnTracker orders the partition's transactions for the last stable
+// offset, as Kafka's ProducerStateManager does with ongoingTxns and
+// unreplicatedTxns. Guarded by the Log's mu.
+type txnTracker struct {
+	// ongoing holds the transactions without a marker, by first offset.
+	ongoing []txnRange
+	// unreplicated holds completed transactions, by marker offset, until
+	// the high watermark passes their marker: until then a follower may
+	// not have the marker, and the last stable offset must not move past
+	// their first offset.
+	unreplicated []txnRange
+}
+
+// txnRange is a transaction of one producer from its first offset to its
+// marker (lastOffset, -1 while ongoing).
+type txnRange struct {
+	producerID, firstOffset, lastOffset int64
+}
+
+// newTxnTracker rebuilds the ongoing transactions from a producer state
+// (a snapshot); completed ones are not in snapshots, as in Kafka.
+func newTxnTracker(m producerStateMap) txnTracker {
+	var t txnTracker
+	for pid, e := range m {
+		if e.currentTxnFirstOffset >= 0 {
+			t.ongoing = append(t.ongoing, txnRange{producerID: pid, firstOffset: e.currentTxnFirstOffset, lastOffset: -1})
+		}
+	}
+	sort.Slice(t.ongoing, func(i, j int) bool { return t.ongoing[i].firstOffset < t.ongoing[j].firstOffset })
+	return t
+}
+
+// begin records a transaction starting at first. Offsets grow as batches
+// are appended, so this is an append in practice.
+func (t *txnTracker) begin(pid, first int64) {
+	i := sort.Search(len(t.ongoing), func(i int) bool { return t.ongoing[i].firstOffset > first })
+	t.ongoing = append(t.ongoing, txnRange{})
+	copy(t.ongoing[i+1:], t.ongoing[i:])
+	t.ongoing[i] = txnRange{producerID: pid, firstOffset: first, lastOffset: -1}
+}
+
+// complete moves pid's transaction from ongoing to unreplicated.
+func (t *txnTracker) complete(pid, first, last int64) {
+	for i, r := range t.ongoing {
+		if r.producerID == pid {
+			t.ongoing = append(t.ongoing[:i], t.ongoing[i+1:]...)
+			break
+		}
+	}
+	t.unreplicated = append(t.unreplicated, txnRange{producerID: pid, firstOffset: first, lastOffset: last})
+}
+
+// lastStableOffsetAt is the last stable offset recorded with an aborted
+// transaction in the .txnindex: the first offset of the earliest other
+// ongoing transaction, or the offset after the marker (Kafka's
+// ProducerStateManager.lastStableOffset(completedTxn)).
+func (t *txnTracker) lastStableOffsetAt(pid, marker int64) int64 {
+	for _, r := range t.ongoing {
+		if r.producerID != pid {
+			return r.firstOffset
+		}
+	}
+	return marker + 1
+}
+
+// firstUnstable returns the smallest first offset of an ongoing
+// transaction or of a completed one whose marker is at or above hw.
+func (t *txnTracker) firstUnstable(hw int64) (int64, bool) {
+	first := int64(math.MaxInt64)
+	if len(t.ongoing) > 0 {
+		first = t.ongoing[0].firstOffset
+	}
+	for _, r := range t.unreplicated {
+		if r.lastOffset >= hw {
+			first = min(first, r.firstOffset)
+		}
+	}
+	return first, first != math.MaxInt64
+}
+
+// onHighWatermark forgets completed transactions whose marker is below hw.
+func (t *txnTracker) onHighWatermark(hw int64) {
+	i := 0
+	for i < len(t.unreplicated) && t.unreplicated[i].lastOffset < hw {
+		i++
+	}
+	if i > 0 {
+		t.unreplicated = append(t.unreplicated[:0], t.unreplicated[i:]...)
+	}
+}
+
+// applyBatchLocked updates the producer state with an appended batch
+// (leader, follower or replay alike) and follows its transaction: a
+// transactional batch may begin one, a marker ends one, and an ABORT adds
+// an entry to the .txnindex of the marker's segment unless it is there
+// already (a replay after recovery re-derives entries a crash lost).
+func (l *Log) applyBatchLocked(b record.Batch) error {
+	ev := l.mu.producers.update(b)
+	switch {
+	case ev.began:
+		l.mu.txns.begin(ev.pid, ev.firstOffset)
+	case ev.completed:
+		var err error
+		if ev.aborted {
+			err = l.indexAbortLocked(ev)
+		}
+		l.mu.txns.complete(ev.pid, ev.firstOffset, ev.lastOffset)
+		return err
+	}
+	return nil
+}
+
+func (l *Log) indexAbortLocked(ev txnEvent) error {
+	s := l.mu.segments[l.segmentForLocked(ev.lastOffset)]
+	if s.hasAborted(ev.pid, ev.lastOffset) {
+		return nil
+	}
+	a := abortedTxn{producerID: ev.pid, firstOffset: ev.firstOffset, lastOffset: ev.lastOffset,
+		lastStableOffset: l.mu.txns.lastStableOffsetAt(ev.pid, ev.lastOffset)}
+	// Entries are kept in marker order: anything at or past this marker
+	// is stale and is re-added as the replay reaches it.
+	err := s.truncateAborted(ev.lastOffset)
+	if err == nil {
+		err = s.appendAborted(l.fs, l.dir, a)
+	}
+	if err != nil {
+		// The marker is in the log but not in the index: stop writing;
+		// recovery at the next open rebuilds the index from the log.
+		l.mu.failed = fmt.Errorf("%w: transaction index of segment %d: %v", ErrStorage, s.base, err)
+		l.logger.Error("log failed: cannot write the transaction index", "dir", l.dir, "err", err)
+		return l.mu.failed
+	}
+	return nil
+}
+
+// AppendControl writes a transaction marker for producerID (the
+// WriteTxnMarkers path on the leader): a control batch with the
+// transactional and control bits, the producer id and epoch, no
+// sequence, one record (key: version 0, type ABORT 0 or COMMIT 1; value:
+// version 0, coordinatorEpoch), timestamped now (LogAppendTime when the
+// topic says so), at the log end offset, with leaderEpoch.
+//
+// As Kafka's appendEndTxnMarker: a producer epoch older than the
+// producer's current one is ErrInvalidProducerEpoch, a newer one becomes
+// current (its sequences restart); a coordinator epoch older than that
+// of the producer's last marker is ErrTransactionCoordinatorFenced. The
+// marker ends the producer's ongoing transaction if there is one (an
+// ABORT adds a .txnindex entry); a marker without one is written anyway
+// (the coordinator retries markers) and changes only the epochs.
+func (l *Log) AppendControl(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, leaderEpoch int32) (AppendResult, error) {
+	if producerID < 0 || producerEpoch < 0 {
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w: producer id %d epoch %d", l.dir, ErrInvalidRecord, producerID, producerEpoch)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.writableLocked(); err != nil {
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+	}
+	if err := l.mu.producers.checkMarker(producerID, producerEpoch, coordinatorEpoch); err != nil {
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+	}
+	typ := record.ControlAbort
+	if commit {
+		typ = record.ControlCommit
+	}
+	now := l.now().UnixMilli()
+	logAppendTime := l.config().MessageTimestampType == TimestampLogAppendTime
+	b, err := record.BuildEndTxnMarker(record.MarkerSpec{
+		BaseOffset:           l.mu.logEndOffset,
+		PartitionLeaderEpoch: leaderEpoch,
+		Timestamp:            now,
+		LogAppendTime:        logAppendTime,
+		ProducerID:           producerID,
+		ProducerEpoch:        producerEpoch,
+	}, record.EndTxnMarker{Type: typ, CoordinatorEpoch: coordinatorEpoch})
+	if err != nil {
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+	}
+	if err := l.appendLocked(b); err != nil {
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+	}
+	res := AppendResult{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), LogAppendTimeMs: -1,
+		LogStartOffset: l.mu.logStartOffset}
+	if logAppendTime {
+		res.LogAppendTimeMs = now
+	}
+	if err := l.applyBatchLocked(b); err != nil {
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+	}
+	l.noteBatchEpochLocked(b)
+	if err := l.maybeFlushLocked(1); err != nil {
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+	}
+	return res, nil
+}
+
+// FirstUnstableOffset returns the first offset of the earliest
+// transaction that is ongoing or whose marker is not yet below the high
+// watermark last set with SetHighWatermarkCheckpoint (never below the
+// log start offset); ok is false when there is none.
+func (l *Log) FirstUnstableOffset() (offset int64, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.firstUnstableLocked(l.mu.highWatermark)
+}
+
+func (l *Log) firstUnstableLocked(hw int64) (int64, bool) {
+	first, ok := l.mu.txns.firstUnstable(hw)
+	if !ok {
+		return 0, false
+	}
+	return max(first, l.mu.logStartOffset), true
+}
+
+// LastStableOffset returns the last stable offset for a high watermark:
+// min(first unstable offset, highWatermark), the end of what
+// read_committed consumers may read (Fetch with isolation level 1,
+// ListOffsets LATEST). Transactions completed with a marker at or above
+// highWatermark still count as unstable.
+func (l *Log) LastStableOffset(highWatermark int64) int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if first, ok := l.firstUnstableLocked(highWatermark); ok && first < highWatermark {
+		return first
+	}
+	return highWatermark
+}
+
+// AbortedTxn is an aborted transaction overlapping a read, for the
+// AbortedTransactions of a read_committed fetch response.
+type AbortedTxn struct {
+	ProducerID  int64
+	FirstOffset int64
+	LastOffset  int64 // the offset of its ABORT marker
+}
+
+// AbortedTransactions returns the aborted transactions whose offsets
+// overlap [fetchOffset, upperBoundOffset), the upper bound being the
+// offset after the last batch returned by the read (Kafka's
+// collectAbortedTxns): every such transaction's marker is at or after
+// fetchOffset, so the search starts at fetchOffset's segment and stops at
+// the first entry whose recorded last stable offset reaches the upper
+// bound. In marker order; nil when none.
+func (l *Log) AbortedTransactions(fetchOffset, upperBoundOffset int64) ([]AbortedTxn, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.mu.closed {
+		return nil, fmt.Errorf("aborted transactions %s: %w", l.dir, ErrClosed)
+	}
+	var out []AbortedTxn
+	for i := l.segmentForLocked(fetchOffset); i < len(l.mu.segments); i++ {
+		var done bool
+		out, done = l.mu.segments[i].collectAborted(out, fetchOffset, upperBoundOffset)
+		if done {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ProducerTxnState returns the first offset of producerID's ongoing
+// transaction (-1 when none) and the coordinator epoch of its last
+// marker (-1 before any).
+func (l *Log) ProducerTxnState(producerID int64) (currentTxnFirstOffset int64, coordinatorEpoch int32, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	e, ok := l.mu.producers[producerID]
+	if !ok {
+		return -1, -1, false
+	}
+	return e.currentTxnFirstOffset, e.coordinatorEpoch, true
+}
