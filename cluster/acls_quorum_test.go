@@ -2,9 +2,7 @@ package cluster
 
 import (
 	"context"
-	"fmt"
 	"github.com/kbroker/kbroker/internal/testutil"
-	"strconv"
 	"testing"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 
@@ -20,44 +17,8 @@ import (
 // with the ACL authorizer and the client-id principal hook.
 func startACLQuorum(t *testing.T) [2]*testNode {
 	t.Helper()
-	ports := testutil.MustReservePorts(t, 2)
-	ctrl := [2]int{ports.Port(0), ports.Port(1)}
-	voters := fmt.Sprintf("1@127.0.0.1:%d,2@127.0.0.1:%d", ctrl[0], ctrl[1])
-	var nodes [2]*testNode
-	ports.MustRelease(t)
-	for i := range nodes {
-		cfg, err := config.Load("", nil, append([]string{
-			"node.id=" + strconv.Itoa(i+1),
-			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:" + strconv.Itoa(ctrl[i]),
-			"controller.quorum.voters=" + voters,
-			"log.dirs=" + t.TempDir(),
-			"controlled.shutdown.enable=false",
-		}, aclSets...))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := NewNode(cfg, testLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		principalsByClientID(n)
-		ctx, cancel := context.WithCancel(context.Background())
-		tn := &testNode{Node: n, cancel: cancel, done: make(chan error, 1)}
-		go func() { tn.done <- n.Run(ctx) }()
-		nodes[i] = tn
-		t.Cleanup(func() { tn.stop(t) })
-	}
-	for _, tn := range nodes {
-		select {
-		case <-tn.Ready():
-		case err := <-tn.done:
-			t.Fatalf("node exited before ready: %v", err)
-		case <-time.After(30 * time.Second):
-			t.Fatal("node not ready after 30s")
-		}
-		tn.addr, _ = tn.Addr("PLAINTEXT")
-	}
-	return nodes
+	nodes := startQuorum(t, 2, principalsByClientID, append([]string{"controlled.shutdown.enable=false"}, aclSets...)...)
+	return [2]*testNode(nodes)
 }
 
 // TestACLsAndScramReachEveryNode: an ACL and a SCRAM user created through

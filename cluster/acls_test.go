@@ -26,7 +26,7 @@ var aclSets = []string{
 // SASL: a client id "as-NAME" acts as User:NAME; any other connection
 // keeps its own principal (User:ANONYMOUS on PLAINTEXT).
 func principalsByClientID(n *Node) {
-	a := n.server.authorizer.(noTransactions).next.(*aclAuthorizer)
+	a := n.server.authorizer.(*aclAuthorizer)
 	a.principalOf = func(rc *RequestContext) Principal {
 		if id, ok := strings.CutPrefix(deref(rc.Header.ClientID), "as-"); ok {
 			return Principal{Type: "User", Name: id}

@@ -19,10 +19,14 @@ package cluster
 // broker alone), or REQUEST_TIMED_OUT after the request's timeout.
 //
 // Authorization, as Kafka: WRITE on the transactional id when one is
-// given (else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
-// transactions are not supported, so it is always denied, see
-// noTransactions), and WRITE on each topic (else its partitions get
+// given (else every partition gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+// and WRITE on each topic (else its partitions get
 // TOPIC_AUTHORIZATION_FAILED and the other topics go on).
+//
+// A transactional batch that would begin a transaction in its partition
+// is accepted only once the transaction coordinator confirms the
+// partition was added to the producer's transaction (KIP-890 part 1,
+// txns_verify.go): INVALID_TXN_STATE otherwise.
 //
 // An acks=-1 wait is capped at maxProduceTimeout (delayed.go).
 
@@ -59,7 +63,7 @@ func produceActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	return out
 }
 
-func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 
@@ -93,7 +97,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
-				part, res, err := n.produceOne(tp, p.Records, req.Acks)
+				part, res, err := n.produceOne(ctx, tp, p.Records, req.Acks, req.TransactionID)
 				if err != nil {
 					rp.ErrorCode = errorCode(err)
 					if req.Version >= 8 {
@@ -132,7 +136,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 		}
 		return nil, nil
 	case req.Acks == -1 && len(waits) > 0:
-		op := &delayedProduce{node: n, rc: rc, resp: resp, waits: waits}
+		op := &delayedProduce{rc: rc, resp: resp, waits: waits}
 		keys := make([]replication.TopicPartition, len(waits))
 		for i, w := range waits {
 			keys[i] = w.tp
@@ -145,7 +149,7 @@ func (n *Node) handleProduce(_ context.Context, rc *RequestContext, kreq kmsg.Re
 }
 
 // produceOne appends one partition's records.
-func (n *Node) produceOne(tp replication.TopicPartition, records []byte, acks int16) (*replication.Partition, replication.AppendResult, error) {
+func (n *Node) produceOne(ctx context.Context, tp replication.TopicPartition, records []byte, acks int16, txnID *string) (*replication.Partition, replication.AppendResult, error) {
 	part, err := n.hostedPartition(tp)
 	if err != nil {
 		return nil, replication.AppendResult{}, err
@@ -158,6 +162,9 @@ func (n *Node) produceOne(tp replication.TopicPartition, records []byte, acks in
 		return nil, replication.AppendResult{}, err
 	case len(rest) != 0:
 		return nil, replication.AppendResult{}, fmt.Errorf("%w: more than one batch for a partition", record.ErrInvalid)
+	}
+	if err := n.verifyTxnProduce(ctx, part, txnID, batch); err != nil {
+		return nil, replication.AppendResult{}, err
 	}
 	res, err := part.AppendAsLeader(batch, acks)
 	return part, res, err
@@ -175,7 +182,6 @@ type produceWait struct {
 
 // delayedProduce is an acks=-1 produce waiting in the produce purgatory.
 type delayedProduce struct {
-	node  *Node
 	rc    *RequestContext
 	mu    sync.Mutex
 	resp  *kmsg.ProduceResponse

@@ -3,8 +3,9 @@ package cluster
 // Fetch (key 1).
 //
 // Consumers read each partition from its fetch offset up to the high
-// watermark (the last stable offset is the high watermark: there are no
-// transactions). The response holds at most MaxBytes, each partition at
+// watermark, or with isolation level 1 (read_committed) up to the last
+// stable offset, with the aborted transactions overlapping the read
+// (fetch_committed.go). The response holds at most MaxBytes, each partition at
 // most its PartitionMaxBytes, except that the first partition with data
 // always returns at least one whole batch, as Kafka does, so a batch
 // larger than the limits cannot stall a consumer.
@@ -162,7 +163,8 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 			}
 			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
 			limit := min(int(p.PartitionMaxBytes), remaining)
-			res, err := f.node.readPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch)
+			res, lso, aborted, err := f.node.readConsumerPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch, req.IsolationLevel == 1)
+			rp.AbortedTransactions = aborted
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 				stop = true
@@ -171,7 +173,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 				}
 			} else {
 				rp.HighWatermark = res.HighWatermark
-				rp.LastStableOffset = res.HighWatermark
+				rp.LastStableOffset = lso
 				rp.LogStartOffset = res.LogStartOffset
 				if len(res.Records) > 0 {
 					rp.RecordBatches = res.Records

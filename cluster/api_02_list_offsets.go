@@ -2,8 +2,8 @@ package cluster
 
 // ListOffsets (key 2).
 //
-// Timestamp -2 is the log start offset, -1 the high watermark (the last
-// stable offset equals it: no transactions), -3 (v7) the offset of the
+// Timestamp -2 is the log start offset, -1 the high watermark, or the
+// last stable offset for isolation level 1 (read_committed, v2+), -3 (v7) the offset of the
 // record with the largest timestamp, and any other timestamp the first
 // offset whose record timestamp is at least that. Offsets are returned
 // with the partition's current leader epoch (v4+), after the client's
@@ -53,7 +53,7 @@ func (n *Node) handleListOffsets(_ context.Context, rc *RequestContext, kreq kms
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			offset, ts, epoch, err := n.listOffset(replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p.CurrentLeaderEpoch, p.Timestamp, req.Version)
+			offset, ts, epoch, err := n.listOffset(replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p.CurrentLeaderEpoch, p.Timestamp, req.Version, req.IsolationLevel == 1)
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
 			} else {
@@ -66,7 +66,7 @@ func (n *Node) handleListOffsets(_ context.Context, rc *RequestContext, kreq kms
 	return resp, nil
 }
 
-func (n *Node) listOffset(tp replication.TopicPartition, currentEpoch int32, timestamp int64, version int16) (offset, ts int64, epoch int32, err error) {
+func (n *Node) listOffset(tp replication.TopicPartition, currentEpoch int32, timestamp int64, version int16, readCommitted bool) (offset, ts int64, epoch int32, err error) {
 	part, err := n.hostedPartition(tp)
 	if err != nil {
 		return 0, 0, 0, err
@@ -81,6 +81,8 @@ func (n *Node) listOffset(tp replication.TopicPartition, currentEpoch int32, tim
 	}
 	epoch = part.State().LeaderEpoch
 	switch {
+	case timestamp == listLatest && readCommitted:
+		return part.LastStableOffset(), -1, epoch, nil
 	case timestamp == listLatest:
 		return part.HighWatermark(), -1, epoch, nil
 	case timestamp == listEarliest:

@@ -8,8 +8,10 @@ package cluster
 // Answers the committed offsets the coordinator holds (replicated ones
 // only); a partition without one gets offset -1. A group this broker does
 // not coordinate is NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while its
-// partition loads): at the top level from v2, per partition in v1. There
-// are no transactions, so RequireStable (v7+) never waits.
+// partition loads): at the top level from v2, per partition in v1. With
+// RequireStable (v7+, KIP-447), a partition whose offset a transaction
+// holds, not yet committed by its marker, is UNSTABLE_OFFSET_COMMIT and
+// the client asks again (groups_txn_offsets.go).
 
 import (
 	"context"
@@ -70,6 +72,9 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kms
 				}
 			}
 			got, err := n.fetchOffsetsAuthorized(rc, rg.Group, topics, order)
+			if req.RequireStable {
+				n.groups.markUnstable(rg.Group, got)
+			}
 			out := kmsg.NewOffsetFetchResponseGroup()
 			out.Group = rg.Group
 			out.ErrorCode = errorCode(err)
@@ -105,6 +110,9 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kms
 		}
 	}
 	got, err := n.fetchOffsetsAuthorized(rc, req.Group, topics, order)
+	if req.Version >= 7 && req.RequireStable {
+		n.groups.markUnstable(req.Group, got)
+	}
 	if err != nil && req.Version < 2 {
 		// v1 has no top-level error: every partition carries it.
 		for _, t := range req.Topics {

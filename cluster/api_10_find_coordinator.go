@@ -15,9 +15,12 @@ package cluster
 //
 // Authorization, as Kafka: DESCRIBE on the group (else
 // GROUP_AUTHORIZATION_FAILED) or on the transactional id (else
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Transactions are not
-// supported, so every transactional key (type 1) is denied (see
-// noTransactions). Any other key type is INVALID_REQUEST.
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED). Any other key type is
+// INVALID_REQUEST.
+//
+// Transactional keys (key type 1): the leader of the id's partition of
+// __transaction_state, created on the first lookup in the same way
+// (transaction.state.log.* keys, txns_topic.go).
 
 import (
 	"context"
@@ -69,10 +72,11 @@ func (n *Node) handleFindCoordinator(ctx context.Context, rc *RequestContext, kr
 			return -1, "", -1, kerr.InvalidRequest
 		case rt == kmsg.ACLResourceTypeTransactionalId && !rc.Authorized(kmsg.ACLOperationDescribe, rt, key):
 			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed
+		case rt == kmsg.ACLResourceTypeTransactionalId && key == "":
+			return -1, "", -1, kerr.InvalidRequest
 		case rt == kmsg.ACLResourceTypeTransactionalId:
-			// Not reached while noTransactions denies every transactional
-			// id: there is no transaction coordinator to point to.
-			return -1, "", -1, kerr.CoordinatorNotAvailable
+			id, ep, err := n.txns.coordinatorFor(ctx, key, rc.Listener)
+			return id, ep.Host, ep.Port, err
 		case !rc.Authorized(kmsg.ACLOperationDescribe, rt, key):
 			return -1, "", -1, kerr.GroupAuthorizationFailed
 		}

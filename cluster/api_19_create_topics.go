@@ -2,9 +2,9 @@ package cluster
 
 // CreateTopics (key 19).
 //
-// Any broker accepts the request and hands it to the controller (this
-// node's metadata store; forwarding to a remote controller comes with the
-// multi-node quorum). The controller validates names, partition counts,
+// Any broker accepts the request and hands it to the active controller
+// (forwarded over the controller listener when that is another node). The
+// controller validates names, partition counts,
 // replication factor against the live brokers, explicit assignments and
 // config overrides, places the replicas, and commits the topic through
 // Raft; the response is sent once it is applied. validateOnly runs the

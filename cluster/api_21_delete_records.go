@@ -6,9 +6,10 @@ package cluster
 // means the high watermark); whole segments below it are deleted and
 // reads below it get OFFSET_OUT_OF_RANGE. Offsets above the high
 // watermark are OFFSET_OUT_OF_RANGE. The low watermark returned is the
-// leader's new log start offset; Kafka waits for every replica's, which
-// matters once followers exist (they take it from the leader's fetch
-// responses).
+// leader's new log start offset, answered at once. Kafka waits until
+// every replica's log start offset has moved (followers take it from the
+// leader's fetch responses, as they do here); consumers read only from
+// leaders here, so the difference is only when the response comes.
 
 import (
 	"context"

@@ -6,14 +6,21 @@ package cluster
 // with epoch 0, as Kafka's transaction coordinator does for it; ids come
 // from blocks the controller allocates through Raft, so they are unique
 // across brokers and restarts. A transactional id needs WRITE on it, else
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED; transactions are not supported,
-// so it is always denied (see noTransactions).
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED, and goes to the transaction
+// coordinator (txns_ops.go): the id's producer id with its epoch bumped,
+// which fences the previous incarnation; an open transaction of that
+// incarnation is aborted first (CONCURRENT_TRANSACTIONS until done). A
+// timeout above transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT;
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/txn"
 )
 
 func init() {
@@ -28,9 +35,7 @@ func (n *Node) handleInitProducerID(ctx context.Context, rc *RequestContext, kre
 		if !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, *id) {
 			resp.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		} else {
-			// Not reached while noTransactions denies every transactional
-			// id: there is no transaction coordinator.
-			resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
+			n.initTransactionalProducerID(ctx, req, resp)
 		}
 		return resp, nil
 	}
@@ -49,4 +54,25 @@ func (n *Node) handleInitProducerID(ctx context.Context, rc *RequestContext, kre
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, 0
 	return resp, nil
+}
+
+func (n *Node) initTransactionalProducerID(ctx context.Context, req *kmsg.InitProducerIDRequest, resp *kmsg.InitProducerIDResponse) {
+	if *req.TransactionalID == "" {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return
+	}
+	ireq := txn.InitRequest{
+		TransactionalID: *req.TransactionalID,
+		Timeout:         time.Duration(req.TransactionTimeoutMillis) * time.Millisecond,
+		ProducerID:      txn.NoProducerID, ProducerEpoch: txn.NoEpoch,
+	}
+	if req.Version >= 3 {
+		ireq.ProducerID, ireq.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	}
+	id, epoch, err := n.txns.initProducerID(ctx, ireq)
+	if err != nil {
+		resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 4))
+		return
+	}
+	resp.ProducerID, resp.ProducerEpoch = id, epoch
 }

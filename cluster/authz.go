@@ -63,25 +63,6 @@ func (AllowAll) Authorize(_ *RequestContext, actions []Action) []bool {
 	return out
 }
 
-// noTransactions is the single place where this broker says it has no
-// transaction coordinator: it denies every action on a TRANSACTIONAL_ID
-// resource before the configured authorizer sees it. A client gets
-// TRANSACTIONAL_ID_AUTHORIZATION_FAILED from Produce with a transactional
-// id, FindCoordinator for a transaction coordinator and InitProducerId with
-// a transactional id, which clients report at once instead of retrying
-// (an UNSUPPORTED_* or COORDINATOR_* code would make them retry forever).
-type noTransactions struct{ next Authorizer }
-
-func (a noTransactions) Authorize(rc *RequestContext, actions []Action) []bool {
-	out := a.next.Authorize(rc, actions)
-	for i, act := range actions {
-		if act.ResourceType == kmsg.ACLResourceTypeTransactionalId {
-			out[i] = false
-		}
-	}
-	return out
-}
-
 // authzCache holds one request's decisions, so a handler (or a delayed
 // operation that rebuilds its response) asks the authorizer once per
 // resource however often it checks.

@@ -48,8 +48,9 @@ func (a *denyingAuthorizer) callsFor(key int16) int {
 func TestAuthorizerDeniesOneTopic(t *testing.T) {
 	authz := &denyingAuthorizer{
 		deny: map[kmsg.ACLResourceType]string{
-			kmsg.ACLResourceTypeTopic: "secret",
-			kmsg.ACLResourceTypeGroup: "secret-group",
+			kmsg.ACLResourceTypeTopic:           "secret",
+			kmsg.ACLResourceTypeGroup:           "secret-group",
+			kmsg.ACLResourceTypeTransactionalId: "tx",
 		},
 		calls: map[int16]int{},
 	}

@@ -28,7 +28,14 @@
 //   - The one mapping from internal errors to Kafka error codes
 //     (errors.go).
 //   - The group coordinator (groups.go) over __consumer_offsets, around
-//     the pure state machine of package cluster/group.
+//     the pure state machine of package cluster/group; it holds
+//     transactional offsets until their marker (groups_txn_offsets.go).
+//   - The transaction coordinator (txns.go) over __transaction_state,
+//     around the pure state machine of package cluster/txn: InitProducerId
+//     with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+//     the marker sender (txns_markers.go), timeouts, KIP-890 produce
+//     verification (txns_verify.go); read_committed fetches read up to the
+//     last stable offset (fetch_committed.go).
 //   - Liveness (liveness.go): the heartbeat loop, memberlist deaths turned
 //     into fencing, the controlled shutdown.
 //   - Metrics and the admin HTTP server (metrics.go, state_metrics.go,
@@ -52,7 +59,10 @@
 //     ISR checker and the ISR proposals), the storage manager's Run
 //     (flushes, retention, checkpoints, cleaning), the group coordinator's
 //     run (ticks, offset expiry, and one loader per __consumer_offsets
-//     partition being loaded), the admin HTTP server, memberlist gossip and
+//     partition being loaded), the transaction coordinator's run (timeout
+//     aborts, id expiry, the marker sender with one goroutine per leader
+//     in a round, and one loader per __transaction_state partition being
+//     loaded), the admin HTTP server, memberlist gossip and
 //     its watcher: all on the background context, cancelled after the
 //     server has stopped, and joined by a WaitGroup;
 //   - the heartbeat loop, on Run's own context, so it ends as soon as
@@ -73,8 +83,8 @@
 //  1. the heartbeat loop stops, so nothing unfences the broker again;
 //  2. the controlled shutdown asks the controller to move this broker's
 //     leaderships away while it still serves (bounded at 15s);
-//  3. the server stops accepting and reading; the produce, fetch and
-//     group purgatories are closed, which expires every waiting request,
+//  3. the server stops accepting and reading; the produce, fetch, group
+//     and transaction purgatories are closed, which expires every waiting request,
 //     so each connection writes its last responses and closes (after
 //     drainTimeout, connections still waiting are abandoned);
 //  4. the background goroutines are cancelled and joined;

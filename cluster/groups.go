@@ -176,6 +176,9 @@ type groupCoordinator struct {
 		parts       map[int32]*offsetsPartition
 		groups      map[string]*group.Group
 		roleChanged map[int32]bool
+		// pendingTxn holds TxnOffsetCommit offsets by producer id, then
+		// group, until the transaction's marker (groups_txn_offsets.go).
+		pendingTxn map[int64]map[string]map[group.TopicPartition]group.Offset
 	}
 }
 
@@ -307,6 +310,7 @@ func (c *groupCoordinator) handleRoleChanges(ctx context.Context, wg *sync.WaitG
 // dropLocked forgets the groups of partition p.
 func (c *groupCoordinator) dropLocked(p int32) {
 	delete(c.mu.parts, p)
+	c.dropPendingLocked(p)
 	n := c.numPartitions()
 	for id, g := range c.mu.groups {
 		if groupPartition(id, n) == p {

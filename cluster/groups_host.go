@@ -66,6 +66,10 @@ func (r partitionReplica) ReadLog(offset int64, maxBytes int, upperBound int64) 
 	return r.p.Log().Read(offset, maxBytes, upperBound, true)
 }
 
+func (r partitionReplica) ProducerState(producerID int64) (int16, int32, bool) {
+	return r.p.Log().ProducerState(producerID)
+}
+
 func (r partitionReplica) AppendAsLeader(batch record.Batch) (int64, error) {
 	res, err := r.p.AppendAsLeader(batch, -1)
 	if err != nil {

@@ -19,10 +19,13 @@ import (
 )
 
 // loadedPartition is what a partition's log says: the latest offsets and
-// metadata record of every group (a tombstone deletes).
+// metadata record of every group (a tombstone deletes), and the
+// transactional offsets whose transaction has no marker yet, by producer
+// id (groups_txn_offsets.go).
 type loadedPartition struct {
 	offsets map[string]map[group.TopicPartition]group.Offset
 	metas   map[string]*kmsg.GroupMetadataValue
+	txn     map[int64]map[string]map[group.TopicPartition]group.Offset
 	records int
 }
 
@@ -49,11 +52,24 @@ func (c *groupCoordinator) load(ctx context.Context, p int32, part offsetsReplic
 	for id := range lp.metas {
 		ids[id] = true
 	}
+	for _, byGroup := range lp.txn {
+		for id := range byGroup {
+			ids[id] = true
+		}
+	}
 	for id := range ids {
 		if len(lp.offsets[id]) == 0 && lp.metas[id] == nil {
 			continue
 		}
 		c.mu.groups[id] = group.Restore(id, lp.metas[id], lp.offsets[id], c.cfg.InitialRebalanceDelay, now)
+	}
+	for pid, byGroup := range lp.txn {
+		for id, offsets := range byGroup {
+			if c.mu.groups[id] == nil {
+				c.mu.groups[id] = group.Restore(id, nil, nil, c.cfg.InitialRebalanceDelay, now)
+			}
+			c.addPendingLocked(pid, id, offsets)
+		}
 	}
 	st.loading = false
 	c.logger.Info("loaded __consumer_offsets partition", "partition", p, "groups", len(ids), "records", lp.records, "took", time.Since(start))
@@ -65,6 +81,7 @@ func (c *groupCoordinator) readPartition(ctx context.Context, p int32, part offs
 	lp := &loadedPartition{
 		offsets: map[string]map[group.TopicPartition]group.Offset{},
 		metas:   map[string]*kmsg.GroupMetadataValue{},
+		txn:     map[int64]map[string]map[group.TopicPartition]group.Offset{},
 	}
 	off, end := part.LogStartOffset(), part.LogEndOffset()
 	for off < end && ctx.Err() == nil {
@@ -88,10 +105,15 @@ func (c *groupCoordinator) readPartition(ctx context.Context, p int32, part offs
 			data = rest
 			off = b.LastOffset() + 1
 			if b.IsControl() {
+				lp.settle(b)
 				continue
 			}
+			pid := int64(-1)
+			if b.IsTransactional() {
+				pid = b.ProducerID()
+			}
 			if err := record.IterateCompacted(b, 64<<20, func(r *record.Record) error {
-				lp.apply(c, p, r)
+				lp.apply(c, p, r, pid)
 				return nil
 			}); err != nil {
 				c.logger.Warn("skipping unreadable __consumer_offsets batch", "partition", p, "offset", b.BaseOffset(), "err", err)
@@ -101,8 +123,31 @@ func (c *groupCoordinator) readPartition(ctx context.Context, p int32, part offs
 	return lp, nil
 }
 
-// apply folds one record of partition p into lp.
-func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record) {
+// settle applies a transaction marker to the transactional offsets read
+// so far: COMMIT makes them the groups' offsets, ABORT drops them.
+func (lp *loadedPartition) settle(b record.Batch) {
+	m, ok, err := record.ParseControl(b)
+	pending := lp.txn[b.ProducerID()]
+	if err != nil || !ok || pending == nil || (m.Type != record.ControlCommit && m.Type != record.ControlAbort) {
+		return
+	}
+	delete(lp.txn, b.ProducerID())
+	if m.Type != record.ControlCommit {
+		return
+	}
+	for id, offsets := range pending {
+		if lp.offsets[id] == nil {
+			lp.offsets[id] = map[group.TopicPartition]group.Offset{}
+		}
+		for tp, o := range offsets {
+			lp.offsets[id][tp] = o
+		}
+	}
+}
+
+// apply folds one record of partition p into lp; pid is the producer of a
+// transactional batch (-1 otherwise), whose offsets wait for its marker.
+func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record, pid int64) {
 	key := append([]byte(nil), r.Key...)
 	var value []byte
 	if r.Value != nil {
@@ -117,6 +162,14 @@ func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record)
 	switch {
 	case e.IsOffset && e.Tombstone:
 		delete(lp.offsets[e.Group], e.TP)
+	case e.IsOffset && pid >= 0:
+		if lp.txn[pid] == nil {
+			lp.txn[pid] = map[string]map[group.TopicPartition]group.Offset{}
+		}
+		if lp.txn[pid][e.Group] == nil {
+			lp.txn[pid][e.Group] = map[group.TopicPartition]group.Offset{}
+		}
+		lp.txn[pid][e.Group][e.TP] = e.Offset
 	case e.IsOffset:
 		if lp.offsets[e.Group] == nil {
 			lp.offsets[e.Group] = map[group.TopicPartition]group.Offset{}

@@ -51,6 +51,10 @@ type Node struct {
 
 	// groups is the group coordinator (groups.go).
 	groups *groupCoordinator
+	// txns is the transaction coordinator (txns.go); txnClients are its
+	// marker sender's connections to other brokers.
+	txns       *txnCoordinator
+	txnClients *markerClients
 
 	mu struct {
 		sync.Mutex
@@ -83,6 +87,8 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 	}
 	n.producerIDs.controller = nodeController{n}
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
+	n.txnClients = &markerClients{}
+	n.txns = newTxnCoordinator(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
 	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
 	if err := n.installAuthorizer(); err != nil {
@@ -177,12 +183,14 @@ func (n *Node) Run(ctx context.Context) (err error) {
 			n.produceWaiters.Check(tp)
 			n.fetchWaiters.Check(tp)
 			n.groups.onHighWatermark(tp)
+			n.txns.onHighWatermark(tp)
 		},
 		OnLogAppend: func(tp replication.TopicPartition) { n.fetchWaiters.Check(tp) },
 		OnRoleChange: func(tp replication.TopicPartition) {
 			n.produceWaiters.Check(tp)
 			n.fetchWaiters.Check(tp)
 			n.groups.onRoleChange(tp)
+			n.txns.onRoleChange(tp)
 		},
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
@@ -192,10 +200,11 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	var wg sync.WaitGroup
 	bg, stopBG := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBG()
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); n.replicas.Run(bg, n.store) }()
 	go func() { defer wg.Done(); n.logs.Run(bg) }()
 	go func() { defer wg.Done(); n.groups.run(bg) }()
+	go func() { defer wg.Done(); n.txns.run(bg); n.txnClients.close() }()
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)
 		if err != nil {
@@ -234,6 +243,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		n.produceWaiters.Close()
 		n.fetchWaiters.Close()
 		n.groups.close()
+		n.txns.close()
 	})
 	defer stopWatch()
 	// Every waiting request is answered above; this is the backstop for

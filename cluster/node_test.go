@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +121,53 @@ func (tn *testNode) stop(t testing.TB) {
 	case <-time.After(30 * time.Second):
 		t.Error("node did not stop within 30s")
 	}
+}
+
+// startQuorum starts n broker+controller nodes (ids 1..n) forming one
+// quorum, with sets applied to each and setup run on each node before it
+// starts. Controller ports are reserved together and released just before
+// the nodes bind them.
+func startQuorum(t *testing.T, n int, setup func(*Node), sets ...string) []*testNode {
+	t.Helper()
+	ports := testutil.MustReservePorts(t, n)
+	var voters []string
+	for i := range n {
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ports.Addr(i)))
+	}
+	nodes := make([]*testNode, n)
+	ports.MustRelease(t)
+	for i := range nodes {
+		cfg, err := config.Load("", nil, append([]string{
+			"node.id=" + strconv.Itoa(i+1),
+			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + ports.Addr(i),
+			"controller.quorum.voters=" + strings.Join(voters, ","),
+			"log.dirs=" + t.TempDir(),
+		}, sets...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := NewNode(cfg, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if setup != nil {
+			setup(node)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		tn := &testNode{Node: node, cancel: cancel, done: make(chan error, 1)}
+		go func() { tn.done <- node.Run(ctx) }()
+		nodes[i] = tn
+		t.Cleanup(func() { tn.stop(t) })
+	}
+	for _, tn := range nodes {
+		select {
+		case <-tn.Ready():
+		case err := <-tn.done:
+			t.Fatalf("node exited before ready: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("node not ready after 30s")
+		}
+		tn.addr, _ = tn.Addr("PLAINTEXT")
+	}
+	return nodes
 }

@@ -111,9 +111,9 @@ func newServer(logger *slog.Logger, apis []api, cfg serverConfig, metrics *reque
 	return s
 }
 
-// setAuthorizer installs the authorizer requests are checked against,
-// behind noTransactions. Call it before Serve.
-func (s *Server) setAuthorizer(a Authorizer) { s.authorizer = noTransactions{next: a} }
+// setAuthorizer installs the authorizer requests are checked against.
+// Call it before Serve.
+func (s *Server) setAuthorizer(a Authorizer) { s.authorizer = a }
 
 // Listen binds a listener. It does not accept until Serve.
 func (s *Server) Listen(name, addr string) (net.Addr, error) {

@@ -19,6 +19,7 @@ type stateCollector struct {
 	raftState, raftTerm, raftCommit, raftApply  *prometheus.Desc
 	brokers                                     *prometheus.Desc
 	isrShrinks, isrExpands, groups              *prometheus.Desc
+	openTxns, timedOutTxns                      *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -41,6 +42,8 @@ func newStateCollector(n *Node) *stateCollector {
 		isrShrinks:      prometheus.NewDesc("kbroker_isr_shrinks_total", "ISR shrinks this broker proposed as leader and the controller committed.", nil, nil),
 		isrExpands:      prometheus.NewDesc("kbroker_isr_expands_total", "ISR expands this broker proposed as leader and the controller committed.", nil, nil),
 		groups:          prometheus.NewDesc("kbroker_groups", "Consumer groups this broker coordinates, by state.", []string{"state"}, nil),
+		openTxns:        prometheus.NewDesc("kbroker_open_transactions", "Ongoing transactions this broker coordinates.", nil, nil),
+		timedOutTxns:    prometheus.NewDesc("kbroker_transaction_timeout_aborts_total", "Transactions this broker's coordinator aborted because they outlived their timeout.", nil, nil),
 	}
 }
 
@@ -77,6 +80,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	for state, count := range n.groups.groupCounts() {
 		gauge(c.groups, float64(count), state)
 	}
+	gauge(c.openTxns, float64(n.txns.openTransactions()))
+	ch <- prometheus.MustNewConstMetric(c.timedOutTxns, prometheus.CounterValue, float64(n.txns.timedOutAborts.Load()))
 	if n.store == nil {
 		return
 	}

@@ -138,6 +138,14 @@ type Config struct {
 	OffsetsTopicNumPartitions     int32 `kafka:"offsets.topic.num.partitions"`
 	GroupInitialRebalanceDelayMs  int32 `kafka:"group.initial.rebalance.delay.ms"`
 
+	// The transaction coordinator and __transaction_state.
+	TransactionStateLogNumPartitions                     int32 `kafka:"transaction.state.log.num.partitions"`
+	TransactionStateLogReplicationFactor                 int16 `kafka:"transaction.state.log.replication.factor"`
+	TransactionStateLogMinISR                            int32 `kafka:"transaction.state.log.min.isr"`
+	TransactionMaxTimeoutMs                              int32 `kafka:"transaction.max.timeout.ms"`
+	TransactionalIDExpirationMs                          int32 `kafka:"transactional.id.expiration.ms"`
+	TransactionAbortTimedOutTransactionCleanupIntervalMs int32 `kafka:"transaction.abort.timed.out.transaction.cleanup.interval.ms"`
+
 	// Capacity limits (KIP-578's names; checked by the active controller).
 	MaxPartitions       int32 `kafka:"max.partitions"`
 	MaxBrokerPartitions int32 `kafka:"max.broker.partitions"`

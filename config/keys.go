@@ -353,6 +353,20 @@ var coreKeys = []brokerKey{
 	intKey("group.initial.rebalance.delay.ms", "3000", "Wait for more members before the first rebalance of an empty group.", 0,
 		func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
 
+	// The transaction coordinator (Kafka's defaults).
+	intKey("transaction.state.log.num.partitions", "50", "Partitions of __transaction_state.", 1,
+		func(c *Config) *int32 { return &c.TransactionStateLogNumPartitions }),
+	intKey("transaction.state.log.replication.factor", "3", "Replication factor of __transaction_state (capped at the live broker count when created).", 1,
+		func(c *Config) *int16 { return &c.TransactionStateLogReplicationFactor }),
+	intKey("transaction.state.log.min.isr", "2", "min.insync.replicas of __transaction_state (capped at its replication factor).", 1,
+		func(c *Config) *int32 { return &c.TransactionStateLogMinISR }),
+	intKey("transaction.max.timeout.ms", "900000", "Largest transaction timeout a producer may ask for; larger gets INVALID_TRANSACTION_TIMEOUT.", 1,
+		func(c *Config) *int32 { return &c.TransactionMaxTimeoutMs }),
+	intKey("transactional.id.expiration.ms", "604800000", "A transactional id without a transaction for this long is removed.", 1,
+		func(c *Config) *int32 { return &c.TransactionalIDExpirationMs }),
+	intKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", "10000", "How often the coordinator aborts transactions that outlived their timeout.", 1,
+		func(c *Config) *int32 { return &c.TransactionAbortTimedOutTransactionCleanupIntervalMs }),
+
 	// Capacity limits, checked by the active controller on CreateTopics
 	// and CreatePartitions (Kafka's proposed KIP-578 names; Kafka itself
 	// has no such limits). Every partition is in every node's metadata

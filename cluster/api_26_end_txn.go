@@ -1,0 +1,40 @@
+package cluster
+
+// EndTxn (key 26).
+//
+// The producer commits or aborts its transaction.
+// The answer comes once PrepareCommit or PrepareAbort is replicated in
+// __transaction_state; the coordinator then writes the markers and
+// completes the transaction on its own (txns_markers.go), answering
+// CONCURRENT_TRANSACTIONS to the producer's next requests meanwhile.
+//
+// Authorization, as Kafka: WRITE on the transactional id, else
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func init() {
+	register(apiSpec{key: 26, min: 0, max: 3, handle: (*Node).handleEndTxn, actions: endTxnActions})
+}
+
+func endTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {
+	return []Action{txnIDAction(kreq.(*kmsg.EndTxnRequest).TransactionalID)}
+}
+
+func (n *Node) handleEndTxn(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.EndTxnRequest)
+	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+	var err error
+	if !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
+		err = kerr.TransactionalIDAuthorizationFailed
+	} else {
+		err = n.txns.endTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+	}
+	resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 2))
+	return resp, nil
+}
