@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -236,22 +235,7 @@ func TestIgnoredKeysAreNotOwnedElsewhere(t *testing.T) {
 
 // The example in cmd/kbroker/testdata loads, with its ignored keys.
 func TestExampleServerProperties(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "cmd", "kbroker", "testdata", "server.properties"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The transaction topic keys belong to the transaction coordinator's
-	// package; until it is in this tree they are left out here (and only
-	// they: any other unknown key fails the test).
-	var lines []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if key, _, _ := strings.Cut(line, "="); strings.HasPrefix(key, "transaction.") && keyIndex[key] == nil {
-			t.Logf("without the transaction coordinator's key %s", key)
-			continue
-		}
-		lines = append(lines, line)
-	}
-	path := writeFile(t, strings.Join(lines, "\n"))
+	path := filepath.Join("..", "cmd", "kbroker", "testdata", "server.properties")
 	c, err := Load(path, nil, []string{"log.dirs=" + t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

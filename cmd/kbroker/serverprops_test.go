@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,39 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/clustercheck"
 	"github.com/kbroker/kbroker/internal/testutil"
 )
-
-// exampleProperties returns testdata/server.properties. The transaction
-// topic keys belong to the transaction coordinator's package; where that
-// package is not in the tree they are left out (only they: any other key
-// kbroker does not know fails the test).
-func exampleProperties(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "server.properties"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	known := map[string]bool{}
-	for _, k := range config.Keys() {
-		known[k.Name] = true
-	}
-	var lines []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if key, _, _ := strings.Cut(line, "="); strings.HasPrefix(key, "transaction.") && !known[key] {
-			t.Logf("without the transaction coordinator's key %s", key)
-			continue
-		}
-		lines = append(lines, line)
-	}
-	path := filepath.Join(t.TempDir(), "server.properties")
-	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 // kbroker starts from a server.properties written for Kafka 4.x: the keys
 // it implements apply, the others are named once in a warning and shown by
@@ -52,7 +21,7 @@ func exampleProperties(t *testing.T) string {
 func TestServeKafkaServerProperties(t *testing.T) {
 	ports := testutil.MustReservePorts(t, 2)
 	addr, ctrl := ports.Addr(0), ports.Addr(1)
-	args := []string{"--config", exampleProperties(t),
+	args := []string{"--config", filepath.Join("testdata", "server.properties"),
 		// The ports and directory are the test's; everything else is the
 		// file's.
 		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", addr, ctrl),
@@ -121,7 +90,7 @@ func TestServeKafkaServerProperties(t *testing.T) {
 	if err != nil || rc.Err != nil {
 		t.Fatalf("describe broker: %v %v", err, rc.Err)
 	}
-	want := map[string]string{"num.io.threads": "8", "log.cleaner.dedupe.buffer.size": "134217728", "log.retention.hours": "168", "num.partitions": "1"}
+	want := map[string]string{"num.io.threads": "8", "transaction.state.log.replication.factor": "1", "offsets.topic.replication.factor": "1", "log.cleaner.dedupe.buffer.size": "134217728", "log.retention.hours": "168", "num.partitions": "1"}
 	for _, cfg := range rc.Configs {
 		if w, ok := want[cfg.Key]; ok {
 			if cfg.MaybeValue() != w || cfg.Source.String() != "STATIC_BROKER_CONFIG" {
