@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func describeTopicConfig(t *testing.T, ctx context.Context, cl *kgo.Client, topi
 	return resp.Resources[0].Configs[0]
 }
 
-func alterTopicConfig(t *testing.T, ctx context.Context, cl *kgo.Client, topic, key, value string) *kerr.Error {
+func alterTopicConfig(t *testing.T, ctx context.Context, cl *kgo.Client, topic, key, value string) error {
 	t.Helper()
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	r := kmsg.NewIncrementalAlterConfigsRequestResource()
@@ -43,10 +44,7 @@ func alterTopicConfig(t *testing.T, ctx context.Context, cl *kgo.Client, topic, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := kerr.ErrorForCode(resp.Resources[0].ErrorCode); e != nil {
-		return e.(*kerr.Error)
-	}
-	return nil
+	return kerr.ErrorForCode(resp.Resources[0].ErrorCode)
 }
 
 // Every topic-level key kbroker gained for Kafka 4.x parity: set at
@@ -111,7 +109,7 @@ func TestNewTopicKeysOverTheWire(t *testing.T) {
 				t.Fatalf("alter: %v", err)
 			}
 			check(tc.alter)
-			if err := alterTopicConfig(t, ctx, cl, topic, tc.key, tc.bad); err != kerr.InvalidConfig {
+			if err := alterTopicConfig(t, ctx, cl, topic, tc.key, tc.bad); !errors.Is(err, kerr.InvalidConfig) {
 				t.Fatalf("bad value %q: %v", tc.bad, err)
 			}
 			check(tc.alter)
@@ -156,7 +154,7 @@ func TestAppendOnlyToListKeys(t *testing.T) {
 	createTopic(t, node.addr, "lists", 1, nil)
 	for _, tc := range []struct {
 		key, value string
-		want       *kerr.Error
+		want       error
 		described  string
 	}{
 		{"leader.replication.throttled.replicas", "0:1", nil, "0:1"},
@@ -176,7 +174,7 @@ func TestAppendOnlyToListKeys(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := kerr.ErrorForCode(resp.Resources[0].ErrorCode); got != error(tc.want) && !(got == nil && tc.want == nil) {
+		if got := kerr.ErrorForCode(resp.Resources[0].ErrorCode); !errors.Is(got, tc.want) {
 			t.Fatalf("append %s=%s: %v, want %v", tc.key, tc.value, got, tc.want)
 		}
 		if tc.described != "" {
