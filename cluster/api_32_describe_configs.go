@@ -3,10 +3,14 @@ package cluster
 // DescribeConfigs (key 32).
 //
 // Topics (resource type 2): every topic-level key with its resolved
-// value, and whether it is the topic's own override or the broker's
-// default. Brokers (type 4, named by node id): this broker's static
+// value and source (the topic's override, the cluster-wide dynamic
+// default, the static broker key, or the built-in default); with
+// IncludeSynonyms every place the value could come from, highest
+// precedence first; with IncludeDocumentation (v3+) a line of
+// documentation; the config type always (v3+). Brokers (type 4, named by node id): this broker's static
 // configuration with the cluster-wide dynamic defaults applied (an empty
-// name describes those defaults the same way). ConfigNames narrows the keys; null means all. Other
+// name describes those defaults the same way), and the Kafka keys it
+// accepted and ignores with their values. ConfigNames narrows the keys; null means all. Other
 // resource types get INVALID_REQUEST.
 
 import (
@@ -71,10 +75,21 @@ func (n *Node) handleDescribeConfigs(_ context.Context, rc *RequestContext, kreq
 			}
 			c.ReadOnly, c.IsDefault, c.IsSensitive = e.ReadOnly, e.IsDefault, e.Sensitive
 			c.Source = kmsg.ConfigSource(e.Source)
+			c.ConfigType = kmsg.ConfigType(e.Type)
+			if req.IncludeDocumentation {
+				doc := e.Doc
+				c.Documentation = &doc
+			}
 			if req.IncludeSynonyms {
-				s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-				s.Name, s.Value, s.Source = c.Name, c.Value, c.Source
-				c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+				for _, syn := range e.Synonyms {
+					s := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+					s.Name, s.Source = syn.Name, kmsg.ConfigSource(syn.Source)
+					if !e.Sensitive {
+						v := syn.Value
+						s.Value = &v
+					}
+					c.ConfigSynonyms = append(c.ConfigSynonyms, s)
+				}
 			}
 			rr.Configs = append(rr.Configs, c)
 		}

@@ -3,7 +3,8 @@ package cluster
 // IncrementalAlterConfigs (key 44).
 //
 // Topic configs (resource type 2): SET and DELETE, and APPEND/SUBTRACT for
-// list-valued keys (cleanup.policy), validated and committed by the
+// list-valued keys only (cleanup.policy, the throttled replica lists;
+// INVALID_CONFIG for others, as Kafka), validated and committed by the
 // controller; validateOnly checks without committing. Brokers (type 4):
 // the cluster-wide default (empty name) of the broker keys behind topic
 // configs (log.retention.ms, compression.type, min.insync.replicas, ...)
@@ -20,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 )
 
@@ -98,6 +100,10 @@ func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterCon
 			delete(set, c.Name)
 			remove = append(remove, c.Name)
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
+			if !config.IsListTopicKey(c.Name) {
+				// As Kafka: only LIST keys take APPEND and SUBTRACT.
+				return fmt.Errorf("%w: %s: APPEND and SUBTRACT apply only to list configs", metadata.ErrInvalidConfig, c.Name)
+			}
 			items := splitList(current(c.Name))
 			for _, v := range splitList(value) {
 				has := slices.Contains(items, v)

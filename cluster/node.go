@@ -155,6 +155,11 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("opening log dirs: %w", err)
 	}
 	n.logs.SetRetentionCheckInterval(time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
+	n.logs.SetCleanerBackoff(time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond)
+	n.logs.SetCleaner(cfg.LogCleanerEnable, storage.CleanerLimits{
+		DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
+		IOMaxBytesPerSecond: cfg.LogCleanerIOMaxBytesPerSecond,
+	})
 	defer func() {
 		if cerr := n.logs.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing logs: %w", cerr))

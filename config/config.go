@@ -182,6 +182,35 @@ type Config struct {
 	// package security reads (SecurityProps). Its keys are in the table
 	// one by one, so it has no single tag.
 	Security map[string]string `kafka:"-"`
+
+	// Log and cleaner keys (log_keys.go).
+	LogRollJitterMs                  int64    `kafka:"log.roll.jitter.ms"`
+	LogSegmentDeleteDelayMs          int64    `kafka:"log.segment.delete.delay.ms"`
+	LogPreallocate                   bool     `kafka:"log.preallocate"`
+	LogCleanerMinCleanableRatio      float64  `kafka:"log.cleaner.min.cleanable.ratio"`
+	LogCleanerDeleteRetentionMs      int64    `kafka:"log.cleaner.delete.retention.ms"`
+	LogCleanerMinCompactionLagMs     int64    `kafka:"log.cleaner.min.compaction.lag.ms"`
+	LogCleanerMaxCompactionLagMs     int64    `kafka:"log.cleaner.max.compaction.lag.ms"`
+	LogCleanerEnable                 bool     `kafka:"log.cleaner.enable"`
+	LogCleanerBackoffMs              int64    `kafka:"log.cleaner.backoff.ms"`
+	LogCleanerDedupeBufferSize       int64    `kafka:"log.cleaner.dedupe.buffer.size"`
+	LogCleanerIOMaxBytesPerSecond    float64  `kafka:"log.cleaner.io.max.bytes.per.second"`
+	CompressionGzipLevel             int32    `kafka:"compression.gzip.level"`
+	CompressionLz4Level              int32    `kafka:"compression.lz4.level"`
+	CompressionZstdLevel             int32    `kafka:"compression.zstd.level"`
+	LogLocalRetentionMs              int64    `kafka:"log.local.retention.ms"`
+	LogLocalRetentionBytes           int64    `kafka:"log.local.retention.bytes"`
+	RemoteLogStorageSystemEnable     bool     `kafka:"remote.log.storage.system.enable"`
+	ControllerQuorumBootstrapServers []string `kafka:"controller.quorum.bootstrap.servers"`
+
+	// Ignored are the Kafka broker keys that were set and that kbroker
+	// accepts without effect (ignored_keys.go), sorted by name, for the
+	// startup warning and DescribeConfigs.
+	Ignored []IgnoredSetting `kafka:"-"`
+
+	// given holds the raw value of every key set in a source, for
+	// DescribeConfigs' STATIC_BROKER_CONFIG synonyms.
+	given map[string]string
 }
 
 // Default returns the configuration of a single node that is both broker

@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ type brokerKey struct {
 	// shown in Keys.
 	def     string
 	derived bool
+	typ     int8 // Kafka's ConfigType; 0 is shown as STRING
 	doc     string
 	parse   func(b *builder, v string) error // v is the raw value; returns a message error
 	format  func(c *Config) string
@@ -35,6 +37,7 @@ type builder struct {
 	retentionMinutes int64
 	retentionHours   int64
 	rollHours        int64
+	rollJitterHours  int64
 	logDir           string
 }
 
@@ -42,7 +45,7 @@ type builder struct {
 
 func intKey[T integer](name, def, doc string, min T, f func(*Config) *T) brokerKey {
 	return brokerKey{
-		name: name, def: def, doc: doc,
+		name: name, def: def, doc: doc, typ: intType[T](),
 		parse: func(b *builder, v string) error {
 			n, err := parseInt[T](v)
 			if err != nil {
@@ -63,7 +66,7 @@ func intKey[T integer](name, def, doc string, min T, f func(*Config) *T) brokerK
 
 func boolKey(name, def, doc string, f func(*Config) *bool) brokerKey {
 	return brokerKey{
-		name: name, def: def, doc: doc,
+		name: name, def: def, doc: doc, typ: TypeBoolean,
 		parse: func(b *builder, v string) error {
 			x, err := parseBool(v)
 			*f(&b.Config) = x
@@ -119,7 +122,7 @@ func hostPortKey(name, doc string, f func(*Config) *string) brokerKey {
 
 func listKey(name, def, doc string, f func(*Config) *[]string) brokerKey {
 	return brokerKey{
-		name: name, def: def, doc: doc,
+		name: name, def: def, doc: doc, typ: TypeList,
 		parse:  func(b *builder, v string) error { *f(&b.Config) = parseList(v); return nil },
 		format: func(c *Config) string { return strings.Join(*f(c), ",") },
 	}
@@ -127,7 +130,7 @@ func listKey(name, def, doc string, f func(*Config) *[]string) brokerKey {
 
 func aliasInt(name, def, doc string, f func(*builder) *int64, format func(*Config) string) brokerKey {
 	return brokerKey{
-		name: name, def: def, doc: doc,
+		name: name, def: def, doc: doc, typ: TypeInt,
 		parse: func(b *builder, v string) error {
 			n, err := parseInt[int64](v)
 			*f(b) = n
@@ -145,12 +148,16 @@ const (
 	minSegmentBytes = 1024
 )
 
-// keys is the table of broker keys, in no particular order (Keys sorts).
-var keys = append([]brokerKey{
+// keys is the table of broker keys, in no particular order (Keys sorts):
+// the core keys below, the log and cleaner keys of log_keys.go and the
+// security keys of security.go.
+var keys = slices.Concat(coreKeys, logKeys, securityKeys)
+
+var coreKeys = []brokerKey{
 	intKey("node.id", "1", "This node's id, unique in the cluster.", 0,
 		func(c *Config) *int32 { return &c.NodeID }),
 	{
-		name: "process.roles", def: "broker,controller",
+		name: "process.roles", typ: TypeList, def: "broker,controller",
 		doc: "The roles this node plays: broker, controller, or both.",
 		parse: func(b *builder, v string) error {
 			b.ProcessRoles = parseList(v)
@@ -165,7 +172,7 @@ var keys = append([]brokerKey{
 		},
 	},
 	{
-		name: "listeners", def: "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
+		name: "listeners", typ: TypeList, def: "PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093",
 		doc: "Comma-separated NAME://host:port to listen on; an empty host means every interface.",
 		parse: func(b *builder, v string) (err error) {
 			b.Listeners, err = parseListeners(v)
@@ -174,7 +181,7 @@ var keys = append([]brokerKey{
 		format: func(c *Config) string { return formatListeners(c.Listeners) },
 	},
 	{
-		name: "advertised.listeners", derived: true,
+		name: "advertised.listeners", derived: true, typ: TypeList,
 		doc: "Listeners given to clients and other brokers. Default: listeners except controller listeners, with empty or wildcard hosts replaced by localhost.",
 		parse: func(b *builder, v string) (err error) {
 			b.AdvertisedListeners, err = parseListeners(v)
@@ -192,7 +199,7 @@ var keys = append([]brokerKey{
 		format: func(c *Config) string { return formatProtocolMap(c.ListenerSecurityProtocolMap) },
 	},
 	{
-		name: "controller.listener.names", def: "CONTROLLER",
+		name: "controller.listener.names", typ: TypeList, def: "CONTROLLER",
 		doc: "Listener names used by the controller quorum; the first is the one other nodes connect to.",
 		parse: func(b *builder, v string) error {
 			b.ControllerListenerNames = parseList(strings.ToUpper(v))
@@ -210,7 +217,7 @@ var keys = append([]brokerKey{
 		format: func(c *Config) string { return c.InterBrokerListenerName },
 	},
 	{
-		name: "controller.quorum.voters", def: "1@localhost:9093",
+		name: "controller.quorum.voters", typ: TypeList, def: "1@localhost:9093",
 		doc: "The controller quorum: comma-separated id@host:port.",
 		parse: func(b *builder, v string) (err error) {
 			b.ControllerQuorumVoters, err = parseVoters(v)
@@ -219,7 +226,7 @@ var keys = append([]brokerKey{
 		format: func(c *Config) string { return formatVoters(c.ControllerQuorumVoters) },
 	},
 	{
-		name: "log.dirs", derived: true, def: "./data",
+		name: "log.dirs", typ: TypeList, derived: true, def: "./data",
 		doc: "Comma-separated directories holding partition logs. Wins over log.dir.",
 		parse: func(b *builder, v string) error {
 			b.LogDirs = parseList(v)
@@ -261,7 +268,7 @@ var keys = append([]brokerKey{
 	intKey("socket.request.max.bytes", "104857600", "Largest request accepted; larger frames close the connection.", 1,
 		func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
 	{
-		name: "log.cleanup.policy", def: "delete",
+		name: "log.cleanup.policy", typ: TypeList, def: "delete",
 		doc: "delete, compact, or compact,delete (topic: cleanup.policy).",
 		parse: func(b *builder, v string) (err error) {
 			b.LogCleanupPolicy, err = parseCleanupPolicy(v)
@@ -404,7 +411,7 @@ var keys = append([]brokerKey{
 	authorizerClassNameKey,
 	boolKey("allow.everyone.if.no.acl.found", "false", "With an authorizer, allow an action on a resource that no ACL matches.",
 		func(c *Config) *bool { return &c.AllowEveryoneIfNoACLFound }),
-}, securityKeys...)
+}
 
 var keyIndex = func() map[string]*brokerKey {
 	m := make(map[string]*brokerKey, len(keys))
@@ -454,6 +461,7 @@ type setting struct {
 // build parses merged settings over the defaults, then fills derived keys.
 func build(given map[string]setting) (Config, error) {
 	b := builder{given: map[string]bool{}}
+	b.Config.given = map[string]string{}
 	for i := range keys {
 		k := &keys[i]
 		s, ok := given[k.name]
@@ -464,17 +472,28 @@ func build(given map[string]setting) (Config, error) {
 			s = setting{value: k.def, source: "default"}
 		} else {
 			b.given[k.name] = true
+			b.Config.given[k.name] = s.value
 		}
 		if err := k.parse(&b, s.value); err != nil {
 			return Config{}, &Error{Key: k.name, Source: s.source, Msg: err.Error(), Err: ErrInvalid}
 		}
 	}
-	// Listener-prefixed security keys (put let only those through).
+	// Listener-prefixed security keys (put lets only those through).
 	for name, s := range given {
-		if _, ok := keyIndex[name]; !ok {
+		if _, ok := keyIndex[name]; !ok && isListenerSecurityKey(name) {
 			b.setSecurity(name, s.value)
 		}
 	}
+	if s, ok := given["broker.id"]; ok && strings.TrimSpace(s.value) != strconv.FormatInt(int64(b.NodeID), 10) {
+		return Config{}, &Error{Key: "broker.id", Source: s.source, Err: ErrInvalid,
+			Msg: strconv.Quote(s.value) + " differs from node.id " + strconv.FormatInt(int64(b.NodeID), 10) + " (as in Kafka, broker.id must equal node.id; node.id is enough)"}
+	}
+	if s, ok := given["controller.quorum.bootstrap.servers"]; ok && !b.given["controller.quorum.voters"] {
+		return Config{}, &Error{Key: "controller.quorum.bootstrap.servers", Source: s.source, Err: ErrInvalid,
+			Msg: "kbroker's controller quorum is static: set controller.quorum.voters (id@host:port of every controller, as in Kafka's static quorum); " +
+				"a dynamic quorum found through bootstrap servers (KIP-853) is not supported"}
+	}
+	b.Ignored = ignoredSettings(given)
 	b.derive()
 	return b.Config, nil
 }
@@ -495,6 +514,9 @@ func (b *builder) derive() {
 	}
 	if !b.given["log.roll.ms"] {
 		b.LogRollMs = scale(b.rollHours, msPerHour)
+	}
+	if !b.given["log.roll.jitter.ms"] {
+		b.LogRollJitterMs = scale(b.rollJitterHours, msPerHour)
 	}
 	if !b.given["log.dirs"] {
 		if b.given["log.dir"] && b.logDir != "" {
@@ -559,8 +581,11 @@ func Keys() []KeyDoc {
 	d := Default()
 	td := d.TopicDefaults()
 	for _, k := range topicKeys {
-		out = append(out, KeyDoc{Name: k.name, Default: k.format(&td), Scope: "topic",
-			Doc: k.doc + " Default: broker " + k.brokerKey + "."})
+		doc := k.doc + " Default: broker " + k.brokerKey + "."
+		if k.brokerKey == "" {
+			doc = k.doc + " No broker default."
+		}
+		out = append(out, KeyDoc{Name: k.name, Default: k.format(&td), Scope: "topic", Doc: doc})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Name != out[j].Name {

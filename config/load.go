@@ -45,6 +45,9 @@ func Load(file string, env []string, sets []string) (Config, error) {
 	for _, k := range keys {
 		byEnv[EnvName(k.name)] = k.name
 	}
+	for name := range ignoredIndex {
+		byEnv[EnvName(name)] = name
+	}
 	for _, kv := range env {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || !strings.HasPrefix(name, EnvPrefix) {
@@ -78,7 +81,8 @@ func Load(file string, env []string, sets []string) (Config, error) {
 }
 
 func put(given map[string]setting, key, value, source string) error {
-	if _, ok := keyIndex[key]; !ok && !isListenerSecurityKey(key) {
+	_, known := keyIndex[key]
+	if _, ignored := ignoredIndex[key]; !known && !ignored && !isListenerSecurityKey(key) {
 		return &Error{Key: key, Source: source, Err: ErrUnknownKey}
 	}
 	given[key] = setting{value: strings.TrimSpace(value), source: source}

@@ -389,6 +389,16 @@ func logConfig(c config.TopicConfig) storage.LogConfig {
 	lc.MessageTimestampAfterMaxMs = c.MessageTimestampAfterMaxMs
 	lc.RetentionMs = c.RetentionMs
 	lc.RetentionBytes = c.RetentionBytes
+	lc.MinCleanableDirtyRatio = c.MinCleanableDirtyRatio
+	lc.DeleteRetentionMs = c.DeleteRetentionMs
+	lc.MinCompactionLagMs = c.MinCompactionLagMs
+	lc.MaxCompactionLagMs = c.MaxCompactionLagMs
+	lc.SegmentJitter = time.Duration(min(c.SegmentJitterMs, int64(time.Duration(1<<62)/time.Millisecond))) * time.Millisecond
+	lc.FileDeleteDelayMs = c.FileDeleteDelayMs
+	lc.Preallocate = c.Preallocate
+	lc.CompressionGzipLevel = int(c.CompressionGzipLevel)
+	lc.CompressionLz4Level = int(c.CompressionLz4Level)
+	lc.CompressionZstdLevel = int(c.CompressionZstdLevel)
 	if c.FlushMs > 0 && c.FlushMs < int64(time.Duration(1<<62)/time.Millisecond) {
 		lc.FlushInterval = time.Duration(c.FlushMs) * time.Millisecond
 	}

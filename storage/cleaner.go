@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -51,6 +52,8 @@ type CleanStats struct {
 	BatchesRemoved    int64 // batches left empty, dropped
 	MarkersRemoved    int64 // transaction markers whose transaction's data was gone, dropped after delete.retention.ms
 	Aborted           bool  // the log changed under the cleaner (truncated, closed, retention): stopped early
+	KeyMapBytes       int64 // memory of the key map (at most log.cleaner.dedupe.buffer.size)
+	KeyMapFull        bool  // the dirty section had more keys than the map holds: this pass stopped at CleanableEnd
 	Duration          time.Duration
 }
 
@@ -59,6 +62,7 @@ type cleanerState struct {
 	loaded     bool
 	firstDirty int64  // the checkpointed cleaner offset, -1 if none
 	generation uint64 // the log's truncation generation firstDirty is from
+	limits     CleanerLimits
 }
 
 // cleanerCheckpointMu serializes read-modify-write of the cleaner
@@ -274,12 +278,18 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 		st.Duration = time.Since(started)
 		return st, nil
 	}
-	keys, err := l.buildKeyMap(p.segs, firstDirty, p.aborted)
+	// One pass: map the dirty section's keys until the map (bounded by
+	// log.cleaner.dedupe.buffer.size) is full, then clean up to there.
+	th := newIOThrottle(l.cleaner.limits)
+	keys := newKeyMap(cmp.Or(l.cleaner.limits.DedupeBufferSize, DefaultDedupeBufferSize), dirtyBytes(p.segs, firstDirty))
+	mapEnd, full, err := l.mapKeys(keys, p.segs, firstDirty, p.cleanableEnd, p.aborted, th)
 	if err != nil {
 		return st, fmt.Errorf("clean %s: %w", l.dir, err)
 	}
-	st.Keys = len(keys)
-	c := &segmentCleaner{l: l, keys: keys, producerLast: p.producerLastOffsets, aborted: p.aborted, st: &st,
+	p.cleanableEnd, p.segs = mapEnd, segmentsBelow(p.segs, mapEnd)
+	st.CleanableEnd, st.KeyMapBytes, st.KeyMapFull = mapEnd, keys.Bytes(), full
+	st.Keys = keys.Len()
+	c := &segmentCleaner{l: l, keys: keys, mapEnd: mapEnd, throttle: th, producerLast: p.producerLastOffsets, aborted: p.aborted, st: &st,
 		markerOnly: p.markerOnlyEpochs, markerLimit: p.markerLimit, txnData: map[int64]bool{},
 		tombstoneHorizon: now.UnixMilli() - l.config().DeleteRetentionMs}
 	for _, cs := range p.segs {
@@ -310,47 +320,12 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	return st, nil
 }
 
-// buildKeyMap maps every key of a record at or after firstDirty in segs
-// to its latest offset. Control batches, batches of aborted transactions
-// (which must not supersede committed records) and undecodable batches
-// are skipped.
-func (l *Log) buildKeyMap(segs []cleanSeg, firstDirty int64, aborted abortedRanges) (map[string]int64, error) {
-	keys := make(map[string]int64)
-	for _, cs := range segs {
-		if cs.end <= firstDirty {
-			continue
-		}
-		sc := newBatchScanner(cs.s.log, 0, cs.size)
-		for {
-			b, pos, ok := sc.next()
-			if !ok {
-				break
-			}
-			if b.LastOffset() < firstDirty || b.IsControl() || aborted.aborted(b) {
-				continue
-			}
-			base := b.BaseOffset()
-			err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
-				if off := base + int64(r.OffsetDelta); r.Key != nil && off >= firstDirty {
-					keys[string(r.Key)] = off
-				}
-				return nil
-			})
-			if err != nil {
-				l.logger.Warn("cleaner skips an undecodable batch", "dir", l.dir, "segment", cs.base, "position", pos, "err", err)
-			}
-		}
-		if sc.err != nil {
-			return nil, fmt.Errorf("scan segment %d: %w", cs.base, sc.err)
-		}
-	}
-	return keys, nil
-}
-
 // segmentCleaner rewrites segments against a key map.
 type segmentCleaner struct {
 	l            *Log
-	keys         map[string]int64
+	keys         *keyMap
+	mapEnd       int64 // records at and past it were not mapped: kept as they are
+	throttle     *ioThrottle
 	producerLast map[int64]int64
 	aborted      abortedRanges
 	markerOnly   map[int64]int16
@@ -388,6 +363,7 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 			break
 		}
 		out, changed := c.filter(b, dropTombstones)
+		c.throttle.add(len(b) + len(out))
 		if !changed && w == nil {
 			continue
 		}
@@ -478,8 +454,8 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 		read++
 		off := base + int64(r.OffsetDelta)
 		keep, tomb := !dropAll, false // an aborted batch goes whole (but see keepLast)
-		if !dropAll && r.Key != nil {
-			if latest, ok := c.keys[string(r.Key)]; ok && latest > off {
+		if !dropAll && r.Key != nil && off < c.mapEnd {
+			if latest, ok := c.keys.get(r.Key); ok && latest > off {
 				keep = false
 			} else if r.Value == nil && dropTombstones {
 				keep, tomb = false, true

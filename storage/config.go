@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/kbroker/kbroker/wire/record"
 )
 
 // LogConfig is the per-topic log configuration, named after Kafka's topic
@@ -35,6 +37,27 @@ type LogConfig struct {
 	// MinCompactionLagMs is min.compaction.lag.ms (default 0): segments
 	// holding a record newer than this are not cleaned.
 	MinCompactionLagMs int64 `kafka:"min.compaction.lag.ms"`
+	// MaxCompactionLagMs is max.compaction.lag.ms (default MaxInt64): a
+	// compacted log whose oldest dirty record is older than this is
+	// cleaned whatever its dirty ratio, and its active segment rolls by
+	// then.
+	MaxCompactionLagMs int64 `kafka:"max.compaction.lag.ms"`
+	// SegmentJitter is segment.jitter.ms (default 0): each segment rolls
+	// by age a random amount in [0, SegmentJitter) before SegmentMs.
+	SegmentJitter time.Duration `kafka:"segment.jitter.ms"`
+	// FileDeleteDelayMs is file.delete.delay.ms (default 60000): a
+	// segment deleted by retention keeps its files, renamed .deleted, this
+	// long before the Manager removes them.
+	FileDeleteDelayMs int64 `kafka:"file.delete.delay.ms"`
+	// Preallocate is preallocate: accepted, segment files are not
+	// preallocated.
+	Preallocate bool `kafka:"preallocate"`
+	// Compression levels the broker compresses with when it rewrites a
+	// batch (compression.gzip.level, compression.lz4.level,
+	// compression.zstd.level).
+	CompressionGzipLevel int `kafka:"compression.gzip.level"`
+	CompressionLz4Level  int `kafka:"compression.lz4.level"`
+	CompressionZstdLevel int `kafka:"compression.zstd.level"`
 	// CompressionType is compression.type: "producer" (the default: keep
 	// the producer's codec), "uncompressed", gzip, snappy, lz4 or zstd. A
 	// batch in another codec is rebuilt in this one.
@@ -107,6 +130,12 @@ func DefaultLogConfig() LogConfig {
 		MinCleanableDirtyRatio: 0.5,
 		DeleteRetentionMs:      (24 * time.Hour).Milliseconds(),
 		MinCompactionLagMs:     0,
+		MaxCompactionLagMs:     math.MaxInt64,
+		FileDeleteDelayMs:      60000,
+
+		CompressionGzipLevel: -1,
+		CompressionLz4Level:  9,
+		CompressionZstdLevel: 3,
 
 		CompressionType:             "producer",
 		MessageTimestampType:        TimestampCreateTime,
@@ -140,9 +169,41 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("delete.retention.ms: %d must not be negative", c.DeleteRetentionMs)
 	case c.MinCompactionLagMs < 0:
 		return fmt.Errorf("min.compaction.lag.ms: %d must not be negative", c.MinCompactionLagMs)
+	case c.MaxCompactionLagMs < 1:
+		return fmt.Errorf("max.compaction.lag.ms: %d must be at least 1", c.MaxCompactionLagMs)
+	case c.SegmentJitter < 0:
+		return fmt.Errorf("segment.jitter.ms: %v must not be negative", c.SegmentJitter)
+	case c.FileDeleteDelayMs < 0:
+		return fmt.Errorf("file.delete.delay.ms: %d must not be negative", c.FileDeleteDelayMs)
 	}
 	if _, _, err := parsePolicy(c.CleanupPolicy); err != nil {
 		return err
 	}
 	return nil
+}
+
+// maxSegmentMs is how old the active segment may grow: segment.ms, and
+// for a compacted log at most max.compaction.lag.ms, so that a record
+// becomes cleanable (it must leave the active segment) within that lag,
+// as Kafka's LogConfig.maxSegmentMs.
+func (c LogConfig) maxSegmentMs() int64 {
+	ms := c.SegmentMs.Milliseconds()
+	if c.Compact() && c.MaxCompactionLagMs > 0 && c.MaxCompactionLagMs < ms {
+		return c.MaxCompactionLagMs
+	}
+	return ms
+}
+
+// compressionLevel is the compression.<codec>.level for codec (0, the
+// codec's default, for codecs without one).
+func (c LogConfig) compressionLevel(codec record.Codec) int {
+	switch codec {
+	case record.CodecGzip:
+		return c.CompressionGzipLevel
+	case record.CodecLZ4:
+		return c.CompressionLz4Level
+	case record.CodecZstd:
+		return c.CompressionZstdLevel
+	}
+	return 0
 }

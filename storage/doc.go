@@ -224,7 +224,10 @@
 // possibly into a segment). Each .log is first renamed to .log.deleted,
 // which removes the segment for the next open in one atomic step; its
 // other files are removed after (orphans and .deleted files are removed
-// at open). A crash leaves a suffix of the log. TruncateTo deletes
+// at open). For retention and DeleteRecords, file.delete.delay.ms (when
+// the log belongs to a Manager) keeps the segment's three files, all
+// renamed .deleted, until the Manager removes them after the delay
+// (delete.go, Manager.DeleteDue, every 100 ms in Run). A crash leaves a suffix of the log. TruncateTo deletes
 // segments newest first the same way, then truncates and fsyncs the cut
 // segment and rebuilds its indexes: a crash leaves a prefix of the log.
 // The log start offset never drops below the first segment's base
@@ -274,9 +277,17 @@
 // necessarily on segment bytes.
 //
 // With cleanup.policy "compact" alone ApplyRetention deletes nothing;
-// with "compact,delete" both apply. The cleaner's key map is a Go map
-// sized by the dirty section's distinct keys (Kafka bounds it with
-// log.cleaner.dedupe.buffer.size).
+// with "compact,delete" both apply. The cleaner's key map is a fixed
+// table of 24-byte slots (a key's MD5 and its latest offset, as Kafka's
+// SkimpyOffsetMap) within log.cleaner.dedupe.buffer.size; when the dirty
+// section has more keys than fit, Clean maps what fits, cleans up to
+// there and checkpoints that offset: the next Clean is the next pass
+// (cleaner_keymap.go).
+//
+// Segment rolls: segment.bytes, segment.ms less a per-segment random
+// draw below segment.jitter.ms (roll.go), and for compacted logs at most
+// max.compaction.lag.ms, so that records leave the active segment and
+// become cleanable within the lag.
 //
 // # Durability
 //
@@ -295,11 +306,14 @@
 // caller in one goroutine; it flushes logs due a flush.ms flush, applies
 // retention every retention check interval (SetRetentionCheckInterval,
 // default 5 minutes), writes the log start offset and high watermark
-// checkpoints that changed every 5 seconds, cleans compacted logs whose
-// dirty ratio reached min.cleanable.dirty.ratio every cleaner backoff
-// (SetCleanerBackoff, default 15 seconds; CleanLogs, one log at a time,
-// in Run's goroutine, without the Manager's lock), and returns when its
-// context is done.
+// checkpoints that changed every 5 seconds, removes deleted segments'
+// files whose file.delete.delay.ms passed, cleans compacted logs whose
+// dirty ratio reached min.cleanable.dirty.ratio or whose oldest dirty
+// record passed max.compaction.lag.ms every cleaner backoff
+// (SetCleanerBackoff, default 15 seconds; SetCleaner for
+// log.cleaner.enable and the dedupe buffer and I/O limits; CleanLogs,
+// dirtiest log first, one at a time, in Run's goroutine, without the
+// Manager's lock), and returns when its context is done.
 //
 // Log.cleanMu serializes Clean and DirtyRatio on one log; it is taken
 // before Log.mu, never while holding it.

@@ -23,6 +23,9 @@ type Log struct {
 	cfg    atomic.Pointer[LogConfig] // replaced whole by SetConfig
 	logger *slog.Logger
 	now    func() time.Time
+	// deleteLater schedules the removal of deleted segments' files
+	// (LogOptions.DeleteLater); nil removes them at once.
+	deleteLater func(files []string, at time.Time)
 
 	// cleanMu serializes Clean and DirtyRatio; it guards cleaner.
 	cleanMu sync.Mutex
@@ -70,6 +73,10 @@ type LogOptions struct {
 	// log end offset).
 	HighWatermark int64
 	Now           func() time.Time // nil: time.Now
+	// DeleteLater, when set, takes the files of deleted segments (already
+	// renamed .deleted) to remove at the given time (file.delete.delay.ms);
+	// nil removes them at once.
+	DeleteLater func(files []string, at time.Time)
 }
 
 // OpenLog opens or creates the log in dir, recovering it if opts say the
@@ -87,7 +94,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now}
+	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater}
 	l.cfg.Store(&cfg)
 	l.mu.producers = make(producerStateMap)
 	l.mu.snapshotOffset = -1
@@ -335,16 +342,17 @@ func (l *Log) maybeRollLocked(b record.Batch) error {
 		return nil
 	}
 	reason := ""
+	rollAge := l.rollAgeMsLocked(s) // segment.ms less jitter (roll.go)
 	switch {
 	case s.size+int64(len(b)) > l.config().SegmentBytes:
 		reason = "segment.bytes"
-	case l.config().SegmentMs > 0 && s.size > 0 && s.firstTimestamp >= 0 &&
-		b.MaxTimestamp()-s.firstTimestamp > l.config().SegmentMs.Milliseconds():
+	case rollAge > 0 && s.size > 0 && s.firstTimestamp >= 0 &&
+		b.MaxTimestamp()-s.firstTimestamp > rollAge:
 		// Kafka measures segment.ms in record time once the segment has
 		// data: the incoming batch's timestamp against the first batch's,
 		// so replaying old data does not roll a segment per batch.
 		reason = "segment.ms"
-	case l.config().SegmentMs > 0 && s.firstTimestamp < 0 && l.now().Sub(s.created) > l.config().SegmentMs:
+	case rollAge > 0 && s.firstTimestamp < 0 && l.now().Sub(s.created).Milliseconds() > rollAge:
 		reason = "segment.ms"
 	case s.indexFull(l.config().SegmentIndexBytes), s.timeIndexFull(l.config().SegmentIndexBytes):
 		reason = "segment.index.bytes"

@@ -26,6 +26,9 @@ type Manager struct {
 	fs     FS
 	logger *slog.Logger
 	dirs   []*logDir
+	// deletes holds deleted segments' files until their
+	// file.delete.delay.ms passes (delete.go).
+	deletes deleteQueue
 
 	mu struct {
 		sync.Mutex
@@ -39,6 +42,9 @@ type Manager struct {
 		checkpointEvery time.Duration
 		// cleanerBackoff is how often Run looks for logs to clean.
 		cleanerBackoff time.Duration
+		// cleanerDisabled is log.cleaner.enable=false.
+		cleanerDisabled bool
+		cleanerLimits   CleanerLimits
 	}
 }
 
@@ -51,6 +57,17 @@ func (m *Manager) SetCleanerBackoff(d time.Duration) {
 	if d > 0 {
 		m.mu.cleanerBackoff = d
 	}
+}
+
+// SetCleaner sets log.cleaner.enable (false: Run cleans nothing) and the
+// limits every cleaning runs with (log.cleaner.dedupe.buffer.size,
+// log.cleaner.io.max.bytes.per.second). It takes effect at the next
+// cleaning.
+func (m *Manager) SetCleaner(enable bool, lim CleanerLimits) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.mu.cleanerDisabled = !enable
+	m.mu.cleanerLimits = lim
 }
 
 // SetRetentionCheckInterval sets how often Run applies each log's
@@ -196,6 +213,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		RecoveryPoint:  rp,
 		LogStartOffset: d.logStartOffsets.offsets[tp],
 		HighWatermark:  d.highWatermarks.offsets[tp],
+		DeleteLater:    m.deletes.add,
 	})
 	if err != nil {
 		return nil, err
@@ -268,20 +286,30 @@ func (m *Manager) Run(ctx context.Context) {
 			return
 		case now := <-t.C:
 			m.flushDue(now)
+			m.DeleteDue(now)
 		case now := <-rt.C:
 			m.applyRetention(now)
 		case <-ct.C:
 			m.checkpointOffsets()
 		case now := <-clt.C:
-			m.CleanLogs(ctx, now)
+			m.mu.Lock()
+			disabled := m.mu.cleanerDisabled
+			m.mu.Unlock()
+			if !disabled {
+				m.CleanLogs(ctx, now)
+			}
 		}
 	}
 }
 
-// CleanLogs cleans each open log whose cleanup.policy includes compact
-// and whose dirty ratio is at least its min.cleanable.dirty.ratio, one at
-// a time, without holding the Manager's lock while cleaning. Run calls it
-// every cleaner backoff. It returns how many logs it cleaned.
+// CleanLogs cleans the open logs whose cleanup.policy includes compact
+// and that need it (a dirty ratio at least their min.cleanable.dirty.ratio,
+// or a record older than max.compaction.lag.ms still dirty), dirtiest
+// first, one at a time, without holding the Manager's lock while
+// cleaning. A log with more dirty keys than the dedupe buffer holds gets
+// one pass here and the rest on later calls. Run calls it every cleaner
+// backoff unless the cleaner is disabled. It returns how many logs it
+// cleaned.
 func (m *Manager) CleanLogs(ctx context.Context, now time.Time) int {
 	m.mu.Lock()
 	if m.mu.closed {
@@ -294,25 +322,29 @@ func (m *Manager) CleanLogs(ctx context.Context, now time.Time) int {
 			logs = append(logs, l)
 		}
 	}
+	lim := m.mu.cleanerLimits
 	m.mu.Unlock()
-	cleaned := 0
+	lim.Stop = ctx.Done()
+	cands := make([]cleanCandidate, 0, len(logs))
 	for _, l := range logs {
-		if ctx.Err() != nil {
-			break
-		}
-		ratio, err := l.DirtyRatio(now)
+		c, err := l.cleanability(now)
 		if err != nil {
 			if !errors.Is(err, ErrClosed) {
 				m.logger.Error("dirty ratio failed", "dir", l.Dir(), "err", err)
 			}
 			continue
 		}
-		if ratio == 0 || ratio < l.config().MinCleanableDirtyRatio {
-			continue
+		cands = append(cands, c)
+	}
+	cleaned := 0
+	for _, c := range cleanOrder(cands) {
+		if ctx.Err() != nil {
+			break
 		}
-		if _, err := l.Clean(now); err != nil {
+		c.l.SetCleanerLimits(lim)
+		if _, err := c.l.Clean(now); err != nil {
 			if !errors.Is(err, ErrClosed) {
-				m.logger.Error("cleaning failed", "dir", l.Dir(), "err", err)
+				m.logger.Error("cleaning failed", "dir", c.l.Dir(), "err", err)
 			}
 			continue
 		}

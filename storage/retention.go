@@ -3,7 +3,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"os"
 	"time"
 )
 
@@ -100,7 +99,9 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 }
 
 // deleteOldestLocked deletes the first n segments (never the active one)
-// and raises the log start offset to the next base offset. Crash safety:
+// and raises the log start offset to the next base offset. With
+// file.delete.delay.ms and a Manager, the files stay renamed .deleted for
+// that long (delete.go). Crash safety:
 // each .log is first renamed to .log.deleted (after which the segment is
 // gone for the next open: its other files are orphans, removed at load)
 // and the renames happen oldest first, so a crash leaves a log that is a
@@ -135,16 +136,7 @@ func (l *Log) deleteOldestLocked(n int, reason string) error {
 	for _, s := range gone {
 		l.logger.Info("deleting segment", "dir", l.dir, "base", s.base, "reason", reason)
 		s.close()
-		for _, name := range []string{
-			fileName(l.dir, s.base, indexSuffix),
-			fileName(l.dir, s.base, timeIndexSuffix),
-			fileName(l.dir, s.base, txnIndexSuffix),
-			fileName(l.dir, s.base, logSuffix) + deletedSuffix,
-		} {
-			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
-				l.logger.Warn("removing deleted segment file", "file", name, "err", err)
-			}
-		}
+		l.removeSegmentFiles(s.base)
 	}
 	return errors.Join(errs...)
 }

@@ -77,6 +77,10 @@ type segment struct {
 	offsetOfMaxTimestamp int64
 	lastTimeIndexed      int64     // timestamp of the last .timeindex entry, -1 if none
 	created              time.Time // when this process created or opened it
+	// rollJitterMs is this segment's draw of segment.jitter.ms (roll.go),
+	// made the first time its age is checked.
+	rollJitterMs int64
+	jitterDrawn  bool
 }
 
 // openSegment opens (creating if asked) the files of the segment at base.

@@ -78,7 +78,7 @@ func validateForAppend(b record.Batch, cfg *LogConfig, now time.Time) (record.Ba
 		}
 		return b, logAppendTime, nil
 	}
-	nb, err := record.Rebuild(b, target, limit, check)
+	nb, err := record.RebuildLevel(b, target, cfg.compressionLevel(target), limit, check)
 	if err != nil {
 		return nil, -1, appendError(fmt.Errorf("recompressing to %s: %w", target, err))
 	}

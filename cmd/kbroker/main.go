@@ -75,6 +75,13 @@ func (s *stringList) String() string     { return strings.Join(*s, ",") }
 func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
 
 func serve(args, env []string, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	return serveContext(ctx, args, env, stderr)
+}
+
+// serveContext is serve until ctx is done (SIGINT or SIGTERM in serve).
+func serveContext(ctx context.Context, args, env []string, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "a server.properties file")
@@ -121,6 +128,9 @@ func serve(args, env []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)
 		return 2
 	}
+	if w := cfg.IgnoredWarning(); w != "" {
+		logger.Warn(w)
+	}
 	setMemoryLimit(env, logger)
 	creds, err := bootstrapScram(scrams, scramFiles)
 	if err != nil {
@@ -132,8 +142,6 @@ func serve(args, env []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	if err := node.Run(ctx); err != nil {
 		logger.Error("kbroker failed", "err", err)
 		return 1

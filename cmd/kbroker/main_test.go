@@ -64,4 +64,9 @@ func TestReadmeListsEveryConfigKey(t *testing.T) {
 			t.Errorf("README.md does not list %s", k.Name)
 		}
 	}
+	for _, name := range config.IgnoredKeyNames() {
+		if !bytes.Contains(readme, []byte("`"+name+"`")) {
+			t.Errorf("README.md does not list the ignored Kafka key %s", name)
+		}
+	}
 }

@@ -13,6 +13,9 @@ type BatchSpec struct {
 	ProducerID           int64
 	ProducerEpoch        int16
 	BaseSequence         int32
+	// Level is the Kafka compression level of the codec (see
+	// compression_level.go); 0 is the codec's default.
+	Level int
 }
 
 // Build builds a fresh v2 batch (for tests, the broker's recompression, and

@@ -39,17 +39,19 @@ func NewBuilder(spec BatchSpec) *Builder {
 	switch b.codec {
 	case CodecNone, CodecSnappy:
 	case CodecGzip:
-		w := gzipWriters.Get().(*gzip.Writer)
+		pool := gzipPool(spec.Level)
+		w := pool.Get().(*gzip.Writer)
 		w.Reset(&b.out)
-		b.w, b.release = w, func() { w.Reset(nil); gzipWriters.Put(w) }
+		b.w, b.release = w, func() { w.Reset(nil); pool.Put(w) }
 	case CodecLZ4:
 		w := lz4Writers.Get().(*lz4.Writer)
 		w.Reset(&b.out)
 		b.w, b.release = w, func() { w.Reset(nil); lz4Writers.Put(w) }
 	case CodecZstd:
-		w := zstdStreamEncoders.Get().(*zstd.Encoder)
+		pool := zstdPool(spec.Level)
+		w := pool.Get().(*zstd.Encoder)
 		w.Reset(&b.out)
-		b.w, b.release = w, func() { w.Reset(nil); zstdStreamEncoders.Put(w) }
+		b.w, b.release = w, func() { w.Reset(nil); pool.Put(w) }
 	default:
 		b.err = fmt.Errorf("%w: unknown compression codec %d", ErrInvalid, b.codec)
 	}
@@ -192,6 +194,12 @@ var errFinished = fmt.Errorf("%w: builder already finished", ErrInvalid)
 // covers the batch being built, which is at most about maxUncompressed
 // bytes.
 func Rebuild(b Batch, codec Codec, maxUncompressed int, fn func(r *Record) error) (Batch, error) {
+	return RebuildLevel(b, codec, 0, maxUncompressed, fn)
+}
+
+// RebuildLevel is Rebuild compressing at a Kafka compression level of
+// codec (BatchSpec.Level; 0 is the codec's default).
+func RebuildLevel(b Batch, codec Codec, level, maxUncompressed int, fn func(r *Record) error) (Batch, error) {
 	if len(b) < HeaderSize {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, ErrTruncated)
 	}
@@ -204,6 +212,7 @@ func Rebuild(b Batch, codec Codec, maxUncompressed int, fn func(r *Record) error
 		ProducerID:           b.ProducerID(),
 		ProducerEpoch:        b.ProducerEpoch(),
 		BaseSequence:         b.BaseSequence(),
+		Level:                level,
 	})
 	defer nb.fail(errFinished)
 	var r Record

@@ -1,0 +1,331 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/wire/record"
+)
+
+// A dirty section with more distinct keys than log.cleaner.dedupe.buffer.size
+// holds is cleaned in passes: each pass's key map stays within the
+// buffer, and the passes together leave what one unbounded pass would.
+func TestCleanInPassesWithinDedupeBuffer(t *testing.T) {
+	tests := []struct {
+		name       string
+		buffer     int64
+		wantPasses func(n int) bool
+	}{
+		{"unbounded: one pass", DefaultDedupeBufferSize, func(n int) bool { return n == 1 }},
+		{"100 slots: several passes", 100 * keySlotBytes, func(n int) bool { return n > 2 }},
+		{"40 slots: many passes", 40 * keySlotBytes, func(n int) bool { return n > 5 }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := compactConfig()
+			cfg.DeleteRetentionMs = 0 // tombstones go in the pass that reaches them
+			_, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
+			// 600 records over 400 keys, every 11th a tombstone, an hour old.
+			for i := range 200 {
+				var recs []kv
+				for j := range 3 {
+					seq := i*3 + j
+					r := k(fmt.Sprintf("key-%d", seq*7%400), fmt.Sprintf("value-%d", seq))
+					if seq%11 == 10 {
+						r.value = nil
+					}
+					recs = append(recs, r)
+				}
+				appendKeyed(t, l, record.CodecNone, testNow-time.Hour.Milliseconds(), recs...)
+			}
+			before := records(t, l)
+			active := l.activeLocked().base
+			l.SetCleanerLimits(CleanerLimits{DedupeBufferSize: tc.buffer})
+			passes := 0
+			for end := int64(-1); end < active; passes++ {
+				if passes > 100 {
+					t.Fatal("cleaning does not progress")
+				}
+				st, err := l.Clean(time.UnixMilli(testNow))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if st.KeyMapBytes > tc.buffer {
+					t.Fatalf("pass %d: key map of %d bytes, buffer %d", passes, st.KeyMapBytes, tc.buffer)
+				}
+				if st.CleanableEnd <= end {
+					t.Fatalf("pass %d did not advance: %+v", passes, st)
+				}
+				if st.KeyMapFull != (st.CleanableEnd < active) {
+					t.Fatalf("pass %d: full %v but cleanable end %d of %d", passes, st.KeyMapFull, st.CleanableEnd, active)
+				}
+				end = st.CleanableEnd
+			}
+			if !tc.wantPasses(passes) {
+				t.Fatalf("%d passes", passes)
+			}
+			if got, want := records(t, l), compacted(before, active, true); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after %d passes:\n got %v\nwant %v", passes, got, want)
+			}
+		})
+	}
+}
+
+// The key map's table never exceeds its buffer, whatever the dirty bytes.
+func TestKeyMapSize(t *testing.T) {
+	for _, tc := range []struct{ buffer, dirty int64 }{
+		{1024, 1 << 30}, {DefaultDedupeBufferSize, 10}, {DefaultDedupeBufferSize, 1 << 20}, {24 * 3, 1 << 20},
+	} {
+		m := newKeyMap(tc.buffer, tc.dirty)
+		if m.Bytes() > max(tc.buffer, keySlotBytes) || m.limit >= len(m.slots) || m.limit < 1 {
+			t.Errorf("buffer %d dirty %d: %d bytes, limit %d of %d slots", tc.buffer, tc.dirty, m.Bytes(), m.limit, len(m.slots))
+		}
+		for i := 0; m.room(1); i++ {
+			m.put([]byte(fmt.Sprint("k", i)), int64(i))
+			if off, ok := m.get([]byte(fmt.Sprint("k", i))); !ok || off != int64(i) {
+				t.Fatalf("get k%d = %d %v", i, off, ok)
+			}
+		}
+		if m.Len() != m.limit {
+			t.Errorf("filled %d of limit %d", m.Len(), m.limit)
+		}
+	}
+}
+
+// max.compaction.lag.ms: a log below its min.cleanable.dirty.ratio is
+// cleaned anyway once its oldest dirty record is older than the lag.
+func TestMaxCompactionLagForcesClean(t *testing.T) {
+	hour := time.Hour.Milliseconds()
+	tests := []struct {
+		name      string
+		lag       int64
+		dirtyAge  int64
+		wantClean bool
+	}{
+		{"no lag: ratio rules", 1<<63 - 1, 2 * hour, false},
+		{"dirty older than lag: forced", hour, 2 * hour, true},
+		{"dirty younger than lag: waits", 3 * hour, 2 * hour, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := compactConfig()
+			cfg.MinCleanableDirtyRatio = 0.9
+			cfg.MaxCompactionLagMs = tc.lag
+			cfg.SegmentMs = 0
+			m, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
+			now := time.UnixMilli(testNow)
+			old := testNow - tc.dirtyAge
+			fillKeyed(t, l, record.CodecNone, 60, 10, old)
+			if m.CleanLogs(context.Background(), now) != 1 {
+				t.Fatal("first clean")
+			}
+			// A little dirt, below the ratio, then roll it out of the
+			// active segment.
+			fillKeyed(t, l, record.CodecNone, 20, 10, old)
+			for n := len(segmentFiles(t, l.Dir())); len(segmentFiles(t, l.Dir())) == n; {
+				appendKeyed(t, l, record.CodecNone, testNow, k("fresh", "x"))
+			}
+			c, err := l.cleanability(now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.ratio >= cfg.MinCleanableDirtyRatio || c.ratio == 0 {
+				t.Fatalf("dirty ratio %v: the case needs some dirt below the threshold", c.ratio)
+			}
+			if got := m.CleanLogs(context.Background(), now) == 1; got != tc.wantClean {
+				t.Fatalf("cleaned %v (ratio %v, forced %v)", got, c.ratio, c.forced)
+			}
+		})
+	}
+}
+
+// A compacted log's active segment rolls by max.compaction.lag.ms when it
+// is shorter than segment.ms, so that its records become cleanable.
+func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
+	for _, policy := range []string{"compact", "delete"} {
+		cfg := compactConfig()
+		cfg.CleanupPolicy = policy
+		cfg.SegmentBytes = 1 << 20
+		cfg.SegmentMs = time.Hour
+		cfg.MaxCompactionLagMs = 1000
+		_, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
+		appendKeyed(t, l, record.CodecNone, testNow, k("a", "1"))
+		appendKeyed(t, l, record.CodecNone, testNow+2000, k("a", "2"))
+		want := map[string]int{"compact": 2, "delete": 1}[policy]
+		if got := len(segmentFiles(t, l.Dir())); got != want {
+			t.Errorf("%s: %d segments, want %d", policy, got, want)
+		}
+	}
+}
+
+// The Manager cleans the dirtiest log first.
+func TestCleanOrderDirtiestFirst(t *testing.T) {
+	m, err := OpenManagerFS(OSFS{}, []string{t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := compactConfig()
+	cfg.MinCleanableDirtyRatio = 0.1
+	var logs []*Log
+	for i := range 3 {
+		l, err := m.GetOrCreate("t", int32(i), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, l)
+	}
+	now := time.UnixMilli(testNow)
+	// Clean all, then dirty them by different amounts: partition 1 most.
+	for _, l := range logs {
+		fillKeyed(t, l, record.CodecNone, 60, 10, testNow)
+	}
+	m.CleanLogs(context.Background(), now)
+	for i, n := range []int{15, 60, 30} {
+		fillKeyed(t, logs[i], record.CodecNone, n, 10, testNow)
+		for s := len(segmentFiles(t, logs[i].Dir())); len(segmentFiles(t, logs[i].Dir())) == s; {
+			appendKeyed(t, logs[i], record.CodecNone, testNow, k("roll", "x"))
+		}
+	}
+	var cands []cleanCandidate
+	for _, l := range logs {
+		c, err := l.cleanability(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cands = append(cands, c)
+	}
+	order := cleanOrder(cands)
+	if len(order) != 3 || order[0].l != logs[1] || order[1].l != logs[2] || order[2].l != logs[0] {
+		for _, c := range order {
+			t.Logf("%s ratio %v", c.l.Dir(), c.ratio)
+		}
+		t.Fatal("not dirtiest first")
+	}
+}
+
+// segment.jitter.ms takes a per-segment random amount off segment.ms:
+// without it every segment spans the same time, with it spans spread
+// over [segment.ms - jitter, segment.ms].
+func TestSegmentJitterSpreadsRolls(t *testing.T) {
+	const step = 50 // ms between batches
+	tests := []struct {
+		name            string
+		jitter          time.Duration
+		minSpan, maxSpn int64
+		wantDistinct    int
+	}{
+		{"no jitter", 0, 1050, 1050, 1},
+		{"jitter 800ms", 800 * time.Millisecond, 250, 1050, 3},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultLogConfig()
+			cfg.SegmentMs = time.Second
+			cfg.SegmentJitter = tc.jitter
+			_, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
+			for i := range 1000 {
+				mustAppend(t, l, tsBatch(1, testNow+int64(i)*step))
+			}
+			l.mu.RLock()
+			segs := append([]*segment(nil), l.mu.segments...)
+			l.mu.RUnlock()
+			if len(segs) < 20 {
+				t.Fatalf("%d segments", len(segs))
+			}
+			distinct := map[int64]bool{}
+			for i := 0; i+1 < len(segs); i++ {
+				span := segs[i+1].firstTimestamp - segs[i].firstTimestamp
+				if span < tc.minSpan || span > tc.maxSpn {
+					t.Fatalf("segment %d spans %d ms", i, span)
+				}
+				distinct[span] = true
+			}
+			if len(distinct) < tc.wantDistinct || (tc.wantDistinct == 1 && len(distinct) != 1) {
+				t.Fatalf("%d distinct spans over %d segments", len(distinct), len(segs))
+			}
+		})
+	}
+}
+
+// file.delete.delay.ms: segments deleted by retention leave their files
+// renamed .deleted until the delay has passed, then the Manager removes
+// them.
+func TestFileDeleteDelay(t *testing.T) {
+	tests := []struct {
+		name  string
+		delay time.Duration
+	}{
+		{"no delay: removed at once", 0},
+		{"one minute", time.Minute},
+		{"one hour", time.Hour},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := retentionConfig()
+			cfg.FileDeleteDelayMs = tc.delay.Milliseconds()
+			m, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
+			fillSegments(t, l, 4, func(int) int64 { return testNow })
+			deletedAt := time.Now()
+			n, err := l.ApplyRetention(time.UnixMilli(testNow), -1, 0)
+			if err != nil || n < 3 {
+				t.Fatalf("deleted %d segments, %v", n, err)
+			}
+			deleted, _ := filepath.Glob(filepath.Join(l.Dir(), "*.deleted"))
+			if tc.delay == 0 {
+				if len(deleted) != 0 {
+					t.Fatalf("left %v", deleted)
+				}
+				return
+			}
+			if len(deleted) != 3*n {
+				t.Fatalf("%d .deleted files for %d segments: %v", len(deleted), n, deleted)
+			}
+			if got := m.DeleteDue(deletedAt.Add(tc.delay / 2)); got != 0 {
+				t.Fatalf("removed %d files before the delay", got)
+			}
+			if got := m.DeleteDue(deletedAt.Add(tc.delay + time.Second)); got != 3*n {
+				t.Fatalf("removed %d files after the delay, want %d", got, 3*n)
+			}
+			if left, _ := filepath.Glob(filepath.Join(l.Dir(), "*.deleted")); len(left) != 0 {
+				t.Fatalf("left %v", left)
+			}
+			// The log is intact and reopens.
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(l.Dir()); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// log.cleaner.io.max.bytes.per.second: the throttle sleeps until the
+// bytes accounted fit the rate; no limit is no throttle.
+func TestCleanerIOThrottle(t *testing.T) {
+	if newIOThrottle(CleanerLimits{}) != nil || newIOThrottle(CleanerLimits{IOMaxBytesPerSecond: 1.7976931348623157e308}) != nil {
+		t.Fatal("no limit throttles")
+	}
+	clock := time.Unix(0, 0)
+	var slept time.Duration
+	th := newIOThrottle(CleanerLimits{IOMaxBytesPerSecond: 1000})
+	th.start, th.now = clock, func() time.Time { return clock }
+	th.sleep = func(d time.Duration, _ <-chan struct{}) { slept += d; clock = clock.Add(d) }
+	th.add(5) // 5 ms of transfer: within the slack
+	if slept != 0 {
+		t.Fatalf("slept %v for 5 bytes", slept)
+	}
+	th.add(4995)
+	if slept != 5*time.Second {
+		t.Fatalf("slept %v for 5000 bytes at 1000 B/s", slept)
+	}
+	clock = clock.Add(10 * time.Second) // idle: no debt carried
+	th.add(1000)
+	if slept != 5*time.Second {
+		t.Fatalf("slept %v after an idle period", slept)
+	}
+}
