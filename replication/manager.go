@@ -372,7 +372,7 @@ func (m *Manager) removeLocked(tp TopicPartition) error {
 func logConfig(c config.TopicConfig) storage.LogConfig {
 	lc := storage.DefaultLogConfig()
 	lc.SegmentBytes = c.SegmentBytes
-	lc.SegmentMs = time.Duration(c.SegmentMs) * time.Millisecond
+	lc.SegmentAge = time.Duration(c.SegmentMs) * time.Millisecond
 	lc.IndexIntervalBytes = int(c.IndexIntervalBytes)
 	lc.SegmentIndexBytes = int(c.SegmentIndexBytes)
 	lc.MaxMessageBytes = int(c.MaxMessageBytes)

@@ -13,7 +13,7 @@ import (
 // properties.
 type LogConfig struct {
 	SegmentBytes       int64         `kafka:"segment.bytes"`        // default 1 GiB
-	SegmentMs          time.Duration `kafka:"segment.ms"`           // default 7 days (roll when the active segment's first batch is older)
+	SegmentAge         time.Duration `kafka:"segment.ms"`           // default 7 days (roll when the active segment's first batch is older)
 	IndexIntervalBytes int           `kafka:"index.interval.bytes"` // default 4096
 	SegmentIndexBytes  int           `kafka:"segment.index.bytes"`  // default 10 MiB; roll when the index is full
 	MaxMessageBytes    int           `kafka:"max.message.bytes"`    // default 1048588
@@ -43,7 +43,7 @@ type LogConfig struct {
 	// then.
 	MaxCompactionLagMs int64 `kafka:"max.compaction.lag.ms"`
 	// SegmentJitter is segment.jitter.ms (default 0): each segment rolls
-	// by age a random amount in [0, SegmentJitter) before SegmentMs.
+	// by age a random amount in [0, SegmentJitter) before SegmentAge.
 	SegmentJitter time.Duration `kafka:"segment.jitter.ms"`
 	// FileDeleteDelayMs is file.delete.delay.ms (default 60000): a
 	// segment deleted by retention keeps its files, renamed .deleted, this
@@ -119,7 +119,7 @@ func (c LogConfig) Delete() bool {
 func DefaultLogConfig() LogConfig {
 	return LogConfig{
 		SegmentBytes:       1 << 30,
-		SegmentMs:          7 * 24 * time.Hour,
+		SegmentAge:         7 * 24 * time.Hour,
 		IndexIntervalBytes: 4096,
 		SegmentIndexBytes:  10 << 20,
 		MaxMessageBytes:    1048588,
@@ -149,8 +149,8 @@ func (c LogConfig) Validate() error {
 	switch {
 	case c.SegmentBytes < 14:
 		return fmt.Errorf("segment.bytes: %d must be at least 14", c.SegmentBytes)
-	case c.SegmentMs < 0:
-		return fmt.Errorf("segment.ms: %v must not be negative", c.SegmentMs)
+	case c.SegmentAge < 0:
+		return fmt.Errorf("segment.ms: %v must not be negative", c.SegmentAge)
 	case c.IndexIntervalBytes < 0:
 		return fmt.Errorf("index.interval.bytes: %d must not be negative", c.IndexIntervalBytes)
 	case c.SegmentIndexBytes < indexEntrySize:
@@ -187,7 +187,7 @@ func (c LogConfig) Validate() error {
 // becomes cleanable (it must leave the active segment) within that lag,
 // as Kafka's LogConfig.maxSegmentMs.
 func (c LogConfig) maxSegmentMs() int64 {
-	ms := c.SegmentMs.Milliseconds()
+	ms := c.SegmentAge.Milliseconds()
 	if c.Compact() && c.MaxCompactionLagMs > 0 && c.MaxCompactionLagMs < ms {
 		return c.MaxCompactionLagMs
 	}

@@ -188,7 +188,7 @@ func TestRollByIndexFullAndTime(t *testing.T) {
 	checkContiguous(t, l)
 
 	cfg = DefaultLogConfig()
-	cfg.SegmentMs = time.Hour
+	cfg.SegmentAge = time.Hour
 	_, l = openTestManager(t, OSFS{}, t.TempDir(), cfg)
 	// segment.ms is measured in record time, as Kafka does: old records
 	// together do not roll, a record segment.ms newer than the segment's

@@ -18,7 +18,7 @@ import (
 // by segment.ms).
 func retentionConfig() LogConfig {
 	cfg := smallConfig()
-	cfg.SegmentMs = 0
+	cfg.SegmentAge = 0
 	return cfg
 }
 

@@ -115,7 +115,7 @@ func TestMaxCompactionLagForcesClean(t *testing.T) {
 			cfg := compactConfig()
 			cfg.MinCleanableDirtyRatio = 0.9
 			cfg.MaxCompactionLagMs = tc.lag
-			cfg.SegmentMs = 0
+			cfg.SegmentAge = 0
 			m, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
 			now := time.UnixMilli(testNow)
 			old := testNow - tc.dirtyAge
@@ -150,7 +150,7 @@ func TestMaxCompactionLagRollsActiveSegment(t *testing.T) {
 		cfg := compactConfig()
 		cfg.CleanupPolicy = policy
 		cfg.SegmentBytes = 1 << 20
-		cfg.SegmentMs = time.Hour
+		cfg.SegmentAge = time.Hour
 		cfg.MaxCompactionLagMs = 1000
 		_, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
 		appendKeyed(t, l, record.CodecNone, testNow, k("a", "1"))
@@ -224,7 +224,7 @@ func TestSegmentJitterSpreadsRolls(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultLogConfig()
-			cfg.SegmentMs = time.Second
+			cfg.SegmentAge = time.Second
 			cfg.SegmentJitter = tc.jitter
 			_, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
 			for i := range 1000 {

@@ -455,7 +455,7 @@ func TestDumpLogStorageFlow(t *testing.T) {
 	}
 	cfg := storage.DefaultLogConfig()
 	cfg.IndexIntervalBytes = 0 // an index entry for every batch after the first
-	cfg.SegmentMs = 0          // the test's timestamps are old: never roll by age
+	cfg.SegmentAge = 0         // the test's timestamps are old: never roll by age
 	l, err := m.GetOrCreate("orders", 0, cfg)
 	if err != nil {
 		t.Fatal(err)
