@@ -150,14 +150,18 @@ func roundTrip(t *testing.T, srv *Server, frame []byte) (resp []byte, closed boo
 	resp, err := wire.ReadFrame(client, 1<<30)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe) {
-			client.Close() // unblocks a write the server stopped reading
-			<-werr
+			_ = client.Close() // unblocks a write the server stopped reading
+			if err := <-werr; err != nil && !errors.Is(err, io.ErrClosedPipe) {
+				t.Fatalf("writing the request: %v", err) // the server closing is the answer, nothing else
+			}
 			return nil, true
 		}
 		t.Fatalf("reading the response: %v", err)
 	}
-	client.Close()
-	<-werr
+	_ = client.Close()
+	if err := <-werr; err != nil {
+		t.Fatalf("writing the request: %v", err) // answered, so it was read whole
+	}
 	return resp, false
 }
 

@@ -108,7 +108,11 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 		}
 	}
 	if !c.keep {
-		defer os.RemoveAll(c.dir)
+		defer func() {
+			if err := os.RemoveAll(c.dir); err != nil {
+				fmt.Fprintf(stdout, "could not remove the bench data: %v\n", err)
+			}
+		}()
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, load average %s (other work on the machine slows both targets alike; compare ratios)\n", runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(stdout, "kbroker nodes: %s (logs node-N.log)\n", c.dir)

@@ -113,8 +113,6 @@ func (c *benchCluster) seeds() []string {
 	return s
 }
 
-func (c *benchCluster) node(id int32) *benchNode { return c.nodes[id-1] }
-
 // start starts every node and waits until each reports ready.
 func (c *benchCluster) start(ctx context.Context) error {
 	for _, n := range c.nodes {
@@ -158,7 +156,7 @@ func (n *benchNode) start(bin string) error {
 	}
 	done := make(chan struct{})
 	go func() { // owned by the process: ends when it exits
-		cmd.Wait()
+		_ = cmd.Wait() // a node's exit status is the signal the bench sent
 		logf.Close()
 		close(done)
 	}()
@@ -201,7 +199,10 @@ func (n *benchNode) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
 	if cmd == nil {
 		return true
 	}
-	cmd.Process.Signal(sig)
+	if err := cmd.Process.Signal(sig); err != nil {
+		// Already exited: done is closed or about to be.
+		return waitClosed(done, wait)
+	}
 	select {
 	case <-done:
 		return true
@@ -221,7 +222,7 @@ func (n *benchNode) waitReady(ctx context.Context) error {
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+n.adminAddr+"/readyz", nil)
 		if resp, err := hc.Do(req); err == nil {
-			io.Copy(io.Discard, resp.Body)
+			_, _ = io.Copy(io.Discard, resp.Body) // drain for reuse; the status decides
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil
@@ -232,5 +233,15 @@ func (n *benchNode) waitReady(ctx context.Context) error {
 			return fmt.Errorf("node %d not ready: %w", n.id, errors.Join(ctx.Err(), errors.New("see "+n.logPath)))
 		case <-time.After(50 * time.Millisecond):
 		}
+	}
+}
+
+// waitClosed reports whether done closes within wait.
+func waitClosed(done <-chan struct{}, wait time.Duration) bool {
+	select {
+	case <-done:
+		return true
+	case <-time.After(wait):
+		return false
 	}
 }

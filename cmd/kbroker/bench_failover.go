@@ -182,11 +182,11 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 			if ok, _, _ := gaps.recovered(); ok {
 				break
 			}
-			sleepCtx(ctx, 20*time.Millisecond)
+			_ = sleepCtx(ctx, 20*time.Millisecond) // the loop checks ctx
 		}
 		coord.Wait()
 		// A moment more so slow partitions' gaps are complete.
-		sleepCtx(ctx, 500*time.Millisecond)
+		_ = sleepCtx(ctx, 500*time.Millisecond) // a cancelled run still reports
 		r.recovered, r.gapPartition, r.gap = gaps.recovered()
 
 		if err := node.start(cl.bin); err != nil {
@@ -252,7 +252,7 @@ func waitOffsetsReadable(ctx context.Context, seeds []string, want kadm.Offsets,
 		default:
 			return time.Since(killedAt), true
 		}
-		sleepCtx(ctx, 20*time.Millisecond)
+		_ = sleepCtx(ctx, 20*time.Millisecond) // the loop checks ctx
 	}
 	fmt.Fprintf(stdout, "committed offsets still unreadable: %v\n", last)
 	return time.Since(killedAt), false
