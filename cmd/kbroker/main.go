@@ -42,6 +42,8 @@ func run(args, env []string, stderr io.Writer) int {
 		return perf(args, os.Stdout, stderr)
 	case "tls":
 		return tlsCmd(args, os.Stdout, stderr)
+	case "admin":
+		return admin(args, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0
@@ -61,6 +63,7 @@ Commands:
   healthcheck  exit 0 if the local broker is registered, unfenced and serving
   perf      produce|consume load tests like kafka-producer/consumer-perf-test
   tls init  write a private CA and PEM keys/certificates for brokers and a client
+  admin     topics, configs, groups, elect-leaders, log-dirs, reassign (kbroker admin help)
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }
