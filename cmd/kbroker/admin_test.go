@@ -89,7 +89,6 @@ func runAdmin(t *testing.T, addr string, args ...string) (stdout, stderr string,
 	return out.String(), errb.String(), code
 }
 
-
 // mustAdmin runs an admin command that must succeed.
 func mustAdmin(t *testing.T, addr string, args ...string) string {
 	t.Helper()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"slices"
@@ -53,7 +54,7 @@ func topicsCreate() adminCommand {
 			for _, r := range res.Sorted() {
 				c := created{Topic: r.Topic, Partitions: r.NumPartitions, ReplicationFactor: r.ReplicationFactor, Error: errText(r.Err, r.ErrMessage)}
 				if r.Err == nil {
-					c.ID = r.ID.String()
+					c.ID = topicIDString(r.ID)
 				}
 				out = append(out, c)
 				errs = append(errs, r.Err)
@@ -94,7 +95,7 @@ func topicsDescribe() adminCommand {
 			var rows [][]string
 			var errs []error
 			for _, d := range details.Sorted() {
-				t := topic{Topic: d.Topic, ID: d.ID.String(), Error: errText(d.Err, "")}
+				t := topic{Topic: d.Topic, ID: topicIDString(d.ID), Error: errText(d.Err, "")}
 				errs = append(errs, d.Err)
 				if d.Err != nil {
 					rows = append(rows, []string{d.Topic, "", "", "", "", "", t.Error})
@@ -207,3 +208,7 @@ func orOK(e string) string {
 	}
 	return e
 }
+
+// topicIDString prints a topic id as Kafka's tools do: unpadded
+// base64url.
+func topicIDString(id kadm.TopicID) string { return base64.RawURLEncoding.EncodeToString(id[:]) }
