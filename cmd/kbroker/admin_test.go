@@ -172,9 +172,17 @@ func TestAdminTopicsAndConfigs(t *testing.T) {
 	if _, _, code := runAdmin(t, addr, "configs", "alter", "--entity-type", "topics", "--entity-name", "orders", "--add-config", "retention.ms=soon"); code != 1 {
 		t.Fatalf("invalid config value: exit %d, want 1", code)
 	}
-	out = mustAdmin(t, addr, "configs", "describe", "--entity-type", "brokers")
-	if !strings.Contains(out, "SOURCE") {
-		t.Fatalf("broker configs:\n%s", out)
+	mustAdmin(t, addr, "configs", "alter", "--entity-type", "brokers", "--add-config", "log.retention.ms=3600000")
+	configs = nil
+	mustJSON(t, mustAdmin(t, addr, "configs", "describe", "--entity-type", "brokers", "--output", "json"), &configs)
+	found := false
+	for _, c := range configs[0].Configs {
+		if c.Name == "log.retention.ms" {
+			found = c.Value != nil && *c.Value == "3600000" && c.Source == "DYNAMIC_DEFAULT_BROKER_CONFIG"
+		}
+	}
+	if !found {
+		t.Fatalf("broker configs: no dynamic log.retention.ms=3600000 in %+v", configs)
 	}
 
 	mustAdmin(t, addr, "topics", "delete", "--topic", "orders")
