@@ -87,8 +87,8 @@
 //
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
-// UnfenceBroker, Heartbeat, ReportBrokerDead and ControlledShutdown may be
-// called on any node. Each is declared once (ops.go) as an
+// UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown and
+// ElectLeaders (elect.go) may be called on any node. Each is declared once (ops.go) as an
 // op[Req, Resp]: its wire name, its request and response types, its
 // implementation on the active controller, and which node it acts for
 // (actsFor, see Authentication). defineOp registers the server end of
@@ -187,6 +187,7 @@
 //	AlterTopicConfigs    {topic, set, remove}                      -
 //	AlterClusterConfigs  {set, remove}                             -
 //	ChangePartition      PartitionChange                           -
+//	ElectLeaders         {type, all, partitions}                   [{topic, partition, outcome, message}, ...]
 //	FenceBroker          {brokerId, epoch}                         -
 //	UnfenceBroker        {brokerId, epoch}                         -
 //	Heartbeat            {brokerId, epoch}                         {fenced}
