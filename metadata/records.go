@@ -177,6 +177,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &setClusterIDRecord{}
 	case recCreatePartitions:
 		p = &createPartitionsRecord{}
+	case recAlterReassignment:
+		p = &alterReassignmentRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}
