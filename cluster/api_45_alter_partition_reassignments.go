@@ -1,12 +1,13 @@
 package cluster
 
-// AlterPartitionReassignments (key 45).
+// AlterPartitionAssignments (key 45).
 //
-// Starts, replaces or (null replicas) cancels partition reassignments, as
-// Kafka does (KIP-455): the controller adds the target replicas first,
-// they catch up and join the ISR, and only then are the removed replicas
-// dropped (metadata.AlterPartitionReassignments). The answer comes when
-// the reassignments are committed, not when the data has moved;
+// Kafka's AlterPartitionReassignments: starts, replaces or (null
+// replicas) cancels partition reassignments as Kafka does (KIP-455): the
+// controller adds the target replicas first, they catch up and join the
+// ISR, and only then are the removed replicas dropped
+// (metadata.AlterPartitionReassignments). The answer comes when the
+// reassignments are committed, not when the data has moved;
 // ListPartitionReassignments shows those in progress. v1's
 // AllowReplicationFactorChange false refuses a target of another size
 // (INVALID_REPLICATION_FACTOR). A partition named twice is
