@@ -39,6 +39,7 @@ Commands (each takes --bootstrap-server H:P[,H:P] and --output table|json):
   elect-leaders   (--preferred|--unclean) [--topic T [--partition P]]
   log-dirs describe [--broker B]... [--topic T]...
   reassign --generate --brokers 1,2,3 --topics t1,t2
+  reassign --execute FILE | --verify FILE | --cancel FILE
 
 Brokers without a name in configs mean the cluster-wide default.`
 

@@ -36,6 +36,7 @@ func newReassignmentPartition(topic string, p int32, replicas []int32) reassignm
 
 func reassignCmd() adminCommand {
 	var generate bool
+	var execute, verify, cancelFile string
 	var brokerList string
 	var topics commaList
 	return adminCommand{
@@ -43,10 +44,27 @@ func reassignCmd() adminCommand {
 			fs.BoolVar(&generate, "generate", false, "print a balanced plan for --topics on --brokers")
 			fs.StringVar(&brokerList, "brokers", "", "the brokers to place replicas on: 1,2,3")
 			fs.Var(&topics, "topics", "the topics to move: t1,t2")
+			fs.StringVar(&execute, "execute", "", "start the reassignments of this plan file (Kafka's JSON)")
+			fs.StringVar(&verify, "verify", "", "report whether the reassignments of this plan file are done")
+			fs.StringVar(&cancelFile, "cancel", "", "cancel the reassignments of this plan file in progress")
 		},
 		run: func(ctx context.Context, a *adminEnv) error {
-			if !generate {
-				return usagef("--generate is required (executing a plan is not supported yet)")
+			modes := 0
+			for _, m := range []bool{generate, execute != "", verify != "", cancelFile != ""} {
+				if m {
+					modes++
+				}
+			}
+			if modes != 1 {
+				return usagef("exactly one of --generate, --execute FILE, --verify FILE, --cancel FILE is required")
+			}
+			switch {
+			case execute != "":
+				return reassignExecute(ctx, a, execute)
+			case verify != "":
+				return reassignVerify(ctx, a, verify)
+			case cancelFile != "":
+				return reassignCancel(ctx, a, cancelFile)
 			}
 			brokers, err := list32(brokerList)
 			if err != nil || len(brokers) == 0 {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -353,6 +355,39 @@ func TestAdminElectLogDirsReassign(t *testing.T) {
 	}
 	if _, _, code := runAdmin(t, addr, "reassign", "--generate", "--brokers", "1,7", "--topics", "sized"); code != 1 {
 		t.Fatalf("unknown broker: exit %d, want 1", code)
+	}
+
+	// Execute the proposal (broker 1 only: nothing moves), verify it is
+	// complete; there is nothing left to cancel.
+	planFile := filepath.Join(t.TempDir(), "plan.json")
+	if err := os.WriteFile(planFile, []byte(parts[4]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustAdmin(t, addr, "reassign", "--execute", planFile); strings.Count(out, "started") != 2 {
+		t.Fatalf("execute:\n%s", out)
+	}
+	var verified []struct {
+		Topic  string `json:"topic"`
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	mustJSON(t, mustAdmin(t, addr, "reassign", "--verify", planFile, "--output", "json"), &verified)
+	if len(verified) != 2 || verified[0].Status != "complete" || verified[1].Status != "complete" {
+		t.Fatalf("verify: %+v", verified)
+	}
+	out, _, code := runAdmin(t, addr, "reassign", "--cancel", planFile)
+	if code != 1 || !strings.Contains(out, "NO_REASSIGNMENT_IN_PROGRESS") {
+		t.Fatalf("cancel with nothing in progress: exit %d\n%s", code, out)
+	}
+	other := filepath.Join(t.TempDir(), "other.json")
+	if err := os.WriteFile(other, []byte(`{"version":1,"partitions":[{"topic":"sized","partition":0,"replicas":[1,2]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, _, code := runAdmin(t, addr, "reassign", "--verify", other); code != 1 || !strings.Contains(out, "replicas are 1") {
+		t.Fatalf("verify of a plan never executed: exit %d\n%s", code, out)
+	}
+	if _, _, code := runAdmin(t, addr, "reassign", "--execute", other, "--generate"); code != 2 {
+		t.Fatalf("two modes: exit %d, want 2", code)
 	}
 }
 
