@@ -41,6 +41,7 @@
 //	   8  ProducerIDBlock        1  hand out [first, first+count); first must be the next free id
 //	   9  SetClusterID           1  set the cluster id once
 //	  10  CreatePartitions       1  add partitions to a topic, numbered on from its count
+//	  40  AlterReassignment      1  start, replace or cancel a partition reassignment (reassign.go)
 //
 // Type numbers are never reused. A record of an unknown type or a version
 // above the one this code knows is rejected (ErrUnsupportedRecord).
@@ -87,8 +88,9 @@
 //
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
-// UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown and
-// ElectLeaders (elect.go) may be called on any node. Each is declared once (ops.go) as an
+// UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
+// ElectLeaders (elect.go) and AlterPartitionReassignments (reassign.go)
+// may be called on any node. Each is declared once (ops.go) as an
 // op[Req, Resp]: its wire name, its request and response types, its
 // implementation on the active controller, and which node it acts for
 // (actsFor, see Authentication). defineOp registers the server end of
@@ -188,6 +190,7 @@
 //	AlterClusterConfigs  {set, remove}                             -
 //	ChangePartition      PartitionChange                           -
 //	ElectLeaders         {type, all, partitions}                   [{topic, partition, outcome, message}, ...]
+//	AlterPartitionReassignments  {reassignments, allowReplicationFactorChange}  [error|null, ...]
 //	FenceBroker          {brokerId, epoch}                         -
 //	UnfenceBroker        {brokerId, epoch}                         -
 //	Heartbeat            {brokerId, epoch}                         {fenced}

@@ -1,6 +1,7 @@
 package metadata
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"testing"
@@ -86,5 +87,25 @@ func TestCompleteReassignment(t *testing.T) {
 	}
 	if got := completeReassignment(p, aliveSet(1)); got != p {
 		t.Fatalf("completed with no alive target replica to lead: %+v", got)
+	}
+}
+
+// A snapshot keeps a reassignment in progress.
+func TestSnapshotKeepsReassignment(t *testing.T) {
+	img := emptyImage()
+	img.withTopic(&Topic{Name: "m", ID: [16]byte{1}, Partitions: []*Partition{{
+		Replicas: []int32{2, 1}, ISR: []int32{1}, Leader: 1, AddingReplicas: []int32{2}, RemovingReplicas: []int32{1},
+	}}})
+	var buf bytes.Buffer
+	if err := writeSnapshot(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSnapshot(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := got.Partition("m", 0)
+	if !slices.Equal(p.AddingReplicas, []int32{2}) || !slices.Equal(p.RemovingReplicas, []int32{1}) {
+		t.Fatalf("restored %+v", p)
 	}
 }
