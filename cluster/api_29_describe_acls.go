@@ -22,13 +22,6 @@ func init() {
 	register(apiSpec{key: 29, min: 0, max: 3, handle: (*Node).handleDescribeACLs, actions: clusterAction(kmsg.ACLOperationDescribe)})
 }
 
-// clusterAction declares an API that needs op on the CLUSTER.
-func clusterAction(op kmsg.ACLOperation) func(*RequestContext, kmsg.Request) []Action {
-	return func(*RequestContext, kmsg.Request) []Action {
-		return []Action{{Operation: op, ResourceType: kmsg.ACLResourceTypeCluster, Name: clusterResourceName}}
-	}
-}
-
 func (n *Node) handleDescribeACLs(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)

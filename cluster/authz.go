@@ -174,3 +174,12 @@ func (rc *RequestContext) authorizedOperations(resourceType kmsg.ACLResourceType
 	}
 	return bits
 }
+
+// clusterAction declares, in an API registration, that the request needs
+// op on the CLUSTER; the handler refuses with CLUSTER_AUTHORIZATION_FAILED
+// when rc.AuthorizedCluster(op) says no.
+func clusterAction(op kmsg.ACLOperation) func(*RequestContext, kmsg.Request) []Action {
+	return func(*RequestContext, kmsg.Request) []Action {
+		return []Action{{Operation: op, ResourceType: kmsg.ACLResourceTypeCluster, Name: clusterResourceName}}
+	}
+}

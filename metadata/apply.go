@@ -54,6 +54,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyScram(next, r)
 	case *removeUserScramCredentialRecord:
 		err = applyRemoveScram(next, r)
+	case *alterReassignmentRecord:
+		err = applyAlterReassignment(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.
@@ -282,6 +284,7 @@ func applyPartitionChange(img *Image, r *partitionChangeRecord) error {
 	if p.Leader != cur.Leader {
 		p.LeaderEpoch++
 	}
+	p = withReassignment(img, cur, p)
 	t := *old
 	t.Partitions = slices.Clone(old.Partitions)
 	t.Partitions[r.Partition] = p

@@ -50,6 +50,7 @@
 //	  13  UserScramCredential    1  set a user's credential for a mechanism: salt, stored key,
 //	                                server key, iterations (never the password)
 //	  14  RemoveUserScramCredential 1  remove a user's credential for a mechanism
+//	  40  AlterReassignment      1  start, replace or cancel a partition reassignment (reassign.go)
 //
 // Type numbers are never reused. A record of an unknown type or a version
 // above the one this code knows is rejected (ErrUnsupportedRecord).
@@ -100,7 +101,8 @@
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
 // UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
-// CreateACLs, DeleteACLs and AlterScramCredentials may be called on any
+// CreateACLs, DeleteACLs, AlterScramCredentials, ElectLeaders (elect.go) and
+// AlterPartitionReassignments (reassign.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
 // filters (ACLFilter, Kafka's ANY/MATCH/LITERAL/PREFIXED semantics)
 // against the active controller's image and removes what they match;
@@ -205,6 +207,8 @@
 //	AlterTopicConfigs    {topic, set, remove}                      -
 //	AlterClusterConfigs  {set, remove}                             -
 //	ChangePartition      PartitionChange                           -
+//	ElectLeaders         {type, all, partitions}                   [{topic, partition, outcome, message}, ...]
+//	AlterPartitionReassignments  {reassignments, allowReplicationFactorChange}  [error|null, ...]
 //	FenceBroker          {brokerId, epoch}                         -
 //	UnfenceBroker        {brokerId, epoch}                         -
 //	Heartbeat            {brokerId, epoch}                         {fenced}

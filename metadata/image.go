@@ -66,6 +66,10 @@ type Partition struct {
 	Leader         int32 // NoLeader if none
 	LeaderEpoch    int32
 	PartitionEpoch int32
+	// A reassignment in progress (reassign.go): the replicas being added
+	// and those being removed once the target is in the ISR.
+	AddingReplicas   []int32 `json:",omitempty"`
+	RemovingReplicas []int32 `json:",omitempty"`
 }
 
 // NoLeader is the Leader of a partition without one.

@@ -216,6 +216,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &userScramCredentialRecord{}
 	case recRemoveUserScramCredential:
 		p = &removeUserScramCredentialRecord{}
+	case recAlterReassignment:
+		p = &alterReassignmentRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

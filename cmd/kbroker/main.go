@@ -44,6 +44,8 @@ func run(args, env []string, stderr io.Writer) int {
 		return benchCmd(args, os.Stdout, stderr)
 	case "tls":
 		return tlsCmd(args, os.Stdout, stderr)
+	case "admin":
+		return admin(args, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0
@@ -64,6 +66,7 @@ Commands:
   perf      produce|consume load tests like kafka-producer/consumer-perf-test
   bench     a local 3-node cluster vs franz-go's kfake (throughput, latency), or kill -9 failover times
   tls init  write a private CA and PEM keys/certificates for brokers and a client
+  admin     topics, configs, groups, elect-leaders, log-dirs, reassign (kbroker admin help)
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }

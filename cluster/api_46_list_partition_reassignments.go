@@ -1,0 +1,75 @@
+package cluster
+
+// ListPartitionReassignments (key 46).
+//
+// The reassignments in progress, from this broker's metadata image: each
+// partition being reassigned with its replicas and the replicas being
+// added and removed. Null topics lists every one; partitions asked for
+// that are not being reassigned (or do not exist) are left out, as in
+// Kafka. It needs DESCRIBE on the CLUSTER.
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/metadata"
+)
+
+func init() {
+	register(apiSpec{key: 46, min: 0, max: 0, handle: (*Node).handleListPartitionReassignments, actions: clusterAction(kmsg.ACLOperationDescribe)})
+}
+
+func (n *Node) handleListPartitionReassignments(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
+	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
+	if !rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
+	img := n.store.Image()
+	add := func(t *metadata.Topic, ids []int32) {
+		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+		rt.Topic = t.Name
+		for _, id := range ids {
+			if id < 0 || int(id) >= len(t.Partitions) || !t.Partitions[id].Reassigning() {
+				continue
+			}
+			p := t.Partitions[id]
+			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+			rp.Partition = id
+			rp.Replicas = slices.Clone(p.Replicas)
+			rp.AddingReplicas = slices.Clone(p.AddingReplicas)
+			rp.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+			if rp.AddingReplicas == nil {
+				rp.AddingReplicas = []int32{}
+			}
+			if rp.RemovingReplicas == nil {
+				rp.RemovingReplicas = []int32{}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		if len(rt.Partitions) > 0 {
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	if req.Topics == nil {
+		for _, name := range img.TopicNames() {
+			t := img.Topics[name]
+			ids := make([]int32, len(t.Partitions))
+			for i := range ids {
+				ids[i] = int32(i)
+			}
+			add(t, ids)
+		}
+		return resp, nil
+	}
+	for _, rt := range req.Topics {
+		if t, ok := img.Topics[rt.Topic]; ok {
+			add(t, rt.Partitions)
+		}
+	}
+	return resp, nil
+}

@@ -1,0 +1,73 @@
+package storage
+
+import (
+	"cmp"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// What DescribeLogDirs shows of the log directories: which partitions
+// each holds, how large their logs are, and whether a log failed.
+
+// LogDirLogs is one log directory and the open logs it holds.
+type LogDirLogs struct {
+	Path string
+	Logs []DirLog // sorted by topic, then partition
+}
+
+// DirLog is an open partition log in a LogDirLogs.
+type DirLog struct {
+	Topic     string
+	Partition int32
+	Log       *Log
+}
+
+// LogDirs returns every log directory, in configuration order, with the
+// open logs it holds.
+func (m *Manager) LogDirs() []LogDirLogs {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]LogDirLogs, len(m.dirs))
+	byPath := make(map[string]int, len(m.dirs))
+	for i, d := range m.dirs {
+		out[i].Path = d.path
+		byPath[filepath.Clean(d.path)] = i
+	}
+	for tp, l := range m.mu.logs {
+		i, ok := byPath[filepath.Dir(filepath.Clean(l.Dir()))]
+		if !ok {
+			continue
+		}
+		out[i].Logs = append(out[i].Logs, DirLog{Topic: tp.topic, Partition: tp.partition, Log: l})
+	}
+	for i := range out {
+		slices.SortFunc(out[i].Logs, func(a, b DirLog) int {
+			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Partition, b.Partition)
+		})
+	}
+	return out
+}
+
+// Size returns the bytes of the log's segments (the .log files, as
+// Kafka's Log.size).
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var n int64
+	for _, s := range l.mu.segments {
+		n += s.size
+	}
+	return n
+}
+
+// Failed returns the error that left the log unwritable (a failed write
+// that could not be undone), or nil.
+func (l *Log) Failed() error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.mu.failed
+}
