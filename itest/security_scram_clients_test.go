@@ -93,7 +93,7 @@ func (x *xdgSCRAM) Begin(user, pass, authzID string) error {
 }
 
 func (x *xdgSCRAM) Step(challenge string) (string, error) { return x.conv.Step(challenge) }
-func (x *xdgSCRAM) Done() bool                             { return x.conv.Done() }
+func (x *xdgSCRAM) Done() bool                            { return x.conv.Done() }
 
 func scramSarama(t *testing.T, s *scramBroker, topic, group string) []string {
 	cfg := sarama.NewConfig()
