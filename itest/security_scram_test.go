@@ -341,6 +341,134 @@ func TestScramACLFranz(t *testing.T) {
 			}
 		}
 	})
+	t.Run("no escalation", func(t *testing.T) { s.checkAliceNotAdmin(t, allowed) })
+	t.Run("password change and deletion", func(t *testing.T) { s.checkCredentialChanges(t) })
+	t.Run("ACL deletion", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		deleted, err := s.admin(t).DeleteACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().
+			Topics(scramPrefix).ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpWrite))
+		if err != nil {
+			t.Fatalf("DeleteACLs: %v", err)
+		}
+		n := 0
+		for _, r := range deleted {
+			if r.Err != nil {
+				t.Fatalf("DeleteACLs: %v (%s)", r.Err, r.ErrMessage)
+			}
+			n += len(r.Deleted)
+		}
+		if n != 1 {
+			t.Fatalf("DeleteACLs deleted %d ACLs, want alice's WRITE", n)
+		}
+		// Alice still authenticates and reads, but may no longer write:
+		// an idempotent producer is refused its producer id (WRITE on no
+		// topic means no IDEMPOTENT_WRITE), a plain one its Produce.
+		idem := s.client(t, "alice", "alice-secret-2", kgo.RecordRetries(2))
+		err = idem.ProduceSync(ctx, &kgo.Record{Topic: allowed, Value: []byte("x")}).FirstErr()
+		if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+			t.Errorf("idempotent produce to %s without WRITE: %v, want CLUSTER_AUTHORIZATION_FAILED", allowed, err)
+		}
+		cl := s.client(t, "alice", "alice-secret-2", kgo.RecordRetries(2), kgo.DisableIdempotentWrite())
+		err = cl.ProduceSync(ctx, &kgo.Record{Topic: allowed, Value: []byte("x")}).FirstErr()
+		if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+			t.Errorf("produce to %s without WRITE: %v, want TOPIC_AUTHORIZATION_FAILED", allowed, err)
+		}
+		ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, allowed)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err != nil {
+			t.Errorf("ListEndOffsets %s with READ: %v", allowed, err)
+		}
+	})
+}
+
+// checkAliceNotAdmin checks that alice cannot create topics (she has no
+// CREATE), grant herself ACLs, or read or change SCRAM credentials.
+func (s *scramBroker) checkAliceNotAdmin(t *testing.T, allowed string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(s.client(t, "alice", scramAlicePass))
+
+	created, err := adm.CreateTopic(ctx, 1, 1, nil, scramPrefix+"new")
+	if err == nil {
+		err = created.Err
+	}
+	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		t.Errorf("alice creates a topic: %v, want TOPIC_AUTHORIZATION_FAILED", err)
+	}
+	acls, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:alice").AllowHosts().Topics("secret-").
+		ResourcePatternType(kadm.ACLPatternPrefixed).Operations(kadm.OpAll))
+	if err == nil {
+		for _, r := range acls {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice creates ACLs: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	altered, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{
+		User: "admin", Mechanism: kadm.ScramSha512, Password: "taken-over",
+	}})
+	if err == nil {
+		err = altered.Error()
+	}
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice changes admin's password: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if _, err := adm.DescribeUserSCRAMs(ctx); !errors.Is(err, kerr.ClusterAuthorizationFailed) {
+		t.Errorf("alice describes SCRAM users: %v, want CLUSTER_AUTHORIZATION_FAILED", err)
+	}
+	if err := s.metadataAs("admin", scramAdminPass); err != nil {
+		t.Errorf("admin after alice's attempts: %v", err)
+	}
+}
+
+// checkCredentialChanges changes alice's password and deletes and
+// recreates her credential: each change holds for the next
+// authentication.
+func (s *scramBroker) checkCredentialChanges(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := s.admin(t)
+	alter := func(del []kadm.DeleteSCRAM, up []kadm.UpsertSCRAM) {
+		t.Helper()
+		res, err := adm.AlterUserSCRAMs(ctx, del, up)
+		if err == nil {
+			err = res.Error()
+		}
+		if err != nil {
+			t.Fatalf("AlterUserSCRAMs: %v", err)
+		}
+	}
+	expect := func(pass string, want error) {
+		t.Helper()
+		err := s.metadataAs("alice", pass)
+		if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+			t.Errorf("alice with password %q: %v, want %v", pass, err, want)
+		}
+	}
+	alter(nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Iterations: 8192, Password: "alice-secret-2"}})
+	expect(scramAlicePass, kerr.SaslAuthenticationFailed)
+	expect("alice-secret-2", nil)
+
+	alter([]kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha512}}, nil)
+	expect("alice-secret-2", kerr.SaslAuthenticationFailed)
+	users, err := adm.DescribeUserSCRAMs(ctx, "alice")
+	if err != nil {
+		t.Fatalf("DescribeUserSCRAMs: %v", err)
+	}
+	if err := users["alice"].Err; !errors.Is(err, kerr.ResourceNotFound) {
+		t.Errorf("DescribeUserSCRAMs alice after deletion: %+v, want RESOURCE_NOT_FOUND", users["alice"])
+	}
+
+	alter(nil, []kadm.UpsertSCRAM{{User: "alice", Mechanism: kadm.ScramSha512, Password: "alice-secret-2"}})
+	expect("alice-secret-2", nil)
 }
 
 // ACLs and SCRAM users are metadata records: after a SIGKILL and a start
