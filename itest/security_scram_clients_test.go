@@ -3,6 +3,7 @@ package itest
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -58,6 +59,50 @@ func TestScramClients(t *testing.T) {
 			s.waitCommitted(t, group, topic, scramClientRecords)
 		})
 	}
+
+	// Outside her prefix, each Go client and librdkafka are refused.
+	denied := "secret-clients"
+	s.createTopics(t, denied)
+	t.Run("refused/kcat", func(t *testing.T) {
+		kcat, err := exec.LookPath("kcat")
+		if err != nil {
+			t.Skip("kcat not installed (apt-get install kcat)")
+		}
+		out, errOut, err := runCmdErr(30*time.Second, "x\n", kcat, append([]string{"-P", "-t", denied}, s.kcatSecurity()...)...)
+		if err == nil || !strings.Contains(strings.ToLower(out+errOut), "topic authorization failed") {
+			t.Fatalf("kcat -P to %s: %v, want a topic authorization failure\nstderr:\n%s", denied, err, tail(errOut, 1500))
+		}
+	})
+	t.Run("refused/sarama", func(t *testing.T) {
+		prod, err := sarama.NewSyncProducer([]string{s.secure}, s.saramaConfig())
+		if err != nil {
+			t.Fatalf("sarama.NewSyncProducer: %v", err)
+		}
+		defer prod.Close()
+		_, _, err = prod.SendMessage(&sarama.ProducerMessage{Topic: denied, Value: sarama.StringEncoder("x")})
+		if !errors.Is(err, sarama.ErrTopicAuthorizationFailed) {
+			t.Fatalf("sarama produce to %s: %v, want %v", denied, err, sarama.ErrTopicAuthorizationFailed)
+		}
+	})
+	t.Run("refused/kafka-go", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		w := &kafka.Writer{Addr: kafka.TCP(s.secure), Topic: denied, MaxAttempts: 1, Transport: s.kafkaGoTransport(t)}
+		defer w.Close()
+		// kafka-go's Transport answers the writer's Metadata from a cached
+		// all-topics Metadata, where the broker hides what alice may not
+		// describe: the topic looks missing rather than refused.
+		err := w.WriteMessages(ctx, kafka.Message{Value: []byte("x")})
+		if !errors.Is(err, kafka.UnknownTopicOrPartition) {
+			t.Fatalf("kafka-go produce to %s: %v, want %v", denied, err, kafka.UnknownTopicOrPartition)
+		}
+	})
+}
+
+// kcatSecurity are kcat's arguments to connect to s as alice.
+func (s *scramBroker) kcatSecurity() []string {
+	return []string{"-b", s.secure, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
+		"-X", "sasl.username=alice", "-X", "sasl.password=" + scramAlicePass, "-X", "ssl.ca.location=" + s.pki.caFile()}
 }
 
 func scramKcat(t *testing.T, s *scramBroker, topic, group string) []string {
@@ -65,8 +110,7 @@ func scramKcat(t *testing.T, s *scramBroker, topic, group string) []string {
 	if err != nil {
 		t.Skip("kcat not installed (apt-get install kcat)")
 	}
-	sec := []string{"-b", s.secure, "-X", "security.protocol=SASL_SSL", "-X", "sasl.mechanisms=SCRAM-SHA-512",
-		"-X", "sasl.username=alice", "-X", "sasl.password=" + scramAlicePass, "-X", "ssl.ca.location=" + s.pki.caFile()}
+	sec := s.kcatSecurity()
 	input := strings.Join(numberedValues("kcat", scramClientRecords), "\n") + "\n"
 	runCmd(t, 30*time.Second, input, kcat, append([]string{"-P", "-t", topic}, sec...)...)
 	// A balanced consumer (-G) exits after -c records, committing them as
@@ -95,7 +139,8 @@ func (x *xdgSCRAM) Begin(user, pass, authzID string) error {
 func (x *xdgSCRAM) Step(challenge string) (string, error) { return x.conv.Step(challenge) }
 func (x *xdgSCRAM) Done() bool                            { return x.conv.Done() }
 
-func scramSarama(t *testing.T, s *scramBroker, topic, group string) []string {
+// saramaConfig is a sarama config to connect to s as alice.
+func (s *scramBroker) saramaConfig() *sarama.Config {
 	cfg := sarama.NewConfig()
 	cfg.Net.TLS.Enable = true
 	cfg.Net.TLS.Config = &tls.Config{RootCAs: s.pki.pool()}
@@ -107,7 +152,11 @@ func scramSarama(t *testing.T, s *scramBroker, topic, group string) []string {
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	cfg.Consumer.Offsets.AutoCommit.Interval = 100 * time.Millisecond
+	return cfg
+}
 
+func scramSarama(t *testing.T, s *scramBroker, topic, group string) []string {
+	cfg := s.saramaConfig()
 	prod, err := sarama.NewSyncProducer([]string{s.secure}, cfg)
 	if err != nil {
 		t.Fatalf("sarama.NewSyncProducer: %v", err)
@@ -161,16 +210,22 @@ func scramSarama(t *testing.T, s *scramBroker, topic, group string) []string {
 	return got
 }
 
-func scramKafkaGo(t *testing.T, s *scramBroker, topic, group string) []string {
+// kafkaGoTransport is a kafka-go transport to s as alice.
+func (s *scramBroker) kafkaGoTransport(t *testing.T) *kafka.Transport {
+	t.Helper()
 	mech, err := kgscram.Mechanism(kgscram.SHA512, "alice", scramAlicePass)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg := &tls.Config{RootCAs: s.pki.pool()}
+	return &kafka.Transport{TLS: &tls.Config{RootCAs: s.pki.pool()}, SASL: mech}
+}
+
+func scramKafkaGo(t *testing.T, s *scramBroker, topic, group string) []string {
+	transport := s.kafkaGoTransport(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	w := &kafka.Writer{Addr: kafka.TCP(s.secure), Topic: topic, Balancer: &kafka.RoundRobin{},
-		RequiredAcks: kafka.RequireAll, Transport: &kafka.Transport{TLS: tlsCfg, SASL: mech}}
+		RequiredAcks: kafka.RequireAll, Transport: transport}
 	var msgs []kafka.Message
 	for _, v := range numberedValues("kafka-go", scramClientRecords) {
 		msgs = append(msgs, kafka.Message{Value: []byte(v)})
@@ -184,7 +239,7 @@ func scramKafkaGo(t *testing.T, s *scramBroker, topic, group string) []string {
 
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{s.secure}, GroupID: group, Topic: topic,
 		StartOffset: kafka.FirstOffset, MaxWait: 500 * time.Millisecond,
-		Dialer: &kafka.Dialer{Timeout: 10 * time.Second, TLS: tlsCfg, SASLMechanism: mech}})
+		Dialer: &kafka.Dialer{Timeout: 10 * time.Second, TLS: transport.TLS, SASLMechanism: transport.SASL}})
 	defer r.Close()
 	seen := map[string]bool{}
 	for len(seen) < scramClientRecords {

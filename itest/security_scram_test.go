@@ -341,6 +341,21 @@ func TestScramACLFranz(t *testing.T) {
 			}
 		}
 	})
+	t.Run("mechanism not enabled", func(t *testing.T) {
+		// The listener enables SCRAM-SHA-512 only; alice has no SHA-256
+		// credential either.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(s.secure), kgo.DialTLSConfig(&tls.Config{RootCAs: s.pki.pool()}),
+			kgo.SASL(kscram.Auth{User: "alice", Pass: scramAlicePass}.AsSha256Mechanism()), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		defer cancel()
+		if _, err := cl.Request(ctx, kmsg.NewPtrMetadataRequest()); !errors.Is(err, kerr.UnsupportedSaslMechanism) {
+			t.Errorf("SCRAM-SHA-256 on a SCRAM-SHA-512 listener: %v, want UNSUPPORTED_SASL_MECHANISM", err)
+		}
+	})
 	t.Run("no escalation", func(t *testing.T) { s.checkAliceNotAdmin(t, allowed) })
 	t.Run("password change and deletion", func(t *testing.T) { s.checkCredentialChanges(t) })
 	t.Run("ACL deletion", func(t *testing.T) {
