@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ type scramBroker struct {
 	secure string // SASL_SSL host:port
 }
 
-func startScramBroker(t *testing.T) *scramBroker {
+func startScramBroker(t *testing.T, extra ...string) *scramBroker {
 	t.Helper()
 	p := newPKI(t, "scram itest CA")
 	keystore, _ := p.issue("kb1")
@@ -59,6 +60,9 @@ func startScramBroker(t *testing.T) *scramBroker {
 		"offsets.topic.replication.factor=1",
 		"group.initial.rebalance.delay.ms=0",
 	)
+	for _, e := range extra {
+		b.args = append(b.args, "--set", e)
+	}
 	b.args = append(b.args, "--add-scram", "SCRAM-SHA-512=[name=admin,password="+scramAdminPass+"]")
 	b.start()
 	return &scramBroker{broker: b, pki: p, secure: secure}
@@ -534,4 +538,61 @@ func TestScramACLSurviveRestart(t *testing.T) {
 	}
 	s.aliceRoundTrip(t, allowed, scramPrefix+"after", 20)
 	s.checkAliceConfined(t, allowed, denied)
+}
+
+// With connections.max.reauth.ms a SASL session ends unless the client
+// re-authenticates (KIP-368): franz-go re-authenticates with SCRAM on its
+// connections while alice produces across several sessions.
+func TestScramReauthentication(t *testing.T) {
+	const session = 1500 * time.Millisecond
+	s := startScramBroker(t, fmt.Sprintf("listener.name.secure.connections.max.reauth.ms=%d", session.Milliseconds()))
+	topic := scramPrefix + "reauth"
+	s.createTopics(t, topic)
+	s.grantAlice(t)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log := &reauthLog{}
+	cl := s.client(t, "alice", scramAlicePass, kgo.WithLogger(log), kgo.RecordRetries(1))
+	deadline := time.Now().Add(3 * session)
+	n := 0
+	for time.Now().Before(deadline) {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "r-%d", n)}).FirstErr(); err != nil {
+			t.Fatalf("produce %d across re-authentications: %v", n, err)
+		}
+		n++
+		time.Sleep(100 * time.Millisecond)
+	}
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		t.Fatalf("ListEndOffsets after re-authentications: %v", err)
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != int64(n) {
+		t.Fatalf("end offsets add up to %d, want the %d records produced", total, n)
+	}
+	if log.reauths.Load() == 0 || log.failed.Load() != 0 {
+		t.Fatalf("franz-go re-authenticated %d times, %d failed; want some and none failed",
+			log.reauths.Load(), log.failed.Load())
+	}
+	t.Logf("%d records over %v with %v sessions; %d re-authentications", n, 3*session, session, log.reauths.Load())
+}
+
+// reauthLog counts franz-go's KIP-368 re-authentications from its debug
+// log messages.
+type reauthLog struct{ reauths, failed atomic.Int64 }
+
+func (*reauthLog) Level() kgo.LogLevel { return kgo.LogLevelDebug }
+
+func (l *reauthLog) Log(_ kgo.LogLevel, msg string, _ ...any) {
+	switch {
+	case strings.Contains(msg, "reauth failed"):
+		l.failed.Add(1)
+	case strings.Contains(msg, "expiry limit reached, reauthenticating"):
+		l.reauths.Add(1)
+	}
 }
