@@ -58,6 +58,15 @@ func TestAPIsAuthorize(t *testing.T) {
 			return r
 		}, func(r kmsg.Response) int16 { return r.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].ErrorCode },
 			kerr.TopicAuthorizationFailed, nil},
+		{"DescribeProducers", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeProducersRequest()
+			rt := kmsg.NewDescribeProducersRequestTopic()
+			rt.Topic, rt.Partitions = "t", []int32{0}
+			r.Topics = append(r.Topics, rt)
+			return r
+		}, func(r kmsg.Response) int16 {
+			return r.(*kmsg.DescribeProducersResponse).Topics[0].Partitions[0].ErrorCode
+		}, kerr.TopicAuthorizationFailed, nil},
 		{"OffsetForLeaderEpoch", func() kmsg.Request {
 			r := kmsg.NewPtrOffsetForLeaderEpochRequest()
 			r.ReplicaID = -1

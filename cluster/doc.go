@@ -42,7 +42,8 @@
 //     with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
 //     the marker sender (txns_markers.go), timeouts, KIP-890 produce
 //     verification (txns_verify.go); read_committed fetches read up to the
-//     last stable offset (fetch_committed.go).
+//     last stable offset (fetch_committed.go); partition leaders describe
+//     their producers' state (api_61_describe_producers.go).
 //   - Liveness (liveness.go): the heartbeat loop, memberlist deaths turned
 //     into fencing, the controlled shutdown.
 //   - Metrics and the admin HTTP server (metrics.go, state_metrics.go,

@@ -195,6 +195,7 @@
 // non-transactional batch from a producer inside a transaction is
 // ErrInvalidTxnState. Leader, follower and replayed appends update the
 // state the same way (only the leader checks), so replicas agree.
+// ActiveProducers reads that state for DescribeProducers.
 //
 // TruncateTo cuts the .txnindex of the cut segment at the new end and
 // rebuilds the producer state from a snapshot at or below it, so a
