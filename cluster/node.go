@@ -206,6 +206,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		IncarnationID: newIncarnationID(),
 		Endpoints:     endpoints,
 		Rack:          cfg.BrokerRack,
+
+		PartitionCapacity: n.partitionCapacity(),
 	}
 	if err := n.store.RegisterBroker(ctx, reg); err != nil {
 		return fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)

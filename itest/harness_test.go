@@ -75,6 +75,7 @@ type broker struct {
 	ctrlAddr string   // CONTROLLER host:port
 	logPath  string   // stderr+stdout of every start, appended
 	spare    string   // the spareAddr of startBroker
+	nofile   int      // > 0: the process runs under ulimit -n nofile
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -97,6 +98,13 @@ const startAttempts = 3
 // Metadata. sets are extra key=value configs.
 func startBroker(t testing.TB, dir string, sets ...string) *broker {
 	t.Helper()
+	return startBrokerLimited(t, dir, 0, sets...)
+}
+
+// startBrokerLimited is startBroker with the process's file-descriptor
+// limit (soft and hard) set to nofile when it is > 0.
+func startBrokerLimited(t testing.TB, dir string, nofile int, sets ...string) *broker {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
 		ports := testutil.MustReservePorts(t, 3)
 		ctrl := ports.Addr(1)
@@ -106,6 +114,7 @@ func startBroker(t testing.TB, dir string, sets ...string) *broker {
 		}
 		b := newBroker(t, 1, dir, ports.Addr(0), ctrl, "1@"+ctrl, resolved...)
 		b.spare = ports.Addr(2)
+		b.nofile = nofile
 		ports.MustRelease(t)
 		b.launch()
 		err := b.ready()
@@ -213,6 +222,10 @@ func (b *broker) launch() {
 	fmt.Fprintf(b.logFile, "=== itest: start %d: %s %s\n", b.starts, brokerBin, strings.Join(b.args, " "))
 
 	cmd := exec.Command(brokerBin, b.args...)
+	if b.nofile > 0 {
+		// exec keeps the pid, so signals still reach the broker.
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.nofile), brokerBin}, b.args...)...)
+	}
 	cmd.Stdout, cmd.Stderr = b.logFile, b.logFile
 	if err := cmd.Start(); err != nil {
 		b.t.Fatalf("starting kbroker: %v", err)

@@ -74,6 +74,8 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 		Epoch:         int64(index),
 		Endpoints:     slices.Clone(r.Endpoints),
 		Rack:          r.Rack,
+
+		PartitionCapacity: r.PartitionCapacity,
 	}
 	old, ok := img.Brokers[r.BrokerID]
 	switch {

@@ -33,6 +33,10 @@ type BrokerRegistration struct {
 	IncarnationID string // changes on every start of the broker process
 	Endpoints     []Endpoint
 	Rack          string
+	// PartitionCapacity is how many partition replicas the broker can
+	// host (its file-descriptor budget, capped by max.broker.partitions);
+	// 0 is not reported. Placement refuses to exceed it (limits.go).
+	PartitionCapacity int64
 }
 
 // TopicSpec is one topic of a CreateTopics request.
@@ -84,7 +88,8 @@ func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) erro
 	}
 	s.sessions.beat(reg.ID, time.Now()) // a registration starts a session
 	if b, ok := s.Image().Brokers[reg.ID]; ok && b.IncarnationID == reg.IncarnationID &&
-		b.Rack == reg.Rack && slices.Equal(b.Endpoints, reg.Endpoints) {
+		b.Rack == reg.Rack && slices.Equal(b.Endpoints, reg.Endpoints) &&
+		b.PartitionCapacity == reg.PartitionCapacity {
 		return nil // already registered exactly so
 	}
 	_, err := s.propose(ctx, recRegisterBroker, &registerBrokerRecord{
@@ -92,6 +97,8 @@ func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) erro
 		IncarnationID: reg.IncarnationID,
 		Endpoints:     reg.Endpoints,
 		Rack:          reg.Rack,
+
+		PartitionCapacity: reg.PartitionCapacity,
 	})
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", reg.ID, err)

@@ -257,6 +257,13 @@
 // FSM checks again (Records). Placement does not steer around a full
 // broker: the request fails and the operator picks an assignment.
 //
+// A broker also registers a PartitionCapacity (BrokerRegistration, kept
+// in Broker): the replicas its file-descriptor limit lets it open
+// (cluster/capacity.go). The per-broker limit is then the smaller of it
+// and max.broker.partitions, and the error names the broker and says it
+// is its file-descriptor limit, so that a CreateTopics a broker could not
+// open fails before anything is committed.
+//
 // # Controller decisions
 //
 // The decisions are pure functions in decisions.go:

@@ -45,6 +45,9 @@ type Broker struct {
 	Endpoints     []Endpoint
 	Rack          string
 	Fenced        bool
+	// PartitionCapacity is the partition replicas the broker registered it
+	// can host (0: not reported).
+	PartitionCapacity int64 `json:",omitempty"`
 }
 
 // Topic is a topic and its partitions; Partitions[i].ID == i.

@@ -1,6 +1,10 @@
 package metadata
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+)
 
 // Capacity limits (KIP-578's names, which Kafka proposed and never
 // shipped): max.partitions bounds the partitions of the whole cluster,
@@ -15,6 +19,13 @@ import "fmt"
 // again against the image it applies to: concurrent requests cannot
 // together exceed a limit, and a topic or a CreatePartitions is refused
 // whole (ErrPartitionLimit), never half created.
+//
+// A broker may also register a PartitionCapacity, the replicas its
+// process can open files for (RLIMIT_NOFILE less a reserve, divided by
+// the descriptors of a partition; cluster/capacity.go). The per-broker
+// limit is then the smaller of it and max.broker.partitions, so a
+// CreateTopics a broker could not open is refused before anything is
+// committed instead of leaving the broker with partitions it cannot serve.
 
 const (
 	// DefaultMaxPartitions is the default of max.partitions.
@@ -31,14 +42,24 @@ type partitionLimits struct {
 }
 
 // partitionCounts is how many partitions the cluster has and how many
-// replicas each broker hosts.
+// replicas each broker hosts, and the capacity each broker registered.
 type partitionCounts struct {
 	total     int64
 	perBroker map[int32]int64
+	// capacity is Broker.PartitionCapacity of the brokers that reported
+	// one: the replicas their file-descriptor budget lets them open. It is
+	// checked with the record's limits (so only for records that carry
+	// limits) and comes from the image, so every node decides alike.
+	capacity map[int32]int64
 }
 
 func countPartitions(img *Image) *partitionCounts {
-	c := &partitionCounts{perBroker: map[int32]int64{}}
+	c := &partitionCounts{perBroker: map[int32]int64{}, capacity: map[int32]int64{}}
+	for id, b := range img.Brokers {
+		if b.PartitionCapacity > 0 {
+			c.capacity[id] = b.PartitionCapacity
+		}
+	}
 	for _, t := range img.Topics {
 		c.total += int64(len(t.Partitions))
 		for _, p := range t.Partitions {
@@ -61,7 +82,7 @@ func (c *partitionCounts) check(lim *partitionLimits, what string, assignment []
 		return fmt.Errorf("%w: %s: %d more partitions, the cluster has %d of max.partitions=%d",
 			ErrPartitionLimit, what, n, c.total, lim.MaxPartitions)
 	}
-	if lim.MaxBrokerPartitions <= 0 {
+	if lim.MaxBrokerPartitions <= 0 && len(c.capacity) == 0 {
 		return nil
 	}
 	add := map[int32]int64{}
@@ -70,8 +91,14 @@ func (c *partitionCounts) check(lim *partitionLimits, what string, assignment []
 			add[r]++
 		}
 	}
-	for b, k := range add {
-		if c.perBroker[b]+k > lim.MaxBrokerPartitions {
+	for _, b := range slices.Sorted(maps.Keys(add)) { // sorted: the same broker named every time
+		k := add[b]
+		if capa, ok := c.capacity[b]; ok && (lim.MaxBrokerPartitions <= 0 || capa < lim.MaxBrokerPartitions) &&
+			c.perBroker[b]+k > capa {
+			return fmt.Errorf("%w: %s: %d more replicas on broker %d, which hosts %d and can open the files of at most %d (its file-descriptor limit)",
+				ErrPartitionLimit, what, k, b, c.perBroker[b], capa)
+		}
+		if lim.MaxBrokerPartitions > 0 && c.perBroker[b]+k > lim.MaxBrokerPartitions {
 			return fmt.Errorf("%w: %s: %d more replicas on broker %d, which hosts %d of max.broker.partitions=%d",
 				ErrPartitionLimit, what, k, b, c.perBroker[b], lim.MaxBrokerPartitions)
 		}

@@ -70,6 +70,8 @@ type registerBrokerRecord struct {
 	IncarnationID string     `json:"incarnationId"`
 	Endpoints     []Endpoint `json:"endpoints"`
 	Rack          string     `json:"rack,omitempty"`
+
+	PartitionCapacity int64 `json:"partitionCapacity,omitempty"`
 }
 
 // fenceBrokerRecord is the payload of both FenceBroker and UnfenceBroker;

@@ -100,8 +100,11 @@ type Manager struct {
 	mu struct {
 		sync.RWMutex
 		partitions map[TopicPartition]*Partition
-		applied    uint64          // image offset last applied
-		image      *metadata.Image // image last applied
+		// offline are replicas this broker should host whose log failed
+		// to open (offline.go), with the error; Apply retries them.
+		offline map[TopicPartition]error
+		applied uint64          // image offset last applied
+		image   *metadata.Image // image last applied
 		// fetchers, by leader id, and which fetcher serves each
 		// follower partition (only while Run runs).
 		fetchers map[int32]*fetcher
@@ -149,6 +152,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 		onReachable:     cfg.OnLeaderReachable,
 	}}
 	m.mu.partitions = make(map[TopicPartition]*Partition)
+	m.mu.offline = make(map[TopicPartition]error)
 	m.mu.fetchers = make(map[int32]*fetcher)
 	m.mu.assigned = make(map[TopicPartition]assignment)
 	return m
@@ -184,7 +188,7 @@ func (m *Manager) Partition(tp TopicPartition) (*Partition, error) {
 	p, ok := m.mu.partitions[tp]
 	m.mu.RUnlock()
 	if !ok {
-		return nil, ErrUnknownTopicOrPartition
+		return nil, m.missingErr(tp)
 	}
 	return p, nil
 }
@@ -306,9 +310,10 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 			if !ok {
 				log, err := m.cfg.Logs.GetOrCreate(tp.Topic, tp.Partition, logConfig(cfg))
 				if err != nil {
-					errs = append(errs, fmt.Errorf("opening log %s: %w", tp, err))
+					errs = append(errs, m.markOfflineLocked(tp, err))
 					continue
 				}
+				delete(m.mu.offline, tp)
 				p = &Partition{TP: tp, TopicID: t.ID, log: log, nodeID: m.cfg.NodeID, hooks: m.hooks,
 					logger: m.cfg.Logger.With("topic", tp.Topic, "partition", tp.Partition)}
 				p.mu.followerLEO = make(map[int32]int64)
@@ -334,6 +339,11 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 			if rc.hwMoved {
 				hwMoved = append(hwMoved, tp)
 			}
+		}
+	}
+	for tp := range m.mu.offline {
+		if !want[tp] {
+			delete(m.mu.offline, tp)
 		}
 	}
 	for tp := range m.mu.partitions {

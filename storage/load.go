@@ -15,7 +15,7 @@ import (
 // it touches l.mu's fields without locking.
 func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	if err := l.fs.MkdirAll(l.dir, DirPerm); err != nil {
-		return fmt.Errorf("%w: create %s: %v", ErrStorage, l.dir, err)
+		return fmt.Errorf("%w: create %s: %w", ErrStorage, l.dir, err)
 	}
 	ents, err := l.fs.ReadDir(l.dir)
 	if err != nil {
@@ -71,7 +71,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 		// (a crash inside TruncateFullyAndStartAt can leave one).
 		s, err := openSegment(l.fs, l.dir, max(logStartOffset, 0), true, now)
 		if err != nil {
-			return fmt.Errorf("%w: create segment in %s: %v", ErrStorage, l.dir, err)
+			return fmt.Errorf("%w: create segment in %s: %w", ErrStorage, l.dir, err)
 		}
 		l.mu.segments = []*segment{s}
 		if err := l.fs.SyncDir(l.dir); err != nil {
@@ -81,7 +81,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	for _, base := range bases {
 		s, err := openSegment(l.fs, l.dir, base, false, now)
 		if err != nil {
-			return fmt.Errorf("%w: open segment %d in %s: %v", ErrStorage, base, l.dir, err)
+			return fmt.Errorf("%w: open segment %d in %s: %w", ErrStorage, base, l.dir, err)
 		}
 		l.mu.segments = append(l.mu.segments, s)
 	}

@@ -195,6 +195,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 			break
 		}
 	}
+	created := d == nil // no directory of it in any log dir yet
 	if d == nil {
 		for _, c := range m.dirs {
 			if d == nil || len(c.partitions) < len(d.partitions) {
@@ -216,7 +217,16 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		DeleteLater:    m.deletes.add,
 	})
 	if err != nil {
-		return nil, err
+		// A new partition that could not be opened (EMFILE, a full disk)
+		// must leave no directory behind: the next start would load it as
+		// a partition of this broker, and a deleted topic's replica would
+		// stay an orphan. An existing partition's data is kept.
+		if created {
+			if rerr := m.fs.RemoveAll(filepath.Join(d.path, tp.dirName())); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("removing the directory of new partition %s-%d: %w", topic, partition, rerr))
+			}
+		}
+		return nil, fmt.Errorf("storage: open partition %s-%d: %w", topic, partition, err)
 	}
 	d.partitions[tp] = true
 	m.mu.logs[tp] = l
