@@ -18,8 +18,9 @@ import (
 
 // startPair starts two broker+controller nodes forming one quorum, with
 // controlled shutdown off so that stopping one leaves the other's ISRs
-// alone (the quorum of two is gone with it).
-func startPair(t *testing.T) [2]*testNode {
+// alone (the quorum of two is gone with it). sets are extra config
+// settings for both nodes.
+func startPair(t *testing.T, sets ...string) [2]*testNode {
 	t.Helper()
 	ports := testutil.MustReservePorts(t, 2)
 	ctrl := [2]int{ports.Port(0), ports.Port(1)}
@@ -29,14 +30,14 @@ func startPair(t *testing.T) [2]*testNode {
 	// lost port fails the test with "address already in use".
 	ports.Release()
 	for i := range nodes {
-		cfg, err := config.Load("", nil, []string{
+		cfg, err := config.Load("", nil, append([]string{
 			"node.id=" + strconv.Itoa(i+1),
 			"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:" + strconv.Itoa(ctrl[i]),
 			"controller.quorum.voters=" + voters,
 			"log.dirs=" + t.TempDir(),
 			"controlled.shutdown.enable=false",
 			"offsets.topic.replication.factor=1",
-		})
+		}, sets...))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -49,6 +49,10 @@ type Node struct {
 
 	producerIDs producerIDAllocator
 
+	// session is this broker's view of its controller session
+	// (session.go): a broker that lost it stops leading.
+	session brokerSession
+
 	// groups is the group coordinator (groups.go).
 	groups *groupCoordinator
 
@@ -79,6 +83,7 @@ func NewNode(cfg config.Config, logger *slog.Logger) (*Node, error) {
 		served:         make(chan struct{}),
 	}
 	n.producerIDs.controller = nodeController{n}
+	n.session.timeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
 	n.server = newServer(logger, n.apis(), serverConfigFrom(&cfg), n.metrics)
@@ -206,6 +211,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		// Heartbeats stop as soon as shutdown begins, so none unfences
 		// the broker after its controlled shutdown.
 		go func() { defer wg.Done(); n.heartbeatLoop(ctx) }()
+		wg.Add(1)
+		go func() { defer wg.Done(); n.watchSession(ctx) }()
 	}
 
 	n.logger.Info("kbroker started", "node.id", cfg.NodeID, "listeners", endpoints, "cluster.id", n.store.Image().ClusterID)
