@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover secure-up secure-down
+.PHONY: build test fuzz image up down lint bench bench-failover secure-up secure-down chaos
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -51,6 +51,15 @@ $(SECRETS)/gossip.key:
 	mkdir -p $(SECRETS)
 	head -c 32 /dev/urandom | base64 > $@
 	chmod a+r $@
+
+# The mixed-fault long run of the chaos harness (deploy/chaos/README.md)
+# against the compose cluster: kills, SIGTERM bounces, pauses and network
+# partitions for DURATION, then the safety checks and the per-nemesis
+# client-visible ack gaps. CI runs the short subprocess pass instead
+# (go test ./deploy/chaos/).
+DURATION ?= 10m
+chaos: image
+	go run ./deploy/chaos --target compose --duration $(DURATION)
 
 # golangci-lint v2 with .golangci.yml (static checks and the allowed-import
 # rules of docs/ARCHITECTURE.md). The pinned version is installed with

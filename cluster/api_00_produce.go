@@ -155,6 +155,9 @@ func (n *Node) produceOne(ctx context.Context, tp replication.TopicPartition, re
 	if err != nil {
 		return nil, replication.AppendResult{}, err
 	}
+	if err := n.leaderCheck(); err != nil {
+		return nil, replication.AppendResult{}, err
+	}
 	batch, rest, err := record.Parse(records)
 	switch {
 	case errors.Is(err, record.ErrMagic), errors.Is(err, record.ErrTruncated) && len(records) == 0:
@@ -202,7 +205,11 @@ func (d *delayedProduce) TryComplete() bool {
 		}
 		rp := &d.resp.Topics[w.topicIdx].Partitions[w.partIdx]
 		switch {
-		case !w.part.IsLeader():
+		case !w.part.IsLeader() || d.node.sessionLost():
+			// Leadership moved, or this broker lost its controller
+			// session and will be fenced: followers now fetch from
+			// another leader, so the high watermark will not pass the
+			// batch here.
 			rp.ErrorCode = kerr.NotLeaderForPartition.Code
 			w.done = true
 		case w.part.HighWatermark() > w.lastOffset:

@@ -15,10 +15,11 @@ import (
 
 // startPair starts two broker+controller nodes forming one quorum, with
 // controlled shutdown off so that stopping one leaves the other's ISRs
-// alone (the quorum of two is gone with it).
-func startPair(t *testing.T) [2]*testNode {
+// alone (the quorum of two is gone with it). sets are extra config
+// settings for both nodes.
+func startPair(t *testing.T, sets ...string) [2]*testNode {
 	t.Helper()
-	nodes := startQuorum(t, 2, nil, "controlled.shutdown.enable=false", "offsets.topic.replication.factor=1")
+	nodes := startQuorum(t, 2, nil, append([]string{"controlled.shutdown.enable=false", "offsets.topic.replication.factor=1"}, sets...)...)
 	return [2]*testNode(nodes)
 }
 

@@ -29,6 +29,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 	interval := time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	n.session.start(time.Now())
 	for {
 		hctx, cancel := context.WithTimeout(ctx, interval*2)
 		fenced, err := n.store.Heartbeat(hctx, n.cfg.NodeID, n.brokerEpoch())
@@ -40,6 +41,10 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 			n.logger.Debug("heartbeat failed", "err", err)
 		case fenced:
 			n.logger.Info("broker is fenced; waiting for the controller to unfence it")
+		default:
+			if n.session.renewed(time.Now()) {
+				n.logger.Info("heartbeat succeeded again; leading partitions as the metadata says")
+			}
 		}
 		select {
 		case <-t.C:

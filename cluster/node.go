@@ -50,6 +50,10 @@ type Node struct {
 
 	producerIDs producerIDAllocator
 
+	// session is this broker's view of its controller session
+	// (session.go): a broker that lost it stops leading.
+	session brokerSession
+
 	// groups is the group coordinator (groups.go).
 	groups *groupCoordinator
 	// txns is the transaction coordinator (txns.go); txnClients are its
@@ -115,6 +119,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 		return nil, fmt.Errorf("security: %w", err)
 	}
 	n.producerIDs.controller = nodeController{n}
+	n.session.timeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.txnClients = &markerClients{}
 	n.txns = newTxnCoordinator(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
@@ -278,6 +283,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		// Heartbeats stop as soon as shutdown begins, so none unfences
 		// the broker after its controlled shutdown.
 		go func() { defer wg.Done(); n.heartbeatLoop(ctx) }()
+		wg.Add(1)
+		go func() { defer wg.Done(); n.watchSession(ctx) }()
 	}
 
 	n.logger.Info("kbroker started", "node.id", cfg.NodeID, "listeners", endpoints, "cluster.id", n.store.Image().ClusterID)

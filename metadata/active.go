@@ -162,6 +162,9 @@ func (s *Store) controllerLoop() {
 	tick := time.NewTicker(s.cfg.controllerTick())
 	defer tick.Stop()
 	leading := false
+	// prevController is the last other node seen leading: on taking over
+	// it is suspected (below).
+	prevController := int32(-1)
 	var lastRebalance time.Time
 	for {
 		select {
@@ -171,6 +174,9 @@ func (s *Store) controllerLoop() {
 		}
 		if s.raft.State() != raft.Leader {
 			leading = false
+			if id := s.ControllerID(); id >= 0 && id != s.cfg.NodeID {
+				prevController = id
+			}
 			continue
 		}
 		if !leading {
@@ -182,6 +188,7 @@ func (s *Store) controllerLoop() {
 			}
 			now := time.Now()
 			s.sessions.reset(now)
+			s.suspectPrevController(prevController, now)
 			lastRebalance = now
 			leading = true
 		}
@@ -195,6 +202,25 @@ func (s *Store) controllerLoop() {
 			lastRebalance = now
 		}
 	}
+}
+
+// suspectPrevController treats the node that led before this one as
+// reported dead. The reset gives every broker a full session from now,
+// and the gossip reports made while no controller was active were
+// dropped, so a paused or isolated controller's broker would otherwise
+// keep its leaderships for a whole new session timeout after the
+// election, unreachable all that time. A controller that merely lost
+// leadership heartbeats within DeadReportGrace and stays unfenced, as
+// after any mistaken report.
+func (s *Store) suspectPrevController(id int32, now time.Time) {
+	if id < 0 || id == s.cfg.NodeID {
+		return
+	}
+	b, ok := s.Image().Brokers[id]
+	if !ok || b.Fenced {
+		return // not a broker (controller-only node), or already fenced
+	}
+	s.sessions.suspect(id, b.Epoch, now)
 }
 
 // fenceExpired fences the brokers whose sessions expired.

@@ -190,6 +190,12 @@ func (t *composeTarget) resume(id int32) error {
 	return err
 }
 
+// composeSessionTimeout is broker.session.timeout.ms of
+// deploy/docker-compose.yml: the default, which it does not override.
+const composeSessionTimeout = 9 * time.Second
+
+func (t *composeTarget) sessionTimeout() time.Duration { return composeSessionTimeout }
+
 func (t *composeTarget) isolateSupport() string { return "" }
 
 func (t *composeTarget) isolate(id int32) error {

@@ -309,14 +309,14 @@ func (n *nemesis) act(ctx context.Context, kind string, node int32) error {
 			return err
 		}
 		// Longer than the session timeout: the controller must fence it.
-		sleep(sessionTimeout + n.between(2*time.Second, 4*time.Second))
+		sleep(n.t.sessionTimeout() + n.between(2*time.Second, 4*time.Second))
 		return n.t.resume(node)
 	case "isolate":
 		if err := n.t.isolate(node); err != nil {
 			_ = n.t.reconnect(node)
 			return err
 		}
-		sleep(sessionTimeout + n.between(2*time.Second, 5*time.Second))
+		sleep(n.t.sessionTimeout() + n.between(2*time.Second, 5*time.Second))
 		return n.t.reconnect(node)
 	case "rolling-restart":
 		for _, id := range n.t.ids() {

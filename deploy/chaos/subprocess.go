@@ -327,6 +327,8 @@ func (t *procTarget) sig(id int32, s syscall.Signal, paused bool) error {
 func (t *procTarget) pause(id int32) error  { return t.sig(id, syscall.SIGSTOP, true) }
 func (t *procTarget) resume(id int32) error { return t.sig(id, syscall.SIGCONT, false) }
 
+func (t *procTarget) sessionTimeout() time.Duration { return sessionTimeout }
+
 func (t *procTarget) isolateSupport() string {
 	return "subprocesses share the loopback interface: no clean per-process network isolation without root (skipped)"
 }

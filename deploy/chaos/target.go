@@ -29,6 +29,10 @@ type target interface {
 	isolateSupport() string // "" when isolate works, else why not
 	isolate(id int32) error
 	reconnect(id int32) error
+	// sessionTimeout is the nodes' broker.session.timeout.ms: pause and
+	// isolate last longer, so the controller fences the node and its
+	// leaderships move (a shorter fault only tests the client's patience).
+	sessionTimeout() time.Duration
 	heal() error // resume, reconnect and start every node
 	// replicaLogs returns each node's bytes of topic-partition up to the
 	// first batch at or past hw, or a note saying why it cannot.
