@@ -26,7 +26,10 @@ package cluster
 // A transactional batch that would begin a transaction in its partition
 // is accepted only once the transaction coordinator confirms the
 // partition was added to the producer's transaction (KIP-890 part 1,
-// txns_verify.go): INVALID_TXN_STATE otherwise.
+// txns_verify.go): INVALID_TXN_STATE otherwise. v11 only allows
+// TRANSACTION_ABORTABLE; v12 is KIP-890 part 2's implicit
+// AddPartitionsToTxn, which kbroker does not do (it keeps transaction
+// version 1, see EndTxn): a v12 transactional batch is verified as v11's.
 //
 // An acks=-1 wait is capped at maxProduceTimeout (delayed.go).
 
@@ -45,7 +48,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 0, min: 0, max: 11, handle: (*Node).handleProduce, actions: produceActions})
+	register(apiSpec{key: 0, min: 0, max: 12, handle: (*Node).handleProduce, actions: produceActions})
 }
 
 // produceActions declares WRITE on the transactional id, if any, and on

@@ -9,7 +9,8 @@ package cluster
 // named or, from v10, given by id. An unknown topic is created through
 // the controller when auto.create.topics.enable is set and the request
 // allows it (always before v4), with the broker's num.partitions and
-// default.replication.factor.
+// default.replication.factor. v13's top-level error code (KIP-1102) is
+// for errors that stop the whole request; kbroker has none, so it is 0.
 //
 // Authorization, as Kafka: a topic is described only with DESCRIBE on it.
 // A named topic without it gets TOPIC_AUTHORIZATION_FAILED (and is not
@@ -31,7 +32,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 3, min: 0, max: 12, handle: (*Node).handleMetadata, actions: metadataActions})
+	register(apiSpec{key: 3, min: 0, max: 13, handle: (*Node).handleMetadata, actions: metadataActions})
 }
 
 // authorizedOperationsOmitted is Kafka's "not requested" marker.
@@ -203,9 +204,15 @@ func (n *Node) autoCreateTopics(ctx context.Context, rc *RequestContext, img *me
 }
 
 func metadataBrokers(img *metadata.Image, listener string) []kmsg.MetadataResponseBroker {
+	return listenerBrokers(img, listener, false)
+}
+
+// listenerBrokers lists the brokers with an endpoint on listener, by id:
+// the unfenced ones, and the fenced ones too when withFenced.
+func listenerBrokers(img *metadata.Image, listener string, withFenced bool) []kmsg.MetadataResponseBroker {
 	ids := make([]int32, 0, len(img.Brokers))
 	for id, b := range img.Brokers {
-		if !b.Fenced {
+		if withFenced || !b.Fenced {
 			ids = append(ids, id)
 		}
 	}

@@ -11,7 +11,8 @@ package cluster
 // which fences the previous incarnation; an open transaction of that
 // incarnation is aborted first (CONCURRENT_TRANSACTIONS until done). A
 // timeout above transaction.max.timeout.ms is INVALID_TRANSACTION_TIMEOUT;
-// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4.
+// PRODUCER_FENCED is INVALID_PRODUCER_EPOCH before v4. v5 only allows
+// TRANSACTION_ABORTABLE (KIP-890), which kbroker does not return.
 
 import (
 	"context"
@@ -24,7 +25,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 22, min: 0, max: 4, handle: (*Node).handleInitProducerID})
+	register(apiSpec{key: 22, min: 0, max: 5, handle: (*Node).handleInitProducerID})
 }
 
 func (n *Node) handleInitProducerID(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {

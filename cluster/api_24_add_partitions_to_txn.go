@@ -19,7 +19,8 @@ package cluster
 // partition is already in the producer's ongoing transaction
 // (INVALID_TXN_STATE if not), as a partition leader asks before it
 // accepts a transactional batch (txns_verify.go). It needs CLUSTER_ACTION
-// on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
+// on the cluster, else CLUSTER_AUTHORIZATION_FAILED. v5 only allows
+// TRANSACTION_ABORTABLE, which kbroker does not return.
 
 import (
 	"context"
@@ -31,7 +32,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 24, min: 0, max: 4, handle: (*Node).handleAddPartitionsToTxn, actions: addPartitionsToTxnActions})
+	register(apiSpec{key: 24, min: 0, max: 5, handle: (*Node).handleAddPartitionsToTxn, actions: addPartitionsToTxnActions})
 }
 
 func addPartitionsToTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {

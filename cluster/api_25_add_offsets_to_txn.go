@@ -9,7 +9,8 @@ package cluster
 //
 // Authorization, as Kafka: WRITE on the transactional id (else
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
-// GROUP_AUTHORIZATION_FAILED).
+// GROUP_AUTHORIZATION_FAILED). v4 only allows TRANSACTION_ABORTABLE,
+// which kbroker does not return.
 
 import (
 	"context"
@@ -21,7 +22,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 25, min: 0, max: 3, handle: (*Node).handleAddOffsetsToTxn, actions: addOffsetsToTxnActions})
+	register(apiSpec{key: 25, min: 0, max: 4, handle: (*Node).handleAddOffsetsToTxn, actions: addOffsetsToTxnActions})
 }
 
 func addOffsetsToTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {

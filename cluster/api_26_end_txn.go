@@ -10,6 +10,14 @@ package cluster
 //
 // Authorization, as Kafka: WRITE on the transactional id, else
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
+//
+// v5 is KIP-890 part 2's version, where the coordinator bumps the epoch
+// at every EndTxn and answers the id and epoch for the next transaction.
+// kbroker keeps transaction version 1 semantics (it does not advertise
+// the transaction.version feature at 2, so clients stay at v4; franz-go
+// and the Java client both do): a v5 request ends the transaction as v4
+// does and a success answers the unchanged id and epoch, which is what a
+// TV1 transaction keeps using.
 
 import (
 	"context"
@@ -19,7 +27,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 26, min: 0, max: 3, handle: (*Node).handleEndTxn, actions: endTxnActions})
+	register(apiSpec{key: 26, min: 0, max: 5, handle: (*Node).handleEndTxn, actions: endTxnActions})
 }
 
 func endTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {
@@ -36,5 +44,8 @@ func (n *Node) handleEndTxn(ctx context.Context, rc *RequestContext, kreq kmsg.R
 		err = n.txns.endTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	}
 	resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 2))
+	if err == nil {
+		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
+	}
 	return resp, nil
 }

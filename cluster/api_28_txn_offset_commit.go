@@ -9,7 +9,10 @@ package cluster
 // transaction's marker reaches that partition (groups_txn_offsets.go). A
 // fenced producer epoch is PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
 // before v3). v3 carries the member and generation (KIP-447), checked as
-// for OffsetCommit.
+// for OffsetCommit. v4 only allows TRANSACTION_ABORTABLE, which kbroker
+// does not return; v5 is KIP-890 part 2's (no AddOffsetsToTxn first),
+// served with transaction version 1 semantics as EndTxn documents: the
+// group's partition must still have been added.
 //
 // Authorization, as Kafka: WRITE on the transactional id (else
 // TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else
@@ -26,7 +29,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 28, min: 0, max: 3, handle: (*Node).handleTxnOffsetCommit, actions: txnOffsetCommitActions})
+	register(apiSpec{key: 28, min: 0, max: 5, handle: (*Node).handleTxnOffsetCommit, actions: txnOffsetCommitActions})
 }
 
 func txnOffsetCommitActions(_ *RequestContext, kreq kmsg.Request) []Action {

@@ -5,7 +5,8 @@ package cluster
 // The unfenced brokers with their endpoint on the listener the request
 // came in on, the cluster id and the active controller. EndpointType 2
 // (v1, controllers) is refused with UNSUPPORTED_ENDPOINT_TYPE: clients
-// reach the controllers only through the brokers.
+// reach the controllers only through the brokers. v2
+// (IncludeFencedBrokers) adds the fenced brokers, with IsFenced set.
 //
 // As in Kafka, anybody may describe the cluster; the cluster's authorized
 // operations, when asked for, are computed only for a principal with
@@ -19,7 +20,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 60, min: 0, max: 1, handle: (*Node).handleDescribeCluster})
+	register(apiSpec{key: 60, min: 0, max: 2, handle: (*Node).handleDescribeCluster})
 }
 
 func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -40,9 +41,10 @@ func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq
 	img := n.store.Image()
 	resp.ClusterID = img.ClusterID
 	resp.ControllerID = n.store.ControllerID()
-	for _, b := range metadataBrokers(img, rc.Listener) {
+	for _, b := range listenerBrokers(img, rc.Listener, req.IncludeFencedBrokers) {
 		db := kmsg.NewDescribeClusterResponseBroker()
 		db.NodeID, db.Host, db.Port, db.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		db.IsFenced = img.Brokers[b.NodeID].Fenced
 		resp.Brokers = append(resp.Brokers, db)
 	}
 	return resp, nil
