@@ -3,9 +3,16 @@ package cluster
 // ListOffsets (key 2).
 //
 // Timestamp -2 is the log start offset, -1 the high watermark, or the
-// last stable offset for isolation level 1 (read_committed, v2+), -3 (v7) the offset of the
-// record with the largest timestamp, and any other timestamp the first
-// offset whose record timestamp is at least that. Offsets are returned
+// last stable offset for isolation level 1 (read_committed, v2+), -3 (v7)
+// the offset of the record with the largest timestamp, and any other
+// timestamp the first offset whose record timestamp is at least that.
+// The tiered-storage lookups mean, on a broker without tiered storage
+// (as in Kafka with remote storage off): -4 (v8, earliest local) the log
+// start offset, since every record is local; -5 (v9, latest tiered) -1
+// with epoch -1, since nothing is tiered. A negative timestamp the
+// request's version does not know is UNSUPPORTED_VERSION for the
+// partition, as Kafka answers. v10's TimeoutMillis bounds a remote
+// lookup; every lookup here is local and answered at once. Offsets are returned
 // with the partition's current leader epoch (v4+), after the client's
 // CurrentLeaderEpoch has been checked. Needs DESCRIBE on each topic
 // (TOPIC_AUTHORIZATION_FAILED per partition).
@@ -20,14 +27,22 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 2, min: 1, max: 7, handle: (*Node).handleListOffsets, actions: listOffsetsActions})
+	register(apiSpec{key: 2, min: 1, max: 10, handle: (*Node).handleListOffsets, actions: listOffsetsActions})
 }
 
 const (
-	listLatest       = -1
-	listEarliest     = -2
-	listMaxTimestamp = -3
+	listLatest        = -1
+	listEarliest      = -2
+	listMaxTimestamp  = -3
+	listEarliestLocal = -4
+	listLatestTiered  = -5
 )
+
+// listSpecialMinVersion is the first version that knows each special
+// (negative) timestamp, Kafka's table.
+var listSpecialMinVersion = map[int64]int16{
+	listLatest: 0, listEarliest: 0, listMaxTimestamp: 7, listEarliestLocal: 8, listLatestTiered: 9,
+}
 
 func listOffsetsActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	return topicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
@@ -71,6 +86,9 @@ func (n *Node) listOffset(tp replication.TopicPartition, currentEpoch int32, tim
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if first, ok := listSpecialMinVersion[timestamp]; timestamp < 0 && (!ok || version < first) {
+		return 0, 0, 0, kerr.UnsupportedVersion
+	}
 	// Kafka checks the client's leader epoch first: a stale client asking
 	// a former leader learns FENCED_LEADER_EPOCH.
 	if err := part.CheckLeaderEpoch(currentEpoch); err != nil {
@@ -85,16 +103,16 @@ func (n *Node) listOffset(tp replication.TopicPartition, currentEpoch int32, tim
 		return part.LastStableOffset(), -1, epoch, nil
 	case timestamp == listLatest:
 		return part.HighWatermark(), -1, epoch, nil
-	case timestamp == listEarliest:
+	case timestamp == listEarliest, timestamp == listEarliestLocal:
 		return part.LogStartOffset(), -1, epoch, nil
-	case timestamp == listMaxTimestamp && version >= 7:
+	case timestamp == listLatestTiered:
+		return -1, -1, -1, nil
+	case timestamp == listMaxTimestamp:
 		off, maxTS, found, err := part.Log().OffsetOfMaxTimestamp(part.HighWatermark())
 		if err != nil || !found {
 			return -1, -1, epoch, err
 		}
 		return off, maxTS, epoch, nil
-	case timestamp < 0:
-		return 0, 0, 0, kerr.InvalidRequest
 	}
 	off, foundTS, found, err := part.Log().OffsetForTimestamp(timestamp)
 	if err != nil {
