@@ -29,6 +29,14 @@ package cluster
 //
 // MaxWaitMillis is capped at maxFetchWait (delayed.go).
 //
+// From v13 topics travel by id only (KIP-516): each id is looked up in
+// the metadata image at every read, and an id the image does not know
+// (never created, or deleted meanwhile) gets UNKNOWN_TOPIC_ID for its
+// partitions. From v15 a follower names itself in ReplicaState. v16 adds
+// the leaders' endpoints (NodeEndpoints) for the leader hints
+// (leader_hints.go); v17's ReplicaDirectoryId is for JBOD followers and
+// unused (one log directory).
+//
 // Fetch sessions (KIP-227) are not kept: every response has session id 0,
 // which tells the client to send full fetch requests, as Kafka does when
 // its session cache is full.
@@ -41,43 +49,50 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 )
 
 func init() {
-	register(apiSpec{key: 1, min: 4, max: 12, handle: (*Node).handleFetch, actions: fetchActions})
+	register(apiSpec{key: 1, min: 4, max: 17, handle: (*Node).handleFetch, actions: fetchActions})
 }
 
 // fetchActions declares CLUSTER_ACTION on the cluster for a follower,
 // READ on every topic for a consumer.
 func fetchActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.ReplicaID >= 0 {
+	if replica, _ := replication.FetchReplica(req); replica >= 0 {
 		return []Action{{Operation: kmsg.ACLOperationClusterAction, ResourceType: kmsg.ACLResourceTypeCluster, Name: clusterResourceName}}
 	}
 	return topicActions(kmsg.ACLOperationRead, func(yield func(string)) {
 		for _, t := range req.Topics {
-			yield(t.Topic)
+			// From v13 only the id is sent: the handler asks
+			// once the image has named the topic.
+			if t.Topic != "" {
+				yield(t.Topic)
+			}
 		}
 	})
 }
 
 func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
-	if req.ReplicaID >= 0 {
+	if replica, _ := replication.FetchReplica(req); replica >= 0 {
 		// If this connection is dropped, the follower may be gone
 		// (serverConfig.followerGone).
-		rc.conn.replicaID.Store(req.ReplicaID)
+		rc.conn.replicaID.Store(replica)
 	}
 	f := &delayedFetch{node: n, rc: rc, req: req, peer: n.fetchPeer(rc)}
 	resp, bytes, stop := f.read()
 	var keys []replication.TopicPartition
+	img := n.store.Image()
 	for _, t := range req.Topics {
-		if !f.allowed(t.Topic) {
+		name, known := fetchTopicName(img, req.Version, &t)
+		if !known || !f.allowed(name) {
 			continue
 		}
 		for _, p := range t.Partitions {
-			keys = append(keys, replication.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			keys = append(keys, replication.TopicPartition{Topic: name, Partition: p.Partition})
 		}
 	}
 	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(keys) == 0 {
@@ -89,9 +104,22 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 	return nil, nil
 }
 
+// fetchTopicName is the name of a requested topic: as sent before v13,
+// else the image's name for its id, known false when the image has none.
+func fetchTopicName(img *metadata.Image, version int16, t *kmsg.FetchRequestTopic) (name string, known bool) {
+	if version < 13 {
+		return t.Topic, true
+	}
+	mt, ok := img.TopicsByID[t.TopicID]
+	if !ok {
+		return "", false
+	}
+	return mt.Name, true
+}
+
 // allowed reports whether the fetcher may read topic.
 func (f *delayedFetch) allowed(topic string) bool {
-	if f.req.ReplicaID >= 0 {
+	if replica, _ := replication.FetchReplica(f.req); replica >= 0 {
 		return f.rc.AuthorizedCluster(kmsg.ACLOperationClusterAction)
 	}
 	return f.rc.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, topic)
@@ -140,9 +168,11 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 	img := f.node.store.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
-		rt.Topic = t.Topic
+		name, known := fetchTopicName(img, req.Version, &t)
+		// The name is not sent from v13 but names the bytes-out metric.
+		rt.Topic = name
 		rt.TopicID = t.TopicID
-		allowed := f.allowed(t.Topic)
+		allowed := known && f.allowed(name)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -152,12 +182,20 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 			// length is -1, and Kafka always sends at least an empty
 			// field.
 			rp.RecordBatches = []byte{}
+			if !known {
+				// Kafka answers an unknown id without asking
+				// about authorization: there is nothing to name.
+				rp.ErrorCode = kerr.UnknownTopicID.Code
+				stop = true
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			if !allowed {
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}
-			tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			tp := replication.TopicPartition{Topic: name, Partition: p.Partition}
 			limit := min(int(p.PartitionMaxBytes), remaining)
 			res, lso, aborted, err := f.node.readConsumerPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch, req.IsolationLevel == 1)
 			rp.AbortedTransactions = aborted
@@ -167,7 +205,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 				if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset
 				}
-				f.node.addFetchLeaderHint(req.Version, img, t.Topic, &rp, f.rc.Listener)
+				f.node.addFetchLeaderHint(resp, img, name, &rp, f.rc.Listener)
 			} else {
 				rp.HighWatermark = res.HighWatermark
 				rp.LastStableOffset = lso

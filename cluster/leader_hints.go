@@ -3,7 +3,7 @@ package cluster
 // Leader hints (KIP-951): a Produce (v10+) or Fetch (v12+) partition
 // refused with NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH carries the
 // leader and leader epoch this broker knows (CurrentLeader), and a
-// Produce response the leaders' endpoints (NodeEndpoints), so a client
+// Produce or (v16+) Fetch response the leaders' endpoints (NodeEndpoints), so a client
 // can send to the new leader at once instead of first refreshing its
 // metadata. Hints come from the metadata image; a partition without a
 // known, unfenced leader reachable on the request's listener gets none.
@@ -20,8 +20,9 @@ import (
 
 // Versions that carry the hints.
 const (
-	produceLeaderHintVersion = 10
-	fetchLeaderHintVersion   = 12
+	produceLeaderHintVersion  = 10
+	fetchLeaderHintVersion    = 12
+	fetchNodeEndpointsVersion = 16
 )
 
 // wantsLeaderHint reports whether a partition error is one that a
@@ -78,13 +79,25 @@ func (n *Node) addProduceLeaderHints(resp *kmsg.ProduceResponse, listener string
 }
 
 // addFetchLeaderHint fills CurrentLeader of a refused consumer fetch
-// partition, for v12+ (NodeEndpoints needs Fetch v16, beyond our range:
-// the client looks the leader's address up in its metadata).
-func (n *Node) addFetchLeaderHint(version int16, img *metadata.Image, topic string, rp *kmsg.FetchResponseTopicPartition, listener string) {
-	if version < fetchLeaderHintVersion || !wantsLeaderHint(rp.ErrorCode) {
+// partition, for v12+, and from v16 the leader's endpoint in resp's
+// NodeEndpoints (each leader once); before v16 the client looks the
+// leader's address up in its metadata.
+func (n *Node) addFetchLeaderHint(resp *kmsg.FetchResponse, img *metadata.Image, topic string, rp *kmsg.FetchResponseTopicPartition, listener string) {
+	if resp.Version < fetchLeaderHintVersion || !wantsLeaderHint(rp.ErrorCode) {
 		return
 	}
-	if leader, epoch, _, ok := n.leaderHint(img, topic, rp.Partition, listener); ok {
-		rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
+	leader, epoch, ep, ok := n.leaderHint(img, topic, rp.Partition, listener)
+	if !ok {
+		return
 	}
+	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
+	if resp.Version < fetchNodeEndpointsVersion || slices.ContainsFunc(resp.Brokers, func(b kmsg.FetchResponseBroker) bool { return b.NodeID == leader }) {
+		return
+	}
+	b := kmsg.NewFetchResponseBroker()
+	b.NodeID, b.Host, b.Port = leader, ep.Host, ep.Port
+	if rack := img.Brokers[leader].Rack; rack != "" {
+		b.Rack = &rack
+	}
+	resp.Brokers = append(resp.Brokers, b)
 }
