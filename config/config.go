@@ -106,6 +106,9 @@ type Config struct {
 	AutoCreateTopicsEnable   bool  `kafka:"auto.create.topics.enable"`
 	MessageMaxBytes          int32 `kafka:"message.max.bytes"`
 	SocketRequestMaxBytes    int32 `kafka:"socket.request.max.bytes"`
+	// MaxRequestPartitionSizeLimit caps the partitions one
+	// DescribeTopicPartitions response describes.
+	MaxRequestPartitionSizeLimit int32 `kafka:"max.request.partition.size.limit"`
 
 	LogCleanupPolicy               string `kafka:"log.cleanup.policy"`
 	LogSegmentBytes                int64  `kafka:"log.segment.bytes"`

@@ -48,6 +48,7 @@ func TestDefaults(t *testing.T) {
 		"AutoCreateTopicsEnable":        true,
 		"MessageMaxBytes":               int32(1048588),
 		"SocketRequestMaxBytes":         int32(104857600),
+		"MaxRequestPartitionSizeLimit":  int32(2000),
 		"LogCleanupPolicy":              "delete",
 		"LogSegmentBytes":               int64(1073741824),
 		"LogRollMs":                     int64(168 * 3600 * 1000),

@@ -69,7 +69,6 @@ var ignoredKeys = []ignoredKey{
 	{"producer.purgatory.purge.interval.requests", TypeInt, whyPurge},
 	{"delete.records.purgatory.purge.interval.requests", TypeInt, whyPurge},
 	{"share.fetch.purgatory.purge.interval.requests", TypeInt, whyPurge},
-	{"max.request.partition.size.limit", TypeInt, "no DescribeTopicPartitions"},
 	{"replica.alter.log.dirs.io.max.bytes.per.second", TypeLong, "no AlterReplicaLogDirs"},
 	{"leader.replication.throttled.rate", TypeLong, whyQuota},
 	{"follower.replication.throttled.rate", TypeLong, whyQuota},

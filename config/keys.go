@@ -267,6 +267,8 @@ var coreKeys = []brokerKey{
 		func(c *Config) *int32 { return &c.MessageMaxBytes }),
 	intKey("socket.request.max.bytes", "104857600", "Largest request accepted; larger frames close the connection.", 1,
 		func(c *Config) *int32 { return &c.SocketRequestMaxBytes }),
+	intKey("max.request.partition.size.limit", "2000", "Most partitions one DescribeTopicPartitions response describes; the client pages through the rest with the cursor.", 1,
+		func(c *Config) *int32 { return &c.MaxRequestPartitionSizeLimit }),
 	{
 		name: "log.cleanup.policy", typ: TypeList, def: "delete",
 		doc: "delete, compact, or compact,delete (topic: cleanup.policy).",
