@@ -37,27 +37,12 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, rc *RequestCon
 	for _, r := range req.Resources {
 		rr := kmsg.NewIncrementalAlterConfigsResponseResource()
 		rr.ResourceType, rr.ResourceName = r.ResourceType, r.ResourceName
-		var err error
-		switch r.ResourceType {
-		case kmsg.ConfigResourceTypeTopic:
-			if !rc.AuthorizedTopic(kmsg.ACLOperationAlterConfigs, r.ResourceName) {
-				err = kerr.TopicAuthorizationFailed
-				break
+		err := n.alterConfigResource(ctx, rc, r.ResourceType, r.ResourceName, req.ValidateOnly, func(overrides map[string]string) (configChange, error) {
+			if r.ResourceType == kmsg.ConfigResourceTypeTopic {
+				return n.incrementalTopicChange(r, overrides)
 			}
-			err = n.alterTopicConfigs(ctx, r, req.ValidateOnly)
-		case kmsg.ConfigResourceTypeBroker:
-			if !rc.AuthorizedCluster(kmsg.ACLOperationAlterConfigs) {
-				err = kerr.ClusterAuthorizationFailed
-				break
-			}
-			if r.ResourceName != "" {
-				err = fmt.Errorf("%w: per-broker dynamic configs are not supported; alter the cluster-wide default (the broker resource with an empty name) or set the key in the broker's config", kerr.InvalidRequest)
-				break
-			}
-			err = n.alterClusterConfigs(ctx, r, req.ValidateOnly)
-		default:
-			err = fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, r.ResourceType)
-		}
+			return incrementalClusterChange(r)
+		})
 		if err != nil {
 			rr.ErrorCode = errorCode(err)
 			rr.ErrorMessage = errorMessage(err)
@@ -67,18 +52,80 @@ func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, rc *RequestCon
 	return resp, nil
 }
 
-func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
-	t, ok := n.store.Image().Topics[r.ResourceName]
-	if !ok {
-		return fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, r.ResourceName)
+// configChange is what an alter request does to one resource's dynamic
+// configs: the keys it sets and the keys it removes.
+type configChange struct {
+	set    map[string]string
+	remove []string
+}
+
+// alterConfigResource is the part IncrementalAlterConfigs and the legacy
+// AlterConfigs share: authorization (ALTER_CONFIGS on the topic, else
+// TOPIC_AUTHORIZATION_FAILED; on the cluster for brokers, else
+// CLUSTER_AUTHORIZATION_FAILED), the resources kbroker can alter, the
+// change the request makes (change, given the resource's current dynamic
+// configs), its validation, and its commit through the controller unless
+// validateOnly.
+func (n *Node) alterConfigResource(ctx context.Context, rc *RequestContext, typ kmsg.ConfigResourceType, name string, validateOnly bool,
+	change func(overrides map[string]string) (configChange, error)) error {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+		if !rc.AuthorizedTopic(kmsg.ACLOperationAlterConfigs, name) {
+			return kerr.TopicAuthorizationFailed
+		}
+		t, ok := n.store.Image().Topics[name]
+		if !ok {
+			return fmt.Errorf("%w: %q", metadata.ErrUnknownTopic, name)
+		}
+		c, err := change(t.Configs)
+		if err != nil {
+			return err
+		}
+		if err := n.cfg.ValidateTopicConfigs(c.set); err != nil {
+			return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
+		}
+		if validateOnly {
+			return nil
+		}
+		if err := n.store.AlterTopicConfigs(ctx, name, c.set, c.remove); err != nil {
+			return err
+		}
+	case kmsg.ConfigResourceTypeBroker:
+		if !rc.AuthorizedCluster(kmsg.ACLOperationAlterConfigs) {
+			return kerr.ClusterAuthorizationFailed
+		}
+		if name != "" {
+			return fmt.Errorf("%w: per-broker dynamic configs are not supported; alter the cluster-wide default (the broker resource with an empty name) or set the key in the broker's config", kerr.InvalidRequest)
+		}
+		c, err := change(n.store.Image().ClusterConfigs)
+		if err != nil {
+			return err
+		}
+		if err := n.cfg.ValidateClusterConfigs(c.set); err != nil {
+			return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
+		}
+		if validateOnly {
+			return nil
+		}
+		if err := n.store.AlterClusterConfigs(ctx, c.set, c.remove); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, typ)
 	}
+	return n.replicas.Apply(n.store.Image())
+}
+
+// incrementalTopicChange applies a topic's SET, DELETE, APPEND and
+// SUBTRACT operations to its current configs.
+func (n *Node) incrementalTopicChange(r kmsg.IncrementalAlterConfigsRequestResource, overrides map[string]string) (configChange, error) {
 	set := map[string]string{}
 	var remove []string
 	current := func(name string) string {
 		if v, ok := set[name]; ok {
 			return v
 		}
-		if v, ok := t.Configs[name]; ok {
+		if v, ok := overrides[name]; ok {
 			return v
 		}
 		for _, e := range n.cfg.TopicConfigEntriesIn(n.store.Image().ClusterConfigs, nil) {
@@ -102,7 +149,7 @@ func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterCon
 		case kmsg.IncrementalAlterConfigOpAppend, kmsg.IncrementalAlterConfigOpSubtract:
 			if !config.IsListTopicKey(c.Name) {
 				// As Kafka: only LIST keys take APPEND and SUBTRACT.
-				return fmt.Errorf("%w: %s: APPEND and SUBTRACT apply only to list configs", metadata.ErrInvalidConfig, c.Name)
+				return configChange{}, fmt.Errorf("%w: %s: APPEND and SUBTRACT apply only to list configs", metadata.ErrInvalidConfig, c.Name)
 			}
 			items := splitList(current(c.Name))
 			for _, v := range splitList(value) {
@@ -116,50 +163,32 @@ func (n *Node) alterTopicConfigs(ctx context.Context, r kmsg.IncrementalAlterCon
 			}
 			set[c.Name] = strings.Join(items, ",")
 		default:
-			return fmt.Errorf("%w: config operation %d", kerr.InvalidRequest, c.Op)
+			return configChange{}, fmt.Errorf("%w: config operation %d", kerr.InvalidRequest, c.Op)
 		}
 	}
-	if err := n.cfg.ValidateTopicConfigs(set); err != nil {
-		return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
-	}
-	if validateOnly {
-		return nil
-	}
-	if err := n.store.AlterTopicConfigs(ctx, r.ResourceName, set, remove); err != nil {
-		return err
-	}
-	return n.replicas.Apply(n.store.Image())
+	return configChange{set: set, remove: remove}, nil
 }
 
-// alterClusterConfigs applies SET and DELETE to the cluster-wide dynamic
-// broker defaults.
-func (n *Node) alterClusterConfigs(ctx context.Context, r kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+// incrementalClusterChange applies SET and DELETE to the cluster-wide
+// dynamic broker defaults.
+func incrementalClusterChange(r kmsg.IncrementalAlterConfigsRequestResource) (configChange, error) {
 	set := map[string]string{}
 	var remove []string
 	for _, c := range r.Configs {
 		switch c.Op {
 		case kmsg.IncrementalAlterConfigOpSet:
 			if c.Value == nil {
-				return fmt.Errorf("%w: %s: no value", metadata.ErrInvalidConfig, c.Name)
+				return configChange{}, fmt.Errorf("%w: %s: no value", metadata.ErrInvalidConfig, c.Name)
 			}
 			set[c.Name] = *c.Value
 		case kmsg.IncrementalAlterConfigOpDelete:
 			delete(set, c.Name)
 			remove = append(remove, c.Name)
 		default:
-			return fmt.Errorf("%w: config operation %d on a broker config", kerr.InvalidRequest, c.Op)
+			return configChange{}, fmt.Errorf("%w: config operation %d on a broker config", kerr.InvalidRequest, c.Op)
 		}
 	}
-	if err := n.cfg.ValidateClusterConfigs(set); err != nil {
-		return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
-	}
-	if validateOnly {
-		return nil
-	}
-	if err := n.store.AlterClusterConfigs(ctx, set, remove); err != nil {
-		return err
-	}
-	return n.replicas.Apply(n.store.Image())
+	return configChange{set: set, remove: remove}, nil
 }
 
 func splitList(s string) []string {
