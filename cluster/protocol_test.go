@@ -24,10 +24,24 @@ func TestApiVersions(t *testing.T) {
 			ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 		}
 		// What current clients (and Debian's librdkafka) look for.
-		for key, want := range map[int16][2]int16{0: {0, 11}, 1: {4, 12}, 2: {1, 7}, 3: {0, 12}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 22: {0, 4}} {
+		for key, want := range map[int16][2]int16{0: {0, 12}, 1: {4, 17}, 2: {1, 10}, 3: {0, 13}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 22: {0, 5}, 75: {0, 0}} {
 			if ranges[key] != want {
 				t.Errorf("v%d: %s range %v, want %v", v, kmsg.NameForKey(key), ranges[key], want)
 			}
+		}
+		// Features from v3: transaction.version stops below 2 and
+		// nothing is finalized, so clients keep the KIP-890 part 1 flow.
+		var tv []kmsg.ApiVersionsResponseSupportedFeature
+		for _, f := range resp.SupportedFeatures {
+			if f.Name == "transaction.version" {
+				tv = append(tv, f)
+			}
+		}
+		if v >= 3 && (len(tv) != 1 || tv[0].MinVersion != 0 || tv[0].MaxVersion != 1) || v < 3 && len(resp.SupportedFeatures) > 0 {
+			t.Errorf("v%d: supported features %+v, want transaction.version 0–1 from v3", v, resp.SupportedFeatures)
+		}
+		if len(resp.FinalizedFeatures) > 0 {
+			t.Errorf("v%d: finalized features %+v, want none", v, resp.FinalizedFeatures)
 		}
 	}
 
