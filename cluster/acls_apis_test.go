@@ -108,6 +108,35 @@ func TestAPIsAuthorize(t *testing.T) {
 			return r
 		}, func(r kmsg.Response) int16 { return r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode },
 			kerr.TopicAuthorizationFailed, nil},
+		{"AlterConfigs", func() kmsg.Request {
+			r := kmsg.NewPtrAlterConfigsRequest()
+			r.ValidateOnly = true
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+			c := kmsg.NewAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "retention.ms", kmsg.StringPtr("1000")
+			rr.Configs = append(rr.Configs, c)
+			r.Resources = append(r.Resources, rr)
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode },
+			kerr.TopicAuthorizationFailed, nil},
+		{"AlterConfigs broker", func() kmsg.Request {
+			r := kmsg.NewPtrAlterConfigsRequest()
+			r.ValidateOnly = true
+			rr := kmsg.NewAlterConfigsRequestResource()
+			rr.ResourceType = kmsg.ConfigResourceTypeBroker
+			r.Resources = append(r.Resources, rr)
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode },
+			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
+		{"DescribeTopicPartitions", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeTopicPartitionsRequest()
+			rt := kmsg.NewDescribeTopicPartitionsRequestTopic()
+			rt.Topic = "t"
+			r.Topics = append(r.Topics, rt)
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeTopicPartitionsResponse).Topics[0].ErrorCode },
+			kerr.TopicAuthorizationFailed, nil},
 		{"CreatePartitions", func() kmsg.Request {
 			r := kmsg.NewPtrCreatePartitionsRequest()
 			r.ValidateOnly, r.TimeoutMillis = true, 5000
