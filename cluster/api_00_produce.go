@@ -30,6 +30,8 @@ package cluster
 // TRANSACTION_ABORTABLE; v12 is KIP-890 part 2's implicit
 // AddPartitionsToTxn, which kbroker does not do (it keeps transaction
 // version 1, see EndTxn): a v12 transactional batch is verified as v11's.
+// From v13 topics are named by id (KIP-516); an id the metadata image does
+// not know gets UNKNOWN_TOPIC_ID for its partitions.
 //
 // An acks=-1 wait is capped at maxProduceTimeout (delayed.go).
 
@@ -48,7 +50,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 0, min: 0, max: 12, handle: (*Node).handleProduce, actions: produceActions})
+	register(apiSpec{key: 0, min: 0, max: 13, handle: (*Node).handleProduce, actions: produceActions})
 }
 
 // produceActions declares WRITE on the transactional id, if any, and on
@@ -57,7 +59,11 @@ func produceActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	req := kreq.(*kmsg.ProduceRequest)
 	out := topicActions(kmsg.ACLOperationWrite, func(yield func(string)) {
 		for _, t := range req.Topics {
-			yield(t.Topic)
+			// From v13 only the id is sent: the handler asks
+			// once the image has named the topic.
+			if t.Topic != "" {
+				yield(t.Topic)
+			}
 		}
 	})
 	if req.TransactionID != nil {
@@ -83,10 +89,21 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 	var waits []produceWait
 	failed := false
 	now := time.Now()
+	img := n.store.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
-		rt.Topic = t.Topic
-		topicDenied := refuseAll == 0 && !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, t.Topic)
+		name, known := t.Topic, true
+		if req.Version >= 13 {
+			mt, ok := img.TopicsByID[t.TopicID]
+			name, known = "", ok
+			if ok {
+				name = mt.Name
+			}
+		}
+		// The name is not sent from v13 but names the metrics and the
+		// leader hints.
+		rt.Topic, rt.TopicID = name, t.TopicID
+		topicDenied := refuseAll == 0 && known && !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTopic, name)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewProduceResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -96,10 +113,12 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 			switch {
 			case refuseAll != 0:
 				rp.ErrorCode = refuseAll
+			case !known:
+				rp.ErrorCode = kerr.UnknownTopicID.Code
 			case topicDenied:
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
-				tp := replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+				tp := replication.TopicPartition{Topic: name, Partition: p.Partition}
 				part, res, err := n.produceOne(ctx, tp, p.Records, req.Acks, req.TransactionID)
 				if err != nil {
 					rp.ErrorCode = errorCode(err)

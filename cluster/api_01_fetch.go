@@ -35,7 +35,8 @@ package cluster
 // partitions. From v15 a follower names itself in ReplicaState. v16 adds
 // the leaders' endpoints (NodeEndpoints) for the leader hints
 // (leader_hints.go); v17's ReplicaDirectoryId is for JBOD followers and
-// unused (one log directory).
+// unused (one log directory), as is v18's HighWatermark, a follower's
+// (KIP-1166).
 //
 // Fetch sessions (KIP-227) are not kept: every response has session id 0,
 // which tells the client to send full fetch requests, as Kafka does when
@@ -54,7 +55,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 1, min: 4, max: 17, handle: (*Node).handleFetch, actions: fetchActions})
+	register(apiSpec{key: 1, min: 4, max: 18, handle: (*Node).handleFetch, actions: fetchActions})
 }
 
 // fetchActions declares CLUSTER_ACTION on the cluster for a follower,
