@@ -64,9 +64,16 @@ func commitOffset(ctx context.Context, cl *kgo.Client, group, topic string) erro
 	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
 }
 
-func fetchError(ctx context.Context, t *testing.T, cl *kgo.Client, topic string) error {
+func fetchError(ctx context.Context, t *testing.T, cl *kgo.Client, adm *kadm.Client, topic string) error {
 	t.Helper()
+	// cl negotiates Fetch v13+, which names topics by id only: adm,
+	// which may describe every topic, looks the id up.
+	topics, err := adm.ListTopics(ctx, topic)
+	if err != nil || topics[topic].Err != nil {
+		t.Fatalf("looking up the id of %s: %v %v", topic, err, topics[topic].Err)
+	}
 	req := fetchRequest(topic, 0, 0, 0)
+	req.Topics[0].TopicID = topics[topic].ID
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +165,7 @@ func TestACLsWithFranzGo(t *testing.T) {
 		}
 	})
 	t.Run("outside the prefix", func(t *testing.T) {
-		if err := fetchError(ctx, t, alice, "other"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		if err := fetchError(ctx, t, alice, adm, "other"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 			t.Errorf("fetch other: %v", err)
 		}
 		if err := commitOffset(ctx, alice, "team-a.g", "other"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
@@ -193,7 +200,7 @@ func TestACLsWithFranzGo(t *testing.T) {
 		}
 	})
 	t.Run("deny overrides allow", func(t *testing.T) {
-		if err := fetchError(ctx, t, alice, "team-a.secret"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
+		if err := fetchError(ctx, t, alice, adm, "team-a.secret"); !errors.Is(err, kerr.TopicAuthorizationFailed) {
 			t.Errorf("fetch team-a.secret: %v", err)
 		}
 		if err := alice.ProduceSync(ctx, &kgo.Record{Topic: "team-a.secret", Value: []byte("v")}).FirstErr(); err != nil {
@@ -204,7 +211,7 @@ func TestACLsWithFranzGo(t *testing.T) {
 		if err != nil || len(res) != 1 || res[0].Err != nil || len(res[0].Deleted) != 1 {
 			t.Fatalf("delete the DENY: %v %+v", err, res)
 		}
-		if err := fetchError(ctx, t, alice, "team-a.secret"); err != nil {
+		if err := fetchError(ctx, t, alice, adm, "team-a.secret"); err != nil {
 			t.Errorf("fetch team-a.secret after the DENY is gone: %v", err)
 		}
 	})
