@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
@@ -108,7 +109,12 @@ func (m *markerClients) get(broker int32, ep metadata.Endpoint) (*markerClient, 
 	if ep.SecurityProtocol != "" && ep.SecurityProtocol != "PLAINTEXT" {
 		return nil, fmt.Errorf("broker %d: security protocol %s not supported for transaction markers", broker, ep.SecurityProtocol)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("kbroker-txn-markers"), kgo.RequestRetries(0))
+	// kgo negotiates the highest version both sides know, not the
+	// request's own: cap it at the versions these requests are built for.
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.WriteTxnMarkers), 1)
+	vs.SetMaxKeyVersion(int16(kmsg.AddPartitionsToTxn), 4)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("kbroker-txn-markers"), kgo.RequestRetries(0), kgo.MaxVersions(vs))
 	if err != nil {
 		return nil, fmt.Errorf("dial broker %d at %s: %w", broker, addr, err)
 	}

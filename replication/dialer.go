@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl"
 
 	"github.com/kbroker/kbroker/metadata"
@@ -62,7 +63,7 @@ func (d TCPDialer) Dial(ctx context.Context, leader int32, ep metadata.Endpoint)
 		id = "kbroker-replica-fetcher"
 	}
 	addr := net.JoinHostPort(ep.Host, strconv.Itoa(int(ep.Port)))
-	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(id), kgo.RequestRetries(0)}
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID(id), kgo.RequestRetries(0), kgo.MaxVersions(fetcherVersions())}
 	if d.TLS != nil {
 		opts = append(opts, kgo.DialTLSConfig(d.TLS(ep.Host)))
 	}
@@ -79,6 +80,16 @@ func (d TCPDialer) Dial(ctx context.Context, leader int32, ep metadata.Endpoint)
 		return nil, fmt.Errorf("dial broker %d at %s: no broker", leader, addr)
 	}
 	return &kgoConn{cl: cl, b: seeds[0]}, nil
+}
+
+// fetcherVersions caps the versions kgo negotiates at those the fetcher
+// builds its requests for (kgo ignores a request's own Version): Fetch v12
+// names topics and the replica in fields that v13+ and v15+ replace.
+func fetcherVersions() *kversion.Versions {
+	vs := kversion.Stable()
+	vs.SetMaxKeyVersion(int16(kmsg.Fetch), 12)
+	vs.SetMaxKeyVersion(int16(kmsg.OffsetForLeaderEpoch), 4)
+	return vs
 }
 
 type kgoConn struct {
