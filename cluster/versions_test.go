@@ -170,9 +170,9 @@ func TestListOffsetsSpecialTimestampVersions(t *testing.T) {
 	}
 }
 
-// From Fetch v13 topics are named by id: a known id reads its records, an
-// unknown one gets UNKNOWN_TOPIC_ID.
-func TestFetchByTopicID(t *testing.T) {
+// From Fetch v13 and Produce v13 topics are named by id: a known id reads
+// or writes its partitions, an unknown one gets UNKNOWN_TOPIC_ID.
+func TestFetchAndProduceByTopicID(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "byid", 1, nil)
 	produceAll(t, node.addr, "byid", 5)
@@ -192,7 +192,22 @@ func TestFetchByTopicID(t *testing.T) {
 	unknown[0] ^= 0xff
 
 	c := dialRaw(t, node.addr)
-	for _, version := range []int16{13, 15, 16, 17} {
+	produce := produceRequest(13, 1, "", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})
+	produce.Topics[0].TopicID = id
+	other := produce.Topics[0]
+	other.TopicID = unknown
+	produce.Topics = append(produce.Topics, other)
+	presp := c.roundTrip(produce).(*kmsg.ProduceResponse)
+	if len(presp.Topics) != 2 || presp.Topics[0].TopicID != id || presp.Topics[1].TopicID != unknown {
+		t.Fatalf("produce v13: response topics %+v", presp.Topics)
+	}
+	if p := presp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 5 {
+		t.Errorf("produce v13 by known id: error %v base offset %d, want 5", kerr.ErrorForCode(p.ErrorCode), p.BaseOffset)
+	}
+	if code := presp.Topics[1].Partitions[0].ErrorCode; code != kerr.UnknownTopicID.Code {
+		t.Errorf("produce v13 by unknown id: %v, want UNKNOWN_TOPIC_ID", kerr.ErrorForCode(code))
+	}
+	for _, version := range []int16{13, 15, 16, 17, 18} {
 		req := kmsg.NewPtrFetchRequest()
 		req.Version = version
 		req.ReplicaID = -1
@@ -211,7 +226,7 @@ func TestFetchByTopicID(t *testing.T) {
 			t.Fatalf("v%d: %d topics in the response, want 2", version, len(resp.Topics))
 		}
 		known, missing := resp.Topics[0], resp.Topics[1]
-		if known.TopicID != id || known.Partitions[0].ErrorCode != 0 || known.Partitions[0].HighWatermark != 5 || len(known.Partitions[0].RecordBatches) == 0 {
+		if known.TopicID != id || known.Partitions[0].ErrorCode != 0 || known.Partitions[0].HighWatermark != 7 || len(known.Partitions[0].RecordBatches) == 0 {
 			t.Errorf("v%d: known id: %+v", version, known.Partitions[0])
 		}
 		if missing.TopicID != unknown || missing.Partitions[0].ErrorCode != kerr.UnknownTopicID.Code {
