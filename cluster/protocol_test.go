@@ -24,7 +24,7 @@ func TestApiVersions(t *testing.T) {
 			ranges[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 		}
 		// What current clients (and Debian's librdkafka) look for.
-		for key, want := range map[int16][2]int16{0: {0, 12}, 1: {4, 17}, 2: {1, 10}, 3: {0, 13}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 22: {0, 5}, 75: {0, 0}} {
+		for key, want := range map[int16][2]int16{0: {0, 13}, 1: {4, 18}, 2: {1, 10}, 3: {0, 13}, 18: {0, 4}, 19: {2, 7}, 20: {1, 6}, 22: {0, 5}, 75: {0, 0}} {
 			if ranges[key] != want {
 				t.Errorf("v%d: %s range %v, want %v", v, kmsg.NameForKey(key), ranges[key], want)
 			}
