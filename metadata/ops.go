@@ -173,8 +173,26 @@ func (s *Store) someVoter(i int) (string, int) {
 	return "", i
 }
 
-// leaderAddr is the raft address of the leader this node knows, or "".
+// leaderAddr is the address of the leader this node knows, or "". A
+// voter is dialed at its configured address (a name, resolved at each
+// dial) rather than at the address the leader's raft messages carry: a
+// leader that started with an older build advertises the IP it had then,
+// which may since belong to another node, or to this one. This node is
+// never its own remote leader: raft may still name it after it lost the
+// leadership.
 func (s *Store) leaderAddr() string {
-	addr, _ := s.raft.LeaderWithID()
+	addr, id := s.raft.LeaderWithID()
+	if id == serverID(s.cfg.NodeID) {
+		return ""
+	}
+	for _, v := range s.cfg.Voters {
+		if serverID(v.ID) != id {
+			continue
+		}
+		if a, err := parseHostPort(v.Addr); err == nil && a != nil {
+			return v.Addr
+		}
+		break
+	}
 	return string(addr)
 }
