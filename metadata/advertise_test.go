@@ -2,8 +2,11 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,5 +110,89 @@ func TestStaleLeaderAddress(t *testing.T) {
 	}
 	if _, err := s3.Heartbeat(ctx, 2, s3.Image().Brokers[2].Epoch); err != nil {
 		t.Fatalf("heartbeat forwarded from node 3: %v", err)
+	}
+}
+
+// stallingListener holds every read of the connections it accepted while
+// stalled is set: the node looks paused to whoever dials it (the kernel
+// accepts, nothing answers), while its own raft traffic, which it dials,
+// goes on.
+type stallingListener struct {
+	net.Listener
+	stalled *atomic.Bool
+	blocked *atomic.Int32 // reads waiting
+}
+
+func (l stallingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return stallingConn{c, l.stalled, l.blocked}, nil
+}
+
+type stallingConn struct {
+	net.Conn
+	stalled *atomic.Bool
+	blocked *atomic.Int32
+}
+
+func (c stallingConn) Read(p []byte) (int, error) {
+	if c.stalled.Load() {
+		c.blocked.Add(1)
+		for c.stalled.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c.blocked.Add(-1)
+	}
+	return c.Conn.Read(p)
+}
+
+// TestForwardedOperationFollowsNewLeader: an operation forwarded to a
+// leader that stops answering (paused) is sent again to the leader raft
+// elects meanwhile, instead of waiting on the silent one until its
+// deadline.
+func TestForwardedOperationFollowsNewLeader(t *testing.T) {
+	stalled := map[int32]*atomic.Bool{}
+	blocked := map[int32]*atomic.Int32{}
+	for id := int32(1); id <= 3; id++ {
+		stalled[id], blocked[id] = new(atomic.Bool), new(atomic.Int32)
+	}
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		id := cfg.NodeID
+		cfg.wrapListener = func(ln net.Listener) net.Listener {
+			return stallingListener{ln, stalled[id], blocked[id]}
+		}
+	})
+	t.Cleanup(func() {
+		for _, s := range stalled {
+			s.Store(false)
+		}
+	})
+	l := c.leader()
+	f := c.follower()
+	stalled[l.cfg.NodeID].Store(true)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- f.RegisterBroker(ctx, BrokerRegistration{ID: 7, IncarnationID: "inc-7",
+			Endpoints: []Endpoint{{Listener: "PLAINTEXT", Host: "127.0.0.1", Port: 9099, SecurityProtocol: "PLAINTEXT"}}})
+	}()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if blocked[l.cfg.NodeID].Load() == 0 {
+			return errors.New("no request held by the stalled leader yet")
+		}
+		return nil
+	}, "the forwarded request reaches the stalled leader")
+	if err := l.raft.LeadershipTransfer().Error(); err != nil {
+		t.Fatalf("leadership transfer: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("RegisterBroker forwarded while the leader changed: %v", err)
+	}
+	if _, ok := c.leader().Image().Brokers[7]; !ok {
+		t.Fatal("broker 7 not registered")
 	}
 }
