@@ -196,3 +196,30 @@ func TestForwardedOperationFollowsNewLeader(t *testing.T) {
 		t.Fatal("broker 7 not registered")
 	}
 }
+
+// A heartbeat that unfences a broker answers the controller's image
+// offset with the unfence in it: the broker waits for its own image to
+// reach it before leading again.
+func TestHeartbeatAnswersMetadataOffset(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c := newTestCluster(t, 3, nil)
+	f := c.follower()
+	c.registerBrokers(ctx, f, 2)
+	l := c.leader()
+	epoch := l.Image().Brokers[2].Epoch
+	if err := l.fenceBroker(ctx, 2, epoch, true, false); err != nil {
+		t.Fatal(err)
+	}
+	before := l.Image().Offset
+	res, err := f.BrokerHeartbeat(ctx, 2, epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Fenced {
+		t.Fatal("still fenced after a heartbeat at the current epoch")
+	}
+	if res.MetadataOffset <= before {
+		t.Fatalf("heartbeat answered offset %d, want past %d (the unfence record)", res.MetadataOffset, before)
+	}
+}
