@@ -32,6 +32,28 @@ type sessions struct {
 	// previous controller, whose raft messages stopped then (see
 	// suspectPrevController).
 	heardBefore map[int32]time.Time
+	// probing holds the brokers being pinged (probeSilent).
+	probing map[int32]bool
+}
+
+// startProbe marks broker id as being pinged; false if it already is.
+func (ss *sessions) startProbe(id int32) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.probing[id] {
+		return false
+	}
+	if ss.probing == nil {
+		ss.probing = map[int32]bool{}
+	}
+	ss.probing[id] = true
+	return true
+}
+
+func (ss *sessions) endProbe(id int32) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.probing, id)
 }
 
 type suspect struct {
@@ -171,6 +193,9 @@ func (c Config) controllerTick() time.Duration {
 		d = min(d, c.SessionTimeout/10)
 	}
 	d = min(d, c.DeadReportGrace/4)
+	if c.ProbeSilence > 0 {
+		d = min(d, c.ProbeSilence/4)
+	}
 	if *c.AutoLeaderRebalance {
 		d = min(d, c.LeaderImbalanceCheckInterval)
 	}
@@ -222,6 +247,9 @@ func (s *Store) controllerLoop() {
 			s.fenceExpired(now)
 		}
 		s.fenceSuspects(now)
+		if s.cfg.ProbeSilence > 0 {
+			s.probeSilent(now)
+		}
 		if *s.cfg.AutoLeaderRebalance && now.Sub(lastRebalance) >= s.cfg.LeaderImbalanceCheckInterval {
 			s.electPreferredLeaders()
 			lastRebalance = now

@@ -223,3 +223,58 @@ func TestHeartbeatAnswersMetadataOffset(t *testing.T) {
 		t.Fatalf("heartbeat answered offset %d, want past %d (the unfence record)", res.MetadataOffset, before)
 	}
 }
+
+// TestControllerPingsSilentBrokers: a broker whose heartbeats stop is
+// fenced long before its session times out when its node does not answer
+// the controller's ping (paused), and stays unfenced when it does.
+func TestControllerPingsSilentBrokers(t *testing.T) {
+	stalled := map[int32]*atomic.Bool{}
+	blocked := map[int32]*atomic.Int32{}
+	for id := int32(1); id <= 3; id++ {
+		stalled[id], blocked[id] = new(atomic.Bool), new(atomic.Int32)
+	}
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		id := cfg.NodeID
+		cfg.SessionTimeout = time.Minute  // far beyond the test
+		cfg.DeadReportGrace = time.Minute // no gossip here anyway
+		cfg.ProbeSilence = 300 * time.Millisecond
+		cfg.wrapListener = func(ln net.Listener) net.Listener {
+			return stallingListener{ln, stalled[id], blocked[id]}
+		}
+	})
+	t.Cleanup(func() {
+		for _, s := range stalled {
+			s.Store(false)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l := c.leader()
+	c.registerBrokers(ctx, l, 1, 2, 3)
+	var paused, silent int32 = -1, -1
+	for id := int32(1); id <= 3; id++ {
+		switch {
+		case id == l.cfg.NodeID:
+		case paused < 0:
+			paused = id
+		default:
+			silent = id
+		}
+	}
+	h := startHeartbeats(c, l, l.cfg.NodeID)
+	defer h.close()
+	stalled[paused].Store(true)
+
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !c.leader().Image().Brokers[paused].Fenced {
+			return errors.New("not fenced")
+		}
+		return nil
+	}, "the silent broker whose node does not answer is fenced")
+	if c.leader().Image().Brokers[silent].Fenced {
+		t.Fatalf("broker %d, silent but answering pings, was fenced", silent)
+	}
+	if c.leader().Image().Brokers[l.cfg.NodeID].Fenced {
+		t.Fatal("heartbeating broker fenced")
+	}
+}

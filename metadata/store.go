@@ -69,6 +69,11 @@ type Config struct {
 	// above broker.heartbeat.interval.ms. Default SessionTimeout/3 (3s),
 	// or 3s with session fencing disabled.
 	DeadReportGrace time.Duration
+	// ProbeSilence: the active controller pings the controller listener
+	// of a broker it has not heard a heartbeat from for this long, and
+	// fences it at once if it does not answer (paused, cut off). Set it
+	// above broker.heartbeat.interval.ms. 0 disables it.
+	ProbeSilence time.Duration
 	// AutoLeaderRebalance (auto.leader.rebalance.enable): the active
 	// controller moves leadership back to preferred replicas every
 	// LeaderImbalanceCheckInterval. nil means true.
