@@ -394,9 +394,9 @@ func (n *Node) metadataConfig() metadata.Config {
 		// Two heartbeat intervals: a broker that missed one heartbeat
 		// and then went silent is dead, whatever gossip thinks.
 		DeadReportGrace: 2 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
-		// A quarter of an interval late: a live broker answers the
+		// An eighth of an interval late: a live broker answers the
 		// controller's ping, a paused or cut-off one is fenced.
-		ProbeSilence:                 5 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond / 4,
+		ProbeSilence:                 9 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond / 8,
 		AutoLeaderRebalance:          &cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		MaxPartitions:                int64(cfg.MaxPartitions),
