@@ -95,7 +95,7 @@ func TestStaleLeaderAddress(t *testing.T) {
 			return nil
 		}
 		err := l.raft.LeadershipTransferToServer(serverID(1), raft.ServerAddress(c.voters[0].Addr)).Error()
-		return fmt.Errorf("leader is node %d (transfer: %v)", l.cfg.NodeID, err)
+		return fmt.Errorf("leader is node %d (transfer: %w)", l.cfg.NodeID, err)
 	}, "node 1 leads")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
