@@ -32,14 +32,24 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 	n.session.start(time.Now())
 	for {
 		hctx, cancel := context.WithTimeout(ctx, interval*2)
-		fenced, err := n.store.Heartbeat(hctx, n.cfg.NodeID, n.brokerEpoch())
+		res, err := n.store.BrokerHeartbeat(hctx, n.cfg.NodeID, n.brokerEpoch())
+		if err == nil && !res.Fenced {
+			// Lead again only with the controller's metadata applied:
+			// a broker back from a pause or a partition would otherwise
+			// serve, for a moment, the leaderships it was fenced out of.
+			err = n.awaitMetadata(hctx, res.MetadataOffset)
+		}
 		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
-			n.logger.Debug("heartbeat failed", "err", err)
-		case fenced:
+			if n.session.expired(time.Now()) {
+				n.logger.Info("heartbeat failed", "err", err)
+			} else {
+				n.logger.Debug("heartbeat failed", "err", err)
+			}
+		case res.Fenced:
 			n.logger.Info("broker is fenced; waiting for the controller to unfence it")
 		default:
 			if n.session.renewed(time.Now()) {
@@ -50,6 +60,22 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 		case <-t.C:
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// awaitMetadata waits until this node's image is at offset or later.
+func (n *Node) awaitMetadata(ctx context.Context, offset uint64) error {
+	for {
+		ch := n.store.Changed()
+		if got := n.store.Image().Offset; got >= offset {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("metadata not caught up with the controller's offset %d (at %d): %w",
+				offset, n.store.Image().Offset, ctx.Err())
 		}
 	}
 }

@@ -393,7 +393,10 @@ func (n *Node) metadataConfig() metadata.Config {
 		SessionTimeout:           time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond,
 		// Two heartbeat intervals: a broker that missed one heartbeat
 		// and then went silent is dead, whatever gossip thinks.
-		DeadReportGrace:              2 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		DeadReportGrace: 2 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond,
+		// An eighth of an interval late: a live broker answers the
+		// controller's ping, a paused or cut-off one is fenced.
+		ProbeSilence:                 9 * time.Duration(cfg.BrokerHeartbeatIntervalMs) * time.Millisecond / 8,
 		AutoLeaderRebalance:          &cfg.AutoLeaderRebalanceEnable,
 		LeaderImbalanceCheckInterval: time.Duration(cfg.LeaderImbalanceCheckIntervalSeconds) * time.Second,
 		MaxPartitions:                int64(cfg.MaxPartitions),

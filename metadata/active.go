@@ -28,6 +28,32 @@ type sessions struct {
 	// their last heartbeat was recent, at the epoch and time of the
 	// report.
 	suspects map[int32]suspect
+	// heardBefore holds brokers last heard from before since: the
+	// previous controller, whose raft messages stopped then (see
+	// suspectPrevController).
+	heardBefore map[int32]time.Time
+	// probing holds the brokers being pinged (probeSilent).
+	probing map[int32]bool
+}
+
+// startProbe marks broker id as being pinged; false if it already is.
+func (ss *sessions) startProbe(id int32) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.probing[id] {
+		return false
+	}
+	if ss.probing == nil {
+		ss.probing = map[int32]bool{}
+	}
+	ss.probing[id] = true
+	return true
+}
+
+func (ss *sessions) endProbe(id int32) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	delete(ss.probing, id)
 }
 
 type suspect struct {
@@ -45,6 +71,9 @@ func (ss *sessions) silence(id int32, now time.Time) time.Duration {
 
 func (ss *sessions) lastHeard(id int32) time.Time {
 	t := ss.since
+	if b, ok := ss.heardBefore[id]; ok {
+		t = b
+	}
 	if l, ok := ss.last[id]; ok && l.After(t) {
 		t = l
 	}
@@ -116,6 +145,21 @@ func (ss *sessions) reset(now time.Time) {
 	ss.since = now
 	ss.last = map[int32]time.Time{}
 	ss.suspects = nil // reports were made to the previous leader
+	ss.heardBefore = nil
+}
+
+// heardAt records that broker id was last heard from at t, before this
+// node became leader: its silence counts from t, not from since.
+func (ss *sessions) heardAt(id int32, t time.Time) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if t.IsZero() || !t.Before(ss.since) {
+		return
+	}
+	if ss.heardBefore == nil {
+		ss.heardBefore = map[int32]time.Time{}
+	}
+	ss.heardBefore[id] = t
 }
 
 func (ss *sessions) beat(id int32, now time.Time) {
@@ -149,6 +193,9 @@ func (c Config) controllerTick() time.Duration {
 		d = min(d, c.SessionTimeout/10)
 	}
 	d = min(d, c.DeadReportGrace/4)
+	if c.ProbeSilence > 0 {
+		d = min(d, c.ProbeSilence/4)
+	}
 	if *c.AutoLeaderRebalance {
 		d = min(d, c.LeaderImbalanceCheckInterval)
 	}
@@ -165,6 +212,8 @@ func (s *Store) controllerLoop() {
 	// prevController is the last other node seen leading: on taking over
 	// it is suspected (below).
 	prevController := int32(-1)
+	// prevContact is when this node last heard from that leader.
+	var prevContact time.Time
 	var lastRebalance time.Time
 	for {
 		select {
@@ -176,6 +225,7 @@ func (s *Store) controllerLoop() {
 			leading = false
 			if id := s.ControllerID(); id >= 0 && id != s.cfg.NodeID {
 				prevController = id
+				prevContact = s.raft.LastContact()
 			}
 			continue
 		}
@@ -188,7 +238,7 @@ func (s *Store) controllerLoop() {
 			}
 			now := time.Now()
 			s.sessions.reset(now)
-			s.suspectPrevController(prevController, now)
+			s.suspectPrevController(prevController, prevContact, now)
 			lastRebalance = now
 			leading = true
 		}
@@ -197,6 +247,9 @@ func (s *Store) controllerLoop() {
 			s.fenceExpired(now)
 		}
 		s.fenceSuspects(now)
+		if s.cfg.ProbeSilence > 0 {
+			s.probeSilent(now)
+		}
 		if *s.cfg.AutoLeaderRebalance && now.Sub(lastRebalance) >= s.cfg.LeaderImbalanceCheckInterval {
 			s.electPreferredLeaders()
 			lastRebalance = now
@@ -209,10 +262,13 @@ func (s *Store) controllerLoop() {
 // and the gossip reports made while no controller was active were
 // dropped, so a paused or isolated controller's broker would otherwise
 // keep its leaderships for a whole new session timeout after the
-// election, unreachable all that time. A controller that merely lost
-// leadership heartbeats within DeadReportGrace and stays unfenced, as
-// after any mistaken report.
-func (s *Store) suspectPrevController(id int32, now time.Time) {
+// election, unreachable all that time. Its silence counts from
+// lastContact, when this node last heard from it as raft leader: the
+// election itself took a good part of DeadReportGrace, and the broker
+// was as silent to the controller during it. A controller that merely
+// lost leadership heartbeats within DeadReportGrace and stays unfenced,
+// as after any mistaken report.
+func (s *Store) suspectPrevController(id int32, lastContact, now time.Time) {
 	if id < 0 || id == s.cfg.NodeID {
 		return
 	}
@@ -220,6 +276,7 @@ func (s *Store) suspectPrevController(id int32, now time.Time) {
 	if !ok || b.Fenced {
 		return // not a broker (controller-only node), or already fenced
 	}
+	s.sessions.heardAt(id, lastContact)
 	s.sessions.suspect(id, b.Epoch, now)
 }
 

@@ -190,14 +190,32 @@ func (s *Store) uncleanTopics(img *Image, broker int32) [][16]byte {
 // epoch fails with ErrStaleBrokerEpoch, an unregistered broker with
 // ErrUnknownBroker.
 func (s *Store) Heartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (fenced bool, err error) {
-	res, err := call(ctx, s, opHeartbeat, brokerAtEpoch{brokerID, brokerEpoch})
+	res, err := s.BrokerHeartbeat(ctx, brokerID, brokerEpoch)
 	return res.Fenced, err
+}
+
+// BrokerHeartbeat is Heartbeat, answering also the active controller's
+// image offset after it: a broker must not act on its session until its
+// own image has caught up with it, since the metadata it has not applied
+// yet may have moved its leaderships away (it was fenced while cut off).
+func (s *Store) BrokerHeartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (HeartbeatResult, error) {
+	res, err := call(ctx, s, opHeartbeat, brokerAtEpoch{brokerID, brokerEpoch})
+	return HeartbeatResult{Fenced: res.Fenced, MetadataOffset: res.Offset}, err
+}
+
+// HeartbeatResult is the answer to a broker heartbeat.
+type HeartbeatResult struct {
+	Fenced bool
+	// MetadataOffset is the controller's image offset after the
+	// heartbeat (0 from a controller that does not say).
+	MetadataOffset uint64
 }
 
 var opHeartbeat = defineOp("Heartbeat", actsForBroker, (*Store).heartbeat)
 
 type heartbeatResult struct {
-	Fenced bool `json:"fenced"`
+	Fenced bool   `json:"fenced"`
+	Offset uint64 `json:"offset,omitempty"`
 }
 
 func (s *Store) heartbeat(ctx context.Context, r brokerAtEpoch) (heartbeatResult, error) {
@@ -211,8 +229,9 @@ func (s *Store) heartbeat(ctx context.Context, r brokerAtEpoch) (heartbeatResult
 			return heartbeatResult{}, err
 		}
 	}
-	b, ok := s.Image().Brokers[r.BrokerID]
-	return heartbeatResult{Fenced: !ok || b.Fenced}, nil
+	img := s.Image()
+	b, ok := img.Brokers[r.BrokerID]
+	return heartbeatResult{Fenced: !ok || b.Fenced, Offset: img.Offset}, nil
 }
 
 // currentBroker returns the broker if epoch is its current epoch.

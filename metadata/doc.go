@@ -146,7 +146,9 @@
 // raftStream, whose Dial writes the 'R'), 'C' is the controller RPC;
 // another byte, or none within 5s, closes the connection. A node's raft address is its controller listener address
 // (Config.AdvertiseAddr, else its Voters entry, else the bound address), so
-// the leader's raft address is where its RPC is served.
+// the leader's raft address is where its RPC is served. It is kept as
+// written, a host name unresolved, and a voter is forwarded to at its
+// Voters entry: a container's IP may change while its name does not.
 //
 // The accept loop survives Accept errors (EMFILE/ENFILE when the process
 // runs out of file descriptors, ECONNABORTED): it backs off from 5ms

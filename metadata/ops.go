@@ -96,6 +96,7 @@ func call[Req, Resp any](ctx context.Context, s *Store, o *op[Req, Resp], req Re
 			lastErr = err
 		} else {
 			addr := s.leaderAddr()
+			fromRaft := addr != ""
 			if addr == "" {
 				addr, hint = hint, ""
 			}
@@ -111,7 +112,13 @@ func call[Req, Resp any](ctx context.Context, s *Store, o *op[Req, Resp], req Re
 					}
 					payload = b
 				}
-				raw, err := s.callRemote(ctx, addr, o.name, payload)
+				var raw json.RawMessage
+				var err error
+				if fromRaft {
+					raw, err = s.callLeader(ctx, addr, o.name, payload)
+				} else {
+					raw, err = s.callRemote(ctx, addr, o.name, payload)
+				}
 				var re *remoteError
 				switch {
 				case err == nil:
@@ -159,6 +166,41 @@ func call[Req, Resp any](ctx context.Context, s *Store, o *op[Req, Resp], req Re
 	}
 }
 
+// leaderWatchInterval is how often an operation sent to the leader
+// checks that raft still names that leader.
+const leaderWatchInterval = 50 * time.Millisecond
+
+// callLeader is callRemote to the leader at addr, given up as soon as raft
+// no longer names addr as the leader: a leader that was paused or cut off
+// never answers, and the operation is better retried at the leader
+// elected meanwhile than held until its deadline.
+func (s *Store) callLeader(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		t := time.NewTicker(leaderWatchInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-actx.Done():
+				return
+			case <-t.C:
+				if s.leaderAddr() != addr {
+					cancel(errLeaderMoved)
+					return
+				}
+			}
+		}
+	}()
+	raw, err := s.callRemote(actx, addr, op, payload)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errLeaderMoved) {
+		return nil, fmt.Errorf("%w: %s", errLeaderMoved, addr)
+	}
+	return raw, err
+}
+
+var errLeaderMoved = errors.New("metadata: raft no longer names this leader")
+
 // someVoter returns the address of a voter other than this node, starting
 // at index i, and the index to ask next.
 func (s *Store) someVoter(i int) (string, int) {
@@ -173,8 +215,26 @@ func (s *Store) someVoter(i int) (string, int) {
 	return "", i
 }
 
-// leaderAddr is the raft address of the leader this node knows, or "".
+// leaderAddr is the address of the leader this node knows, or "". A
+// voter is dialed at its configured address (a name, resolved at each
+// dial) rather than at the address the leader's raft messages carry: a
+// leader that started with an older build advertises the IP it had then,
+// which may since belong to another node, or to this one. This node is
+// never its own remote leader: raft may still name it after it lost the
+// leadership.
 func (s *Store) leaderAddr() string {
-	addr, _ := s.raft.LeaderWithID()
+	addr, id := s.raft.LeaderWithID()
+	if id == serverID(s.cfg.NodeID) {
+		return ""
+	}
+	for _, v := range s.cfg.Voters {
+		if serverID(v.ID) != id {
+			continue
+		}
+		if a, err := parseHostPort(v.Addr); err == nil && a != nil {
+			return v.Addr
+		}
+		break
+	}
 	return string(addr)
 }

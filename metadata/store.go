@@ -69,6 +69,11 @@ type Config struct {
 	// above broker.heartbeat.interval.ms. Default SessionTimeout/3 (3s),
 	// or 3s with session fencing disabled.
 	DeadReportGrace time.Duration
+	// ProbeSilence: the active controller pings the controller listener
+	// of a broker it has not heard a heartbeat from for this long, and
+	// fences it at once if it does not answer (paused, cut off). Set it
+	// above broker.heartbeat.interval.ms. 0 disables it.
+	ProbeSilence time.Duration
 	// AutoLeaderRebalance (auto.leader.rebalance.enable): the active
 	// controller moves leadership back to preferred replicas every
 	// LeaderImbalanceCheckInterval. nil means true.
@@ -434,9 +439,17 @@ func (s *Store) untrack(c net.Conn) {
 // advertiseAddr is Config.AdvertiseAddr, or this node's address in Voters
 // when it differs from BindAddr (e.g. BindAddr 0.0.0.0:9093), or nil to
 // advertise the listener's address.
+//
+// The address is kept as written, host name and all, never resolved: it
+// is what raft sends as the leader's address and what other nodes dial
+// to forward controller operations, and a container's address may change
+// while its name does not (docker network disconnect and connect, a
+// rescheduled pod). An IP resolved at start would then point at nothing,
+// or at another node that got the address, for as long as this process
+// lives. Each dial resolves the name again.
 func advertiseAddr(cfg Config) (net.Addr, error) {
 	if cfg.AdvertiseAddr != "" {
-		a, err := net.ResolveTCPAddr("tcp", cfg.AdvertiseAddr)
+		a, err := parseHostPort(cfg.AdvertiseAddr)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: advertise address %q: %w", cfg.AdvertiseAddr, err)
 		}
@@ -446,16 +459,43 @@ func advertiseAddr(cfg Config) (net.Addr, error) {
 		if v.ID != cfg.NodeID || v.Addr == "" || v.Addr == cfg.BindAddr {
 			continue
 		}
-		a, err := net.ResolveTCPAddr("tcp", v.Addr)
+		a, err := parseHostPort(v.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: voter %d address %q: %w", v.ID, v.Addr, err)
 		}
-		if a.Port == 0 {
-			return nil, nil
+		if a == nil {
+			return nil, nil // port 0: the listener's port
 		}
 		return a, nil
 	}
 	return nil, nil
+}
+
+// hostPortAddr is a TCP address as configured: "host:port", where host
+// may be a name.
+type hostPortAddr string
+
+func (a hostPortAddr) Network() string { return "tcp" }
+func (a hostPortAddr) String() string  { return string(a) }
+
+// parseHostPort checks that addr is host:port with a host and a port
+// number; nil for port 0.
+func parseHostPort(addr string) (net.Addr, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if host == "" {
+		return nil, errors.New("no host")
+	}
+	p, err := strconv.ParseUint(port, 10, 16)
+	if err != nil {
+		return nil, fmt.Errorf("port %q: %w", port, err)
+	}
+	if p == 0 {
+		return nil, nil
+	}
+	return hostPortAddr(addr), nil
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 )
 
 // The controller listener is authenticated when Config.ServerTLS is set:
@@ -24,8 +25,17 @@ type dialer struct {
 	tls *tls.Config
 }
 
-// dial connects to addr; ctx bounds the connect and the handshake.
+// dialTimeout bounds one connect and handshake to a controller
+// listener. A node that was killed or cut off leaves its address
+// unanswered (no RST) and a dial would otherwise spend the caller's whole
+// deadline on it, while a new leader may be elected in half a second.
+const dialTimeout = time.Second
+
+// dial connects to addr; ctx and dialTimeout bound the connect and the
+// handshake.
 func (d dialer) dial(ctx context.Context, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil || d.tls == nil {

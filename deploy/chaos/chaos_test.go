@@ -83,32 +83,49 @@ func TestUnavailabilitySummary(t *testing.T) {
 		ack(0, 1.9), ack(1, 2.5), ack(1, 3), ack(0, 30), ack(1, 31),
 		// pause-leader at 40 (ended 46): p1 silent 39.5..50.
 		ack(0, 39), ack(1, 39.5), ack(0, 41), ack(1, 50), ack(0, 51), ack(1, 51),
+		// isolate and kill-leader together at 70: p0 silent 69..99.
+		ack(0, 69), ack(1, 69), ack(1, 71), ack(0, 99), ack(1, 99.5),
 		{Time: at(20), Kind: "send", Outcome: outIndefinite, Partition: -1},
 	}
 	faults := []fault{
-		{Kind: "kill-leader", Start: at(2), End: at(5), LedParts: 1, Failover: 3200 * time.Millisecond},
-		{Kind: "pause-leader", Start: at(40), End: at(46), LedParts: 2, Failover: 0},
+		{Kind: "kill-leader", Start: at(2), End: at(5), LedParts: 1, Led: []int32{0}, Failover: 3200 * time.Millisecond},
+		{Kind: "pause-leader", Start: at(40), End: at(46), LedParts: 2, Led: []int32{1, 2}, Failover: 0},
 		{Kind: "bounce", Start: at(60), End: at(61), LedParts: 0},
+		// Two at once: their gaps go to the mix row, not to isolate's.
+		{Kind: "isolate", Start: at(70), End: at(80), LedParts: 1, Led: []int32{0}, Failover: 9 * time.Second},
+		{Kind: "kill-leader", Start: at(72), End: at(75), LedParts: 1, Led: []int32{1}, Failover: 20 * time.Second},
 	}
-	gaps := clientGaps(sends, faults, at(52))
+	gaps := clientGaps(sends, faults, at(100))
 	if g := gaps["kill-leader"]; g.Partition != 0 || g.Duration() != 28100*time.Millisecond {
 		t.Errorf("kill-leader gap %+v (%v), want p0 28.1s", g, g.Duration())
 	}
 	if g := gaps["pause-leader"]; g.Partition != 1 || g.Duration() != 10500*time.Millisecond {
 		t.Errorf("pause-leader gap %+v (%v), want p1 10.5s", g, g.Duration())
 	}
+	// p0, which the paused node did not lead: 41..51.
+	if g := gaps["pause-leader"+othersSuffix]; g.Partition != 0 || g.Duration() != 10*time.Second {
+		t.Errorf("pause-leader gap of other partitions %+v (%v), want p0 10s", g, g.Duration())
+	}
+	if g := gaps[mixKind]; g.Partition != 0 || g.Duration() != 30*time.Second {
+		t.Errorf("mixed faults gap %+v (%v), want p0 30s", g, g.Duration())
+	}
+	if _, ok := gaps["isolate"]; ok {
+		t.Errorf("isolate has a gap of its own, though it was only ever mixed: %+v", gaps["isolate"])
+	}
 	if g, ok := gaps[""]; !ok || g.Duration() != time.Second {
 		t.Errorf("gap before any fault %+v, want 1s", g)
 	}
 	fo := failovers(faults)
-	if fo["kill-leader"].longest != 3200*time.Millisecond || fo["pause-leader"].never != 1 || fo["bounce"].measured != 0 {
+	if fo["kill-leader"].longest != 3200*time.Millisecond || fo["pause-leader"].never != 1 || fo["bounce"].measured != 0 ||
+		fo[mixKind].longest != 20*time.Second || fo["isolate"].measured != 0 {
 		t.Errorf("failovers %+v", fo)
 	}
 	r := &report{faultCount: map[string]int{"kill-leader": 1, "pause-leader": 1, "bounce": 1},
 		skipped: map[string]string{"isolate": "no"}, gaps: gaps, failover: fo}
 	var out bytes.Buffer
 	r.print(&out)
-	for _, want := range []string{"client: longest ack gap of a partition", "server: leader change",
+	for _, want := range []string{"client: longest ack gap, faulted node's partitions", "client: other partitions",
+		"server: leader change", mixKind, "30s (p0 from",
 		"28.1s (p0 from", "3.2s", "10.5s (p1 from", "none within"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, out.String())

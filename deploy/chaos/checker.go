@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
+	"sort"
 	"text/tabwriter"
 	"time"
 
@@ -99,22 +101,86 @@ func (r *report) check(sends []event, rd *reads, final map[int32][]clustercheck.
 	}
 }
 
-// clientGaps is, per fault kind, the longest time one partition went
-// without an acknowledgement as the producers saw it (the callback time
-// of each successful send), each gap attributed to the fault that started
-// it. Gaps before the first fault are under "".
-func clientGaps(sends []event, faults []fault, end time.Time) map[string]clustercheck.Gap {
-	var acks []clustercheck.Ack
-	for _, s := range sends {
-		if s.Outcome == outOK {
-			acks = append(acks, clustercheck.Ack{Partition: s.Partition, At: s.Time})
+// mixKind is the row of faults injected while another one was active:
+// with two of three nodes down or cut off there may be no quorum, so
+// their gaps say nothing about what one fault costs.
+const mixKind = "(two faults at once)"
+
+// othersSuffix marks, in clientGaps' keys, the gaps of partitions the
+// faulted node did not lead when the fault began.
+const othersSuffix = "/others"
+
+// singled returns faults sorted by start, each one that overlaps another
+// renamed mixKind.
+func singled(faults []fault) []fault {
+	fs := append([]fault(nil), faults...)
+	sort.Slice(fs, func(i, j int) bool { return fs[i].Start.Before(fs[j].Start) })
+	end := func(f fault) time.Time {
+		if f.End.IsZero() {
+			return f.Start.Add(100 * 365 * 24 * time.Hour) // never ended
+		}
+		return f.End
+	}
+	mixed := make([]bool, len(fs))
+	for i := range fs {
+		for j := i + 1; j < len(fs) && fs[j].Start.Before(end(fs[i])); j++ {
+			mixed[i], mixed[j] = true, true
 		}
 	}
-	fs := make([]clustercheck.Fault, 0, len(faults))
-	for _, f := range faults {
-		fs = append(fs, clustercheck.Fault{Kind: f.Kind, Start: f.Start})
+	for i := range fs {
+		if mixed[i] {
+			fs[i].Kind = mixKind
+		}
 	}
-	return clustercheck.LongestGaps(acks, fs, end)
+	return fs
+}
+
+// clientGaps is the longest time one partition went without an
+// acknowledgement as the producers saw it (the callback time of each
+// successful send), keyed by the fault that started the gap: its kind
+// for the partitions the faulted node led, kind+othersSuffix for the
+// others, mixKind for faults overlapping another. A gap is attributed to
+// the earliest fault injected inside it, else to the last one injected
+// before it began (its after-effects: a stall after healing counts).
+// Gaps before the first fault are under "".
+func clientGaps(sends []event, faults []fault, end time.Time) map[string]clustercheck.Gap {
+	fs := singled(faults)
+	byPart := map[int32][]time.Time{}
+	for _, s := range sends {
+		if s.Outcome == outOK {
+			byPart[s.Partition] = append(byPart[s.Partition], s.Time)
+		}
+	}
+	out := map[string]clustercheck.Gap{}
+	consider := func(p int32, from, to time.Time) {
+		if !to.After(from) {
+			return
+		}
+		key := ""
+		i := sort.Search(len(fs), func(i int) bool { return fs[i].Start.After(from) })
+		if i >= len(fs) || !fs[i].Start.Before(to) {
+			i--
+		}
+		if i >= 0 {
+			f := fs[i]
+			key = f.Kind
+			if f.Kind != mixKind && !slices.Contains(f.Led, p) {
+				key += othersSuffix
+			}
+		}
+		g := clustercheck.Gap{Kind: key, Partition: p, From: from, To: to}
+		if old, ok := out[key]; !ok || g.Duration() > old.Duration() {
+			out[key] = g
+		}
+	}
+	for p, ts := range byPart {
+		sort.Slice(ts, func(i, j int) bool { return ts[i].Before(ts[j]) })
+		for i := 1; i < len(ts); i++ {
+			consider(p, ts[i-1], ts[i])
+		}
+		consider(p, ts[len(ts)-1], end)
+	}
+	return out
 }
 
 // failover is the server-side leadership change of one fault kind: the
@@ -128,7 +194,7 @@ type failover struct {
 
 func failovers(faults []fault) map[string]failover {
 	out := map[string]failover{}
-	for _, f := range faults {
+	for _, f := range singled(faults) {
 		if f.LedParts == 0 {
 			continue
 		}
@@ -176,7 +242,7 @@ func (r *report) print(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintf(&b, "\n")
 	tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "fault\tinjected\tfault errors\tclient: longest ack gap of a partition\tserver: leader change\n")
+	fmt.Fprintf(tw, "fault\tinjected\tfault errors\tclient: longest ack gap, faulted node's partitions\tclient: other partitions\tserver: leader change\n")
 	total := 0
 	var skippedNotes []string
 	for _, k := range allNemeses {
@@ -187,10 +253,14 @@ func (r *report) print(w io.Writer) {
 		}
 		total += r.faultCount[k]
 		g, ok := r.gaps[k]
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", k, r.faultCount[k], r.faultFailed[k], gapString(g, ok), r.failover[k])
+		og, ook := r.gaps[k+othersSuffix]
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", k, r.faultCount[k], r.faultFailed[k], gapString(g, ok), gapString(og, ook), r.failover[k])
+	}
+	if g, ok := r.gaps[mixKind]; ok {
+		fmt.Fprintf(tw, "%s\t\t\t%s\t\t%s\n", mixKind, gapString(g, ok), r.failover[mixKind])
 	}
 	g, ok := r.gaps[""]
-	fmt.Fprintf(tw, "(before any fault)\t\t\t%s\t\n", gapString(g, ok))
+	fmt.Fprintf(tw, "(before any fault)\t\t\t%s\t\t\n", gapString(g, ok))
 	fmt.Fprintf(tw, "total\t%d\t\t\t\n", total)
 	tw.Flush()
 	fmt.Fprintf(&b, "\n")

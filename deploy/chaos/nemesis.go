@@ -26,6 +26,7 @@ type fault struct {
 	// fault began; Failover how long after Start the metadata showed a
 	// new leader epoch for all of them (0: not within failoverWatch).
 	LedParts int
+	Led      []int32 // those partitions
 	Failover time.Duration
 }
 
@@ -240,6 +241,9 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 	}
 	n.mu.Lock()
 	n.faults[i].LedParts = len(led)
+	for p := range led {
+		n.faults[i].Led = append(n.faults[i].Led, p)
+	}
 	start := n.faults[i].Start
 	n.mu.Unlock()
 	if len(led) == 0 {
