@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/purgatory"
 	"github.com/kbroker/kbroker/replication"
@@ -128,6 +129,11 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	scfg.followerGone = n.followerGone
 	scfg.listeners = n.security.listeners
 	n.server = newServer(logger, n.apis(), scfg, n.metrics)
+	n.server.quotas = newClientQuotas(quota.Config{
+		Samples: int(cfg.QuotaWindowNum),
+		Window:  time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second,
+	}, n.image)
+	n.metrics.registry.MustRegister(newQuotaCollector(n.server.quotas))
 	if err := n.installAuthorizer(); err != nil {
 		return nil, err
 	}

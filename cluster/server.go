@@ -73,6 +73,8 @@ type Server struct {
 	// requestMem bounds queued request bytes; nil when unbounded.
 	requestMem *semaphore.Weighted
 	limits     connLimits
+	// quotas are the client quota sensors; nil enforces none.
+	quotas *clientQuotas
 
 	// abandon is closed when shutdown stops waiting for requests still in
 	// progress; their connections are closed without a response.

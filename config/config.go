@@ -167,6 +167,10 @@ type Config struct {
 	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
 	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
 
+	// Client quota windows (cluster/quotas.go).
+	QuotaWindowNum         int32 `kafka:"quota.window.num"`
+	QuotaWindowSizeSeconds int32 `kafka:"quota.window.size.seconds"`
+
 	// Authorization (keys: authorizer.go). An empty AuthorizerClassName
 	// is no authorizer: every request is allowed.
 	AuthorizerClassName       string `kafka:"authorizer.class.name"`

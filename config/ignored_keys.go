@@ -179,8 +179,6 @@ var ignoredKeys = []ignoredKey{
 	{"offset.metadata.max.bytes", TypeInt, "commit metadata is bounded by the request size"},
 
 	// Quotas.
-	{"quota.window.num", TypeInt, whyQuota},
-	{"quota.window.size.seconds", TypeInt, whyQuota},
 	{"replication.quota.window.num", TypeInt, whyQuota},
 	{"replication.quota.window.size.seconds", TypeInt, whyQuota},
 	{"alter.log.dirs.replication.quota.window.num", TypeInt, whyQuota},
