@@ -63,7 +63,9 @@ func TestClientQuotasAdminRoundTrip(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	set := func(key string, v float64) kadm.AlterClientQuotaOp { return kadm.AlterClientQuotaOp{Key: key, Value: v} }
+	set := func(key string, v float64) kadm.AlterClientQuotaOp {
+		return kadm.AlterClientQuotaOp{Key: key, Value: v}
+	}
 	entries := []kadm.AlterClientQuotaEntry{
 		{Entity: quotaEntity("user", "alice"), Ops: []kadm.AlterClientQuotaOp{set("producer_byte_rate", 1024), set("request_percentage", 12.5)}},
 		{Entity: quotaEntity("user", "<default>"), Ops: []kadm.AlterClientQuotaOp{set("consumer_byte_rate", 2048)}},

@@ -132,7 +132,7 @@ func (r *Rate) Throttle(bound float64, limit time.Duration, now time.Time) time.
 	if rate <= bound {
 		return 0
 	}
-	t := time.Duration(math.Round((rate - bound) / bound * float64(w.Milliseconds()))) * time.Millisecond
+	t := time.Duration(math.Round((rate-bound)/bound*float64(w.Milliseconds()))) * time.Millisecond
 	if limit > 0 && t > limit {
 		t = limit
 	}
