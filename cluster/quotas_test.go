@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/metadata"
 )
 
 func strp(s string) *string { return &s }
@@ -357,5 +360,117 @@ func TestClientQuotaLimitsProducerRate(t *testing.T) {
 	}
 	if b := mean(beside); b < 3*limit {
 		t.Errorf("unlimited producer made %.0f B/s beside the limited one, want well over the %.0f limit", b, limit)
+	}
+}
+
+func TestLookupQuotaPrecedence(t *testing.T) {
+	u, c := metadata.Named("u"), metadata.Named("c")
+	d := metadata.DefaultQuotaName
+	// Each case adds one entity to those of the cases before it, most
+	// general first, so each case's entity is the most specific one set.
+	steps := []struct {
+		entity metadata.QuotaEntity
+		tags   quotaTags
+	}{
+		{metadata.QuotaEntity{ClientID: d}, quotaTags{"", "c"}},
+		{metadata.QuotaEntity{ClientID: c}, quotaTags{"", "c"}},
+		{metadata.QuotaEntity{User: d}, quotaTags{"u", ""}},
+		{metadata.QuotaEntity{User: d, ClientID: d}, quotaTags{"u", "c"}},
+		{metadata.QuotaEntity{User: d, ClientID: c}, quotaTags{"u", "c"}},
+		{metadata.QuotaEntity{User: u}, quotaTags{"u", ""}},
+		{metadata.QuotaEntity{User: u, ClientID: d}, quotaTags{"u", "c"}},
+		{metadata.QuotaEntity{User: u, ClientID: c}, quotaTags{"u", "c"}},
+	}
+	img := &metadata.Image{Quotas: map[metadata.QuotaEntity]map[string]float64{}}
+	if _, _, ok := lookupQuota(img, quotaProduce, "u", "c"); ok {
+		t.Fatal("a quota found in an empty image")
+	}
+	// A value for another key of the most specific entity does not hide
+	// the others: precedence is per key.
+	img.Quotas[metadata.QuotaEntity{User: u, ClientID: c}] = map[string]float64{metadata.QuotaConsumerByteRate: 1}
+	for i, s := range steps {
+		vals := maps.Clone(img.Quotas[s.entity])
+		if vals == nil {
+			vals = map[string]float64{}
+		}
+		vals[metadata.QuotaProducerByteRate] = float64(i + 1)
+		img.Quotas[s.entity] = vals
+		v, tags, ok := lookupQuota(img, quotaProduce, "u", "c")
+		if !ok || v != float64(i+1) || tags != s.tags {
+			t.Fatalf("with %v: quota %v tags %+v ok %v, want %v %+v", s.entity, v, tags, ok, i+1, s.tags)
+		}
+		if _, _, ok := lookupQuota(img, quotaRequest, "u", "c"); ok {
+			t.Fatalf("with %v: a request quota found", s.entity)
+		}
+	}
+	// Another user and client only match the defaults.
+	if v, tags, _ := lookupQuota(img, quotaProduce, "v", "x"); v != 4 || tags != (quotaTags{"v", "x"}) {
+		t.Fatalf("other user: %v %+v, want the default user and client quota", v, tags)
+	}
+}
+
+// A consumer over consumer_byte_rate is throttled to about that rate.
+func TestClientQuotaLimitsConsumerRate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("consumes for ~10 s")
+	}
+	const limit = 1_000_000.0
+	// Three samples of 1 s: a new sensor's first bytes are spread over
+	// two windows, so the allowance before throttling is ~2 MB.
+	node := startNode(t, "", "quota.window.num=3")
+	createTopic(t, node.addr, "cquota", 1, nil)
+	value := make([]byte, 10<<10)
+	rand.Read(value)
+	pcl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.DefaultProduceTopic("cquota"), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pcl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for range 20 {
+		var rs []*kgo.Record
+		for range 100 {
+			rs = append(rs, &kgo.Record{Value: value})
+		}
+		if err := pcl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := kadm.NewClient(pcl).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: quotaEntity("user", "<default>"),
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "consumer_byte_rate", Value: limit}},
+	}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, res)
+	}
+	var throttled atomic.Int64
+	ccl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.ConsumeTopics("cquota"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(256<<10), kgo.FetchMaxPartitionBytes(256<<10),
+		kgo.WithHooks(throttleHook(func(d time.Duration) { throttled.Add(int64(d)) })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ccl.Close()
+	const run = 10 * time.Second
+	start := time.Now()
+	var got float64
+	for time.Since(start) < run {
+		pctx, pcancel := context.WithDeadline(ctx, start.Add(run))
+		fs := ccl.PollFetches(pctx)
+		pcancel()
+		fs.EachRecord(func(r *kgo.Record) { got += float64(len(r.Value)) })
+	}
+	rate := got / run.Seconds()
+	t.Logf("consumer read %.0f B in %v: %.0f B/s (limit %.0f); total throttle %v", got, run, rate, limit, time.Duration(throttled.Load()))
+	// Up to the 2 s allowance, one fetch over it, then the limit.
+	if maxBytes := limit*(run.Seconds()+2)*1.1 + 256<<10; got > maxBytes {
+		t.Errorf("consumer read %.0f B in %v, more than the quota allows (%.0f)", got, run, maxBytes)
+	}
+	if got < 0.5*limit*run.Seconds() {
+		t.Errorf("consumer read only %.0f B in %v at a %.0f B/s quota", got, run, limit)
+	}
+	if throttled.Load() == 0 {
+		t.Error("consumer never saw throttle_time_ms")
 	}
 }
