@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/metadata"
 )
 
@@ -472,5 +473,68 @@ func TestClientQuotaLimitsConsumerRate(t *testing.T) {
 	}
 	if throttled.Load() == 0 {
 		t.Error("consumer never saw throttle_time_ms")
+	}
+}
+
+// A throttled client is not read from for the throttle time: a second
+// request pipelined behind a throttled one is answered no earlier than
+// the throttle ends. A response version from before KIP-219 (Produce
+// v5) is itself held back for the throttle time, since such clients do
+// not wait by themselves.
+func TestThrottledConnectionIsMuted(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		version int16
+		delayed bool
+	}{{"KIP-219 response sent, then muted", 7, false}, {"old version response delayed", 5, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			// One padded window of 1 s: a first request of S bytes at
+			// 10 kB/s asks for (S - 10 kB) / 10 kB seconds.
+			node := startNode(t, "", "quota.window.num=2")
+			createTopic(t, node.addr, "muted", 1, nil)
+			cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			res, err := kadm.NewClient(cl).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+				Entity: quotaEntity("client-id", "raw-test"),
+				Ops:    []kadm.AlterClientQuotaOp{{Key: "producer_byte_rate", Value: 10_000}},
+			}})
+			if err != nil || res[0].Err != nil {
+				t.Fatalf("alter: %v %v", err, res)
+			}
+			testutil.Eventually(t, 30*time.Second, func() bool { return len(node.image().Quotas) == 1 }, "quota not in the image")
+
+			rc := dialRaw(t, node.addr)
+			req := produceRequest(tc.version, 1, "muted", map[int32][]byte{0: testBatch(t, 1000, -1, -1, -1)})
+			sent := time.Now()
+			c1 := rc.send(req)
+			c2 := rc.send(req)
+			r1 := req.ResponseKind().(*kmsg.ProduceResponse)
+			rc.recv(c1, r1)
+			first := time.Since(sent)
+			r2 := req.ResponseKind().(*kmsg.ProduceResponse)
+			rc.recv(c2, r2)
+			second := time.Since(sent)
+			throttle := time.Duration(r1.ThrottleMillis) * time.Millisecond
+			t.Logf("throttle %v; first response after %v, second after %v", throttle, first, second)
+			if throttle < 500*time.Millisecond {
+				t.Fatalf("throttle_time_ms %d, want about 1.5 s", r1.ThrottleMillis)
+			}
+			// Timers and clocks may round down by a millisecond or so.
+			const slack = 20 * time.Millisecond
+			if second < throttle-slack {
+				t.Errorf("second request answered %v after sending, before the %v throttle ended", second, throttle)
+			}
+			if tc.delayed && first < throttle-slack {
+				t.Errorf("v%d response came after %v, before the %v throttle ended", tc.version, first, throttle)
+			}
+			if e := partitionErrors(r1); e[0] != 0 {
+				t.Errorf("first produce: error %d", e[0])
+			}
+		})
 	}
 }
