@@ -238,6 +238,13 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
 		ISR:                  n.store,
+		ThrottledRates: func(img *metadata.Image) (int64, int64) {
+			return cfg.ReplicationThrottledRates(img.ClusterConfigs)
+		},
+		ReplicationQuota: quota.Config{
+			Samples: int(cfg.ReplicationQuotaWindowNum),
+			Window:  time.Duration(cfg.ReplicationQuotaWindowSizeSeconds) * time.Second,
+		},
 		// Wake the requests waiting on a partition when it changes.
 		OnHighWatermark: func(tp replication.TopicPartition) {
 			n.produceWaiters.Check(tp)
