@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -13,11 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -537,4 +541,51 @@ func TestThrottledConnectionIsMuted(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The quota metrics name at most maxQuotaMetricSeries entities per kind,
+// however many client ids a default quota gives sensors to.
+func TestQuotaMetricsBounded(t *testing.T) {
+	img := &metadata.Image{Quotas: map[metadata.QuotaEntity]map[string]float64{
+		{ClientID: metadata.DefaultQuotaName}: {metadata.QuotaProducerByteRate: 100},
+	}}
+	q := newClientQuotas(quota.DefaultConfig, func() *metadata.Image { return img })
+	now := time.Now()
+	for i := range 3 * maxQuotaMetricSeries {
+		q.record(quotaProduce, "ANONYMOUS", fmt.Sprintf("client-%d", i), float64(i+1), 0, now)
+	}
+	throttled := q.record(quotaProduce, "ANONYMOUS", "client-0", 100_000, 0, now)
+	if throttled <= 0 {
+		t.Fatal("a client far over its quota is not throttled")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newQuotaCollector(q))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) == 0 {
+		t.Fatal("no quota metrics")
+	}
+	for _, mf := range mfs {
+		if n := len(mf.GetMetric()); n > maxQuotaMetricSeries+1 {
+			t.Errorf("%s: %d series, want at most %d", mf.GetName(), n, maxQuotaMetricSeries+1)
+		}
+	}
+	if got := testutilCount(mfs, "kbroker_client_quota_throttled_total"); got != 1 {
+		t.Errorf("throttled responses counted %v, want 1", got)
+	}
+}
+
+func testutilCount(mfs []*dto.MetricFamily, name string) float64 {
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
 }

@@ -103,7 +103,8 @@
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
 // UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
-// CreateACLs, DeleteACLs, AlterScramCredentials, ElectLeaders (elect.go) and
+// CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
+// (quotas.go), ElectLeaders (elect.go) and
 // AlterPartitionReassignments (reassign.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
 // filters (ACLFilter, Kafka's ANY/MATCH/LITERAL/PREFIXED semantics)
