@@ -68,11 +68,12 @@ type clientQuotas struct {
 
 	mu        sync.Mutex
 	sensors   [numQuotaKinds]map[quotaTags]*quotaSensor
+	ipSensors map[string]*quotaSensor // connection_creation_rate, by ip
 	lastSweep time.Time
 }
 
 func newClientQuotas(cfg quota.Config, image func() *metadata.Image) *clientQuotas {
-	q := &clientQuotas{cfg: cfg, image: image}
+	q := &clientQuotas{cfg: cfg, image: image, ipSensors: map[string]*quotaSensor{}}
 	for k := range q.sensors {
 		q.sensors[k] = map[quotaTags]*quotaSensor{}
 	}
@@ -148,6 +149,46 @@ func (q *clientQuotas) sweepLocked(now time.Time) {
 			}
 		}
 	}
+	for ip, s := range q.ipSensors {
+		if now.Sub(s.lastUsed) > sensorExpiry {
+			delete(q.ipSensors, ip)
+		}
+	}
+}
+
+// connectionThrottle records a new connection from ip against its
+// connection_creation_rate (the ip's own, else the default ip's) and
+// returns how long to hold it before closing it when that is exceeded,
+// as Kafka's ConnectionQuotas does: capped at one window, and a refused
+// connection is not counted.
+func (q *clientQuotas) connectionThrottle(ip string, now time.Time) time.Duration {
+	img := q.image()
+	if len(img.Quotas) == 0 {
+		return 0
+	}
+	bound, ok := img.Quotas[metadata.QuotaEntity{IP: metadata.Named(ip)}][metadata.QuotaConnectionCreationRate]
+	if !ok {
+		if bound, ok = img.Quotas[metadata.QuotaEntity{IP: metadata.DefaultQuotaName}][metadata.QuotaConnectionCreationRate]; !ok {
+			return 0
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sweepLocked(now)
+	s := q.ipSensors[ip]
+	if s == nil {
+		s = &quotaSensor{rate: quota.NewRate(q.cfg)}
+		q.ipSensors[ip] = s
+	}
+	s.bound, s.lastUsed = bound, now
+	s.rate.Record(1, now)
+	t := s.rate.Throttle(bound, q.cfg.Window, now)
+	if t > 0 {
+		s.rate.Record(-1, now)
+		s.throttled++
+		s.throttle += t
+	}
+	return t
 }
 
 // Request accounting (called from conn.go).

@@ -589,3 +589,47 @@ func testutilCount(mfs []*dto.MetricFamily, name string) float64 {
 	}
 	return total
 }
+
+// New connections from an ip over its connection_creation_rate are held
+// for the throttle time and closed unanswered; those within it are
+// served.
+func TestConnectionCreationRateQuota(t *testing.T) {
+	// One padded 1 s window: two connections fit a rate of 2/s.
+	node := startNode(t, "", "quota.window.num=2")
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := kadm.NewClient(cl).AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
+		Entity: quotaEntity("ip", "<default>"),
+		Ops:    []kadm.AlterClientQuotaOp{{Key: "connection_creation_rate", Value: 2}},
+	}})
+	cl.Close()
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("alter: %v %v", err, res)
+	}
+	testutil.Eventually(t, 30*time.Second, func() bool { return len(node.image().Quotas) == 1 }, "quota not in the image")
+
+	served, refused := 0, 0
+	for range 6 {
+		c := dialRaw(t, node.addr)
+		req := kmsg.NewPtrApiVersionsRequest()
+		req.Version = 3
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
+		c.send(req)
+		if _, err := c.readFrame(10 * time.Second); err == nil {
+			served++
+		} else {
+			refused++
+		}
+	}
+	t.Logf("%d connections served, %d closed after a throttle", served, refused)
+	if served < 1 || served > 3 || refused == 0 {
+		t.Fatalf("%d served and %d refused of 6 connections at a rate of 2/s", served, refused)
+	}
+	if got := metricValue(t, node.metrics.rejected.WithLabelValues("PLAINTEXT", "ip_rate")); got != float64(refused) {
+		t.Fatalf("ip_rate rejections counted %v, want %d", got, refused)
+	}
+}
