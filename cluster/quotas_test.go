@@ -321,7 +321,7 @@ func TestClientQuotaLimitsProducerRate(t *testing.T) {
 	}
 	const limit = 1_000_000.0
 	node := startNode(t, "")
-	createTopic(t, node.addr, "quota", 3, nil)
+	ensureTopic(t, node.addr, "quota", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
@@ -423,7 +423,7 @@ func TestClientQuotaLimitsConsumerRate(t *testing.T) {
 	// Three samples of 1 s: a new sensor's first bytes are spread over
 	// two windows, so the allowance before throttling is ~2 MB.
 	node := startNode(t, "", "quota.window.num=3")
-	createTopic(t, node.addr, "cquota", 1, nil)
+	ensureTopic(t, node.addr, "cquota", 1)
 	value := make([]byte, 10<<10)
 	rand.Read(value)
 	pcl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.DefaultProduceTopic("cquota"), kgo.ProducerBatchCompression(kgo.NoCompression()))
@@ -495,7 +495,7 @@ func TestThrottledConnectionIsMuted(t *testing.T) {
 			// One padded window of 1 s: a first request of S bytes at
 			// 10 kB/s asks for (S - 10 kB) / 10 kB seconds.
 			node := startNode(t, "", "quota.window.num=2")
-			createTopic(t, node.addr, "muted", 1, nil)
+			ensureTopic(t, node.addr, "muted", 1)
 			cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
 			if err != nil {
 				t.Fatal(err)
@@ -631,5 +631,26 @@ func TestConnectionCreationRateQuota(t *testing.T) {
 	}
 	if got := metricValue(t, node.metrics.rejected.WithLabelValues("PLAINTEXT", "ip_rate")); got != float64(refused) {
 		t.Fatalf("ip_rate rejections counted %v, want %d", got, refused)
+	}
+}
+
+// ensureTopic creates a topic; one already there counts as created (a
+// CreateTopics retried by the client after a slow first answer finds the
+// topic its first attempt made).
+func ensureTopic(t *testing.T, addr, topic string, partitions int32) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Fatalf("create topic %s: %v", topic, err)
 	}
 }
