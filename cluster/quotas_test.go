@@ -490,7 +490,7 @@ func TestThrottledConnectionIsMuted(t *testing.T) {
 		name    string
 		version int16
 		delayed bool
-	}{{"KIP-219 response sent, then muted", 7, false}, {"old version response delayed", 5, true}} {
+	}{{"KIP-219 response sent then muted", 7, false}, {"old version response delayed", 5, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			// One padded window of 1 s: a first request of S bytes at
 			// 10 kB/s asks for (S - 10 kB) / 10 kB seconds.
