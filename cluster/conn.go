@@ -83,6 +83,11 @@ type conn struct {
 	// auth is the connection's TLS/SASL state and principal
 	// (conn_auth.go); the reader goroutine owns it.
 	auth connAuth
+
+	// mutedUntil (unix nanoseconds) is when a client quota throttle ends:
+	// until then the reader reads nothing more from the client (Kafka
+	// mutes a throttled channel).
+	mutedUntil atomic.Int64
 }
 
 // slot is the place of one request's response in the connection's order.
@@ -91,6 +96,7 @@ type slot struct {
 	done chan struct{}
 	once sync.Once
 	mem  int64 // bytes held in the server's request memory; guarded by conn.mu once pending
+	size int   // the request frame's size (header and body)
 
 	onDrop func() // guarded by conn.mu: undoes a parked request
 
@@ -100,6 +106,7 @@ type slot struct {
 	rawReply []byte
 
 	// Set before done is closed.
+	notBefore time.Time // a throttled response to an old client waits until then
 	resp      kmsg.Response
 	noResp    bool  // acks=0 produce: nothing is written
 	closeConn error // close the connection instead of answering
@@ -243,6 +250,9 @@ func (c *conn) releaseMem(s *slot) {
 func (c *conn) readLoop(ctx context.Context) error {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
+		if err := c.awaitUnmute(ctx); err != nil {
+			return err
+		}
 		if err := c.awaitRequest(ctx, br); err != nil {
 			return err
 		}
@@ -268,6 +278,40 @@ func (c *conn) readLoop(ctx context.Context) error {
 		if err := c.dispatch(ctx, s, body); err != nil {
 			s.finish(nil, false, err)
 			return protocolError{err}
+		}
+	}
+}
+
+// mute stops reading from the connection for d from now (or longer, if
+// an earlier throttle ends later).
+func (c *conn) mute(d time.Duration) {
+	until := time.Now().Add(d).UnixNano()
+	for {
+		cur := c.mutedUntil.Load()
+		if cur >= until || c.mutedUntil.CompareAndSwap(cur, until) {
+			return
+		}
+	}
+}
+
+// awaitUnmute waits until a client quota throttle of the connection
+// ends. Requests the client sends meanwhile stay in the socket; the wait
+// does not count as idle time.
+func (c *conn) awaitUnmute(ctx context.Context) error {
+	for {
+		d := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		if d <= 0 {
+			return nil
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-c.gone:
+			t.Stop()
+			return net.ErrClosed
 		}
 	}
 }
@@ -341,7 +385,7 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, protocolError{fmt.Errorf("request header: %w", err)}
 	}
-	return &slot{hdr: hdr, done: make(chan struct{}), mem: mem}, body, nil
+	return &slot{hdr: hdr, done: make(chan struct{}), mem: mem, size: int(size)}, body, nil
 }
 
 func (c *conn) frameDeadline(ctx context.Context) error {
@@ -404,14 +448,22 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 		slot:      s,
 	}
 	rc.authz.authorizer = c.srv.authorizer
+	rc.requestBytes = s.size
+	rc.exempt = rc.quotaExempt(req)
 	start := time.Now()
 	resp, err := c.srv.runHandler(ctx, a, rc, req)
-	c.srv.metrics.observe(hdr.APIKey, time.Since(start), err)
+	took := time.Since(start)
+	c.srv.metrics.observe(hdr.APIKey, took, err)
 	if err != nil {
 		return err
 	}
 	if resp != nil {
+		rc.handlerTime = took
 		rc.Respond(resp)
+	} else if t := rc.requestTimeThrottle(took); t > 0 {
+		// Answered later (a parked fetch or produce): its handler
+		// time still counts against request_percentage.
+		c.mute(t)
 	}
 	return nil
 }
@@ -479,10 +531,21 @@ func (c *conn) await(s *slot) {
 	select {
 	case <-s.done:
 	case <-c.gone:
+		return
 	case <-c.srv.abandon:
 		// Shutdown gave up on requests that never completed: close
 		// rather than wait for them.
 		c.drop()
+		return
+	}
+	if d := time.Until(s.notBefore); d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-c.gone:
+		case <-c.srv.abandon:
+		}
 	}
 }
 
@@ -491,7 +554,7 @@ func (c *conn) await(s *slot) {
 func (s *slot) ready() bool {
 	select {
 	case <-s.done:
-		return s.closeConn == nil
+		return s.closeConn == nil && !time.Now().Before(s.notBefore)
 	default:
 		return false
 	}

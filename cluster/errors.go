@@ -61,6 +61,7 @@ var errorCodes = []struct {
 	{metadata.ErrScramNotFound, kerr.ResourceNotFound},
 	{metadata.ErrUnknownACL, kerr.ResourceNotFound},
 	{metadata.ErrInvalidACL, kerr.InvalidRequest},
+	{metadata.ErrInvalidQuota, kerr.InvalidRequest},
 }
 
 // errorMessage is the text sent with an error code in versions that carry

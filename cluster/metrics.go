@@ -57,7 +57,7 @@ func newRequestMetrics() *requestMetrics {
 		Name: "kbroker_connections", Help: "Open client connections, by listener.",
 	}, []string{"listener"})
 	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "kbroker_connections_rejected_total", Help: "Connections accepted and closed at once over max.connections (reason=broker) or max.connections.per.ip (reason=ip), by listener.",
+		Name: "kbroker_connections_rejected_total", Help: "Connections accepted and closed at once over max.connections (reason=broker) or max.connections.per.ip (reason=ip), or closed after a throttle over the ip's connection_creation_rate quota (reason=ip_rate), by listener.",
 	}, []string{"listener", "reason"})
 	m.closedIdle = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "kbroker_connections_closed_idle_total", Help: "Connections closed after connections.max.idle.ms without a request, or a request frame not received in time.",

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/purgatory"
 	"github.com/kbroker/kbroker/replication"
@@ -128,6 +129,11 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	scfg.followerGone = n.followerGone
 	scfg.listeners = n.security.listeners
 	n.server = newServer(logger, n.apis(), scfg, n.metrics)
+	n.server.quotas = newClientQuotas(quota.Config{
+		Samples: int(cfg.QuotaWindowNum),
+		Window:  time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second,
+	}, n.image)
+	n.metrics.registry.MustRegister(newQuotaCollector(n.server.quotas))
 	if err := n.installAuthorizer(); err != nil {
 		return nil, err
 	}
@@ -232,6 +238,13 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
 		ISR:                  n.store,
+		ThrottledRates: func(img *metadata.Image) (int64, int64) {
+			return cfg.ReplicationThrottledRates(img.ClusterConfigs)
+		},
+		ReplicationQuota: quota.Config{
+			Samples: int(cfg.ReplicationQuotaWindowNum),
+			Window:  time.Duration(cfg.ReplicationQuotaWindowSizeSeconds) * time.Second,
+		},
 		// Wake the requests waiting on a partition when it changes.
 		OnHighWatermark: func(tp replication.TopicPartition) {
 			n.produceWaiters.Check(tp)

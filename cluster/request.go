@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"math"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -38,13 +40,51 @@ type RequestContext struct {
 	conn  *conn
 	slot  *slot
 	authz authzCache
+
+	// Client quota accounting (quotas.go): the request's size, the time
+	// its handler took when it answered at once, and whether no client
+	// quota applies to it.
+	requestBytes int
+	handlerTime  time.Duration
+	exempt       bool
 }
 
 // Respond completes the request with resp. Only the first call counts.
-func (rc *RequestContext) Respond(resp kmsg.Response) { rc.slot.finish(resp, false, nil) }
+// A client over its quota gets the throttle time in resp and its
+// connection muted for it (quotas.go).
+func (rc *RequestContext) Respond(resp kmsg.Response) {
+	if t := rc.quotaThrottle(resp); t > 0 {
+		rc.throttle(resp, t)
+	}
+	rc.slot.finish(resp, false, nil)
+}
 
 // NoResponse completes the request without writing anything (acks=0).
-func (rc *RequestContext) NoResponse() { rc.slot.finish(nil, true, nil) }
+func (rc *RequestContext) NoResponse() {
+	if t := rc.quotaThrottle(nil); t > 0 {
+		rc.conn.mute(t)
+	}
+	rc.slot.finish(nil, true, nil)
+}
+
+// throttle tells the client to back off for t and mutes its connection
+// for as long. A response version that predates KIP-219 (the client does
+// not wait by itself) is also held back for t.
+func (rc *RequestContext) throttle(resp kmsg.Response, t time.Duration) {
+	ms := int32(min(t.Milliseconds(), math.MaxInt32))
+	afterResponse := false
+	if tr, ok := resp.(kmsg.ThrottleResponse); ok {
+		var cur int32
+		cur, afterResponse = tr.Throttle()
+		if st, ok := resp.(kmsg.SetThrottleResponse); ok {
+			st.SetThrottle(max(cur, ms))
+		}
+	}
+	if !afterResponse {
+		rc.slot.notBefore = time.Now().Add(t)
+	}
+	rc.conn.mute(t)
+}
 
 // CloseConnection completes the request by closing the connection once
 // every earlier response has been written (acks=0 produce errors).

@@ -73,6 +73,8 @@ type Server struct {
 	// requestMem bounds queued request bytes; nil when unbounded.
 	requestMem *semaphore.Weighted
 	limits     connLimits
+	// quotas are the client quota sensors; nil enforces none.
+	quotas *clientQuotas
 
 	// abandon is closed when shutdown stops waiting for requests still in
 	// progress; their connections are closed without a response.
@@ -173,6 +175,12 @@ func (s *Server) startConn(ctx context.Context, bl *boundListener, nc net.Conn) 
 		nc.Close()
 		return
 	}
+	if s.quotas != nil {
+		if t := s.quotas.connectionThrottle(ip, time.Now()); t > 0 {
+			s.delayClose(ctx, bl.name, nc, ip, t)
+			return
+		}
+	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -185,6 +193,27 @@ func (s *Server) startConn(ctx context.Context, bl *boundListener, nc net.Conn) 
 		defer gauge.Dec()
 		defer s.limits.release(ip)
 		c.serve(ctx)
+	}()
+}
+
+// delayClose holds a connection over its ip's connection_creation_rate
+// for the throttle time, reading nothing, then closes it, as Kafka does:
+// a client that reconnects at once is slowed to the rate instead of
+// spinning.
+func (s *Server) delayClose(ctx context.Context, listener string, nc net.Conn, ip string, d time.Duration) {
+	s.metrics.rejected.WithLabelValues(listener, "ip_rate").Inc()
+	s.logger.Debug("connection over the ip's connection_creation_rate; closing after the throttle", "listener", listener, "remote", nc.RemoteAddr().String(), "throttle", d)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.limits.release(ip)
+		defer nc.Close()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
 	}()
 }
 

@@ -170,6 +170,16 @@ type Config struct {
 	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
 	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
 
+	// Client quota windows (cluster/quotas.go).
+	QuotaWindowNum         int32 `kafka:"quota.window.num"`
+	QuotaWindowSizeSeconds int32 `kafka:"quota.window.size.seconds"`
+
+	// Replication throttles (keys: replication_quota.go).
+	LeaderReplicationThrottledRate    int64 `kafka:"leader.replication.throttled.rate"`
+	FollowerReplicationThrottledRate  int64 `kafka:"follower.replication.throttled.rate"`
+	ReplicationQuotaWindowNum         int32 `kafka:"replication.quota.window.num"`
+	ReplicationQuotaWindowSizeSeconds int32 `kafka:"replication.quota.window.size.seconds"`
+
 	// Authorization (keys: authorizer.go). An empty AuthorizerClassName
 	// is no authorizer: every request is allowed.
 	AuthorizerClassName       string `kafka:"authorizer.class.name"`

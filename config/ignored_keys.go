@@ -33,7 +33,7 @@ const (
 	whyNoPolicy = "no pluggable Java policies"
 	whyPurge    = "no purgatory purge intervals: waiting requests are removed when they complete"
 	whyNewGroup = "only the classic group protocol"
-	whyQuota    = "no client or replication quotas"
+	whyQuota    = "no controller mutation or log-dir move quotas"
 	whyNoShare  = "no share groups"
 	whyFetch    = "replication fetches are sized by replica.fetch.max.bytes and replica.fetch.wait.max.ms"
 )
@@ -70,8 +70,6 @@ var ignoredKeys = []ignoredKey{
 	{"delete.records.purgatory.purge.interval.requests", TypeInt, whyPurge},
 	{"share.fetch.purgatory.purge.interval.requests", TypeInt, whyPurge},
 	{"replica.alter.log.dirs.io.max.bytes.per.second", TypeLong, "no AlterReplicaLogDirs"},
-	{"leader.replication.throttled.rate", TypeLong, whyQuota},
-	{"follower.replication.throttled.rate", TypeLong, whyQuota},
 	{"unclean.leader.election.interval.ms", TypeLong, "unclean elections are checked when a partition loses its ISR"},
 
 	// Metrics and JVM.
@@ -178,10 +176,6 @@ var ignoredKeys = []ignoredKey{
 	{"offset.metadata.max.bytes", TypeInt, "commit metadata is bounded by the request size"},
 
 	// Quotas.
-	{"quota.window.num", TypeInt, whyQuota},
-	{"quota.window.size.seconds", TypeInt, whyQuota},
-	{"replication.quota.window.num", TypeInt, whyQuota},
-	{"replication.quota.window.size.seconds", TypeInt, whyQuota},
 	{"alter.log.dirs.replication.quota.window.num", TypeInt, whyQuota},
 	{"alter.log.dirs.replication.quota.window.size.seconds", TypeInt, whyQuota},
 

@@ -151,7 +151,7 @@ const (
 // keys is the table of broker keys, in no particular order (Keys sorts):
 // the core keys below, the log and cleaner keys of log_keys.go and the
 // security keys of security.go.
-var keys = slices.Concat(coreKeys, logKeys, securityKeys)
+var keys = slices.Concat(coreKeys, logKeys, securityKeys, replicationQuotaKeys)
 
 var coreKeys = []brokerKey{
 	intKey("node.id", "1", "This node's id, unique in the cluster.", 0,
@@ -408,6 +408,10 @@ var coreKeys = []brokerKey{
 		func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
 	intKey("queued.max.request.bytes", "104857600", "Bytes of requests read and not yet answered, across all connections; past it connections stop reading until responses are written. -1 is no limit. A request larger than the limit waits until it is the only one.", -1,
 		func(c *Config) *int64 { return &c.QueuedMaxRequestBytes }),
+	intKey("quota.window.num", "11", "Samples a client quota rate is measured over.", 1,
+		func(c *Config) *int32 { return &c.QuotaWindowNum }),
+	intKey("quota.window.size.seconds", "1", "Length of one client quota sample, in seconds.", 1,
+		func(c *Config) *int32 { return &c.QuotaWindowSizeSeconds }),
 
 	// Authorization (cluster/acl); the keys are in authorizer.go.
 	authorizerClassNameKey,

@@ -262,11 +262,19 @@ func ValidateClusterConfigs(cluster map[string]string) error {
 // with IncrementalAlterConfigs on the broker resource with an empty name):
 // every key must be a broker key that backs a topic key (log.retention.ms,
 // compression.type, min.insync.replicas, ...), with a value that topic key
-// accepts on this node (message.max.bytes <= socket.request.max.bytes).
+// accepts on this node (message.max.bytes <= socket.request.max.bytes), or
+// one of the few other dynamic broker keys (the replication throttle
+// rates).
 // These change topic defaults across the cluster at runtime.
 func (c *Config) ValidateClusterConfigs(cluster map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(cluster)) {
 		k, ok := topicKeyByBrokerKey[name]
+		if !ok && dynamicBrokerKeys[name] {
+			if err := checkDynamicBrokerKey(name, cluster[name]); err != nil {
+				return &Error{Key: name, Msg: err.Error(), Err: ErrInvalid}
+			}
+			continue
+		}
 		if !ok {
 			if _, static := keyIndex[name]; static {
 				return &Error{Key: name, Msg: "is not dynamically updatable (only the broker keys behind topic configs are)", Err: ErrInvalid}

@@ -56,6 +56,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyRemoveScram(next, r)
 	case *alterReassignmentRecord:
 		err = applyAlterReassignment(next, r)
+	case *clientQuotaRecord:
+		err = applyClientQuota(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.

@@ -51,6 +51,7 @@
 //	                                server key, iterations (never the password)
 //	  14  RemoveUserScramCredential 1  remove a user's credential for a mechanism
 //	  40  AlterReassignment      1  start, replace or cancel a partition reassignment (reassign.go)
+//	  48  ClientQuota            1  set/remove client quota values of one entity (quotas.go)
 //
 // Type numbers are never reused. A record of an unknown type or a version
 // above the one this code knows is rejected (ErrUnsupportedRecord).
@@ -92,7 +93,8 @@
 // as one JSON document {"version":1, "offset", "clusterId",
 // "nextProducerId", "brokers" sorted by id, "topics" sorted by name,
 // "clusterConfigs", "acls" sorted by resource pattern and id,
-// "aclVersion", "scram" sorted by user and mechanism}; the ACL index is
+// "aclVersion", "scram" sorted by user and mechanism, "quotas" sorted by
+// entity}; the ACL index is
 // rebuilt on restore. The
 // log and raft's stable state live in <Dir>/raft.db (raft-boltdb/v2).
 //
@@ -101,7 +103,8 @@
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
 // UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
-// CreateACLs, DeleteACLs, AlterScramCredentials, ElectLeaders (elect.go) and
+// CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
+// (quotas.go), ElectLeaders (elect.go) and
 // AlterPartitionReassignments (reassign.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
 // filters (ACLFilter, Kafka's ANY/MATCH/LITERAL/PREFIXED semantics)

@@ -114,6 +114,8 @@ type snapshotFile struct {
 	ACLs       []*ACL             `json:"acls,omitempty"`
 	ACLVersion uint64             `json:"aclVersion,omitempty"`
 	Scram      []*ScramCredential `json:"scram,omitempty"`
+	// Quotas sorted by entity: added later in version 1; absent means none.
+	Quotas []QuotaEntry `json:"quotas,omitempty"`
 }
 
 func writeSnapshot(w io.Writer, img *Image) error {
@@ -132,6 +134,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		ACLs:           img.ACLs.All(),
 		ACLVersion:     img.ACLVersion,
 		Scram:          img.ScramCredentials(),
+		Quotas:         img.QuotaEntries(),
 	}
 	if err := json.NewEncoder(w).Encode(&sf); err != nil {
 		return fmt.Errorf("metadata: write snapshot: %w", err)
@@ -172,6 +175,12 @@ func readSnapshot(r io.Reader) (*Image, error) {
 			img.Scram = map[ScramKey]*ScramCredential{}
 		}
 		img.Scram[c.key()] = c
+	}
+	for _, q := range sf.Quotas {
+		if img.Quotas == nil {
+			img.Quotas = map[QuotaEntity]map[string]float64{}
+		}
+		img.Quotas[q.Entity] = q.Values
 	}
 	return img, nil
 }

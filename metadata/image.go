@@ -27,6 +27,8 @@ type Image struct {
 	ACLVersion uint64
 	// Scram holds the SCRAM credentials by user and mechanism.
 	Scram map[ScramKey]*ScramCredential
+	// Quotas holds the client quota values by entity (quotas.go).
+	Quotas map[QuotaEntity]map[string]float64
 }
 
 // Endpoint is one listener of a broker.

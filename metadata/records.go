@@ -220,6 +220,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &removeUserScramCredentialRecord{}
 	case recAlterReassignment:
 		p = &alterReassignmentRecord{}
+	case recClientQuota:
+		p = &clientQuotaRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

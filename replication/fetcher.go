@@ -56,7 +56,15 @@ type fetchPartition struct {
 	truncate   bool
 	delayUntil time.Time
 	backoff    time.Duration
+	// caughtUp: the last fetch brought the log to the leader's high
+	// watermark, so a follower throttle does not hold it back (Kafka
+	// spares a replica in sync).
+	caughtUp bool
 }
+
+// throttleBackoff is how long a fetcher whose every partition is held
+// back by the follower throttle waits before looking again.
+const throttleBackoff = 100 * time.Millisecond
 
 func newFetcher(m *Manager, leader int32) *fetcher {
 	f := &fetcher{m: m, leader: leader, wake: make(chan struct{}, 1),
@@ -191,9 +199,13 @@ func (f *fetcher) run(ctx context.Context) {
 			fail("offset for leader epoch", err)
 			continue
 		}
-		req, sent := f.buildFetch(time.Now())
+		req, sent, throttled := f.buildFetch(time.Now())
 		if len(sent) == 0 {
-			f.idle(ctx)
+			if throttled {
+				sleep(ctx, throttleBackoff)
+			} else {
+				f.idle(ctx)
+			}
 			continue
 		}
 		resp, err := conn.Fetch(ctx, req)
@@ -288,6 +300,14 @@ func (f *fetcher) ready(s sentPartition, truncate bool) {
 	s.fp.backoff = 0
 }
 
+func (f *fetcher) setCaughtUp(s sentPartition, caughtUp bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.mu.parts[s.tp] == s.fp {
+		s.fp.caughtUp = caughtUp
+	}
+}
+
 // truncatePhase asks the leader OffsetForLeaderEpoch for the latest local
 // epoch of every partition that needs it and truncates to the answer
 // (KIP-101/279); a partition whose answer names an epoch the follower
@@ -379,8 +399,9 @@ func (f *fetcher) truncatePhase(ctx context.Context, conn LeaderConn) error {
 	}
 }
 
-// buildFetch builds a Fetch v12 for every partition ready to fetch.
-func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition) {
+// buildFetch builds a Fetch v12 for every partition ready to fetch, and
+// reports whether the follower throttle held any back.
+func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition, bool) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
 	req.ReplicaID = f.m.cfg.NodeID
@@ -392,10 +413,16 @@ func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition
 	req.SessionEpoch = -1
 	var sent []sentPartition
 	topics := make(map[string]int)
+	throttled := false
+	exceeded := sync.OnceValue(func() bool { return f.m.followerThrottle.exceeded(now) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for tp, fp := range f.mu.parts {
 		if fp.truncate || now.Before(fp.delayUntil) {
+			continue
+		}
+		if fp.p.followerThrottled.Load() && !fp.caughtUp && exceeded() {
+			throttled = true
 			continue
 		}
 		i, ok := topics[tp.Topic]
@@ -418,7 +445,7 @@ func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
 		sent = append(sent, sentPartition{tp: tp, fp: fp, epoch: fp.epoch})
 	}
-	return req, sent
+	return req, sent, throttled
 }
 
 // handleFetch applies a fetch response.
@@ -484,6 +511,9 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 		f.ready(s, !done)
 		return
 	}
+	if p.followerThrottled.Load() {
+		f.m.followerThrottle.record(len(rp.RecordBatches), now)
+	}
 	if len(rp.RecordBatches) > 0 {
 		if _, err := p.followerAppend(f.leader, s.epoch, rp.RecordBatches); err != nil {
 			log.Error("appending fetched batches", "err", err)
@@ -507,6 +537,7 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 		}
 	}
 	f.ready(s, false)
+	f.setCaughtUp(s, p.LogEndOffset() >= rp.HighWatermark)
 	if p.followerHighWatermark(f.leader, s.epoch, rp.HighWatermark) {
 		f.m.hooks.highWatermark(s.tp)
 	}

@@ -205,11 +205,20 @@ func (m *Manager) readForFollower(ff followerFetch, now time.Time) (FollowerFetc
 			return res, nil
 		}
 	}
-	recs, err := p.log.Read(ff.fetchOffset, ff.maxBytes, math.MaxInt64, ff.minOneBatch)
-	if err != nil {
-		return res, err
+	// A throttled replica outside the ISR gets nothing while the leader
+	// throttle is exceeded (Kafka's shouldLeaderThrottle); its position
+	// is still recorded below.
+	throttled := p.leaderThrottled.Load()
+	if !throttled || p.inISR(ff.replicaID) || !m.leaderThrottle.exceeded(now) {
+		recs, err := p.log.Read(ff.fetchOffset, ff.maxBytes, math.MaxInt64, ff.minOneBatch)
+		if err != nil {
+			return res, err
+		}
+		res.Records = recs
+		if throttled {
+			m.leaderThrottle.record(len(recs), now)
+		}
 	}
-	res.Records = recs
 	if p.recordFollowerFetch(ff.replicaID, ff.fetchOffset, leo, now) {
 		m.proposeISRExpand(p, ff.replicaID)
 	}

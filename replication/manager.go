@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -62,6 +63,13 @@ type ManagerConfig struct {
 	// Dialer connects followers to leaders; nil: TCP to the leader's
 	// endpoint on InterBrokerListener.
 	Dialer LeaderDialer
+
+	// ThrottledRates gives the leader and follower replication throttle
+	// rates (bytes/s) in effect under an image; nil: none (throttle.go).
+	ThrottledRates func(img *metadata.Image) (leader, follower int64)
+	// ReplicationQuota is the window the throttle rates are measured over
+	// (replication.quota.window.*); zero: Kafka's 11 samples of 1 s.
+	ReplicationQuota quota.Config
 }
 
 // ISRChanger proposes partition changes to the controller, with
@@ -93,6 +101,9 @@ type Manager struct {
 	hooks *hooks
 	// isrShrinks and isrExpands count committed ISR changes (metrics).
 	isrShrinks, isrExpands atomic.Uint64
+	// leaderThrottle and followerThrottle are the replication throttles
+	// (throttle.go).
+	leaderThrottle, followerThrottle *replicationThrottle
 	// skipEpochRequest (tests only) makes a new follower fetch at once
 	// and rely on diverging-epoch responses (KIP-320) to truncate.
 	skipEpochRequest bool
@@ -151,6 +162,8 @@ func NewManager(cfg ManagerConfig) *Manager {
 		onUnreachable:   cfg.OnLeaderUnreachable,
 		onReachable:     cfg.OnLeaderReachable,
 	}}
+	m.leaderThrottle = newReplicationThrottle(cfg.ReplicationQuota)
+	m.followerThrottle = newReplicationThrottle(cfg.ReplicationQuota)
 	m.mu.partitions = make(map[TopicPartition]*Partition)
 	m.mu.offline = make(map[TopicPartition]error)
 	m.mu.fetchers = make(map[int32]*fetcher)
@@ -286,6 +299,11 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 	}
 	m.mu.image = img
 	now := time.Now()
+	if m.cfg.ThrottledRates != nil {
+		l, f := m.cfg.ThrottledRates(img)
+		m.leaderThrottle.setBound(l)
+		m.followerThrottle.setBound(f)
+	}
 	// Whatever happens below, the fetchers follow the partitions' roles.
 	defer m.reconcileFetchersLocked()
 	want := make(map[TopicPartition]bool)
@@ -332,6 +350,8 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 					errs = append(errs, fmt.Errorf("updating log config of %s: %w", tp, err))
 				}
 			}
+			p.leaderThrottled.Store(throttledReplica(cfg.LeaderReplicationThrottledReplicas, mp.ID, m.cfg.NodeID))
+			p.followerThrottled.Store(throttledReplica(cfg.FollowerReplicationThrottledReplicas, mp.ID, m.cfg.NodeID))
 			rc := p.update(mp.Leader, mp.LeaderEpoch, mp.PartitionEpoch, mp.Replicas, mp.ISR, cfg, now)
 			if rc.leaderOrEpoch {
 				roleChanged = append(roleChanged, tp)

@@ -29,6 +29,11 @@ type Partition struct {
 	nodeID  int32
 	logger  *slog.Logger
 
+	// leaderThrottled and followerThrottled: this broker's replica of
+	// the partition is listed in the topic's leader/follower
+	// .replication.throttled.replicas (throttle.go).
+	leaderThrottled, followerThrottled atomic.Bool
+
 	mu struct {
 		sync.RWMutex
 		leader         int32
