@@ -28,8 +28,6 @@ type versionGap struct {
 // up to Kafka's maximum version.
 var kafka4Gaps = map[int16]versionGap{
 	15: {"DescribeGroups v6 (group type): group APIs, in progress on another branch", true},
-	48: {"DescribeClientQuotas: client quotas, in progress on another branch", true},
-	49: {"AlterClientQuotas: client quotas, in progress on another branch", true},
 	68: {"ConsumerGroupHeartbeat: KIP-848, in progress on another branch", true},
 	69: {"ConsumerGroupDescribe: KIP-848, in progress on another branch", true},
 
