@@ -6,6 +6,7 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"github.com/pierrec/lz4/v4"
 )
 
 // Kafka's default compression levels (compression.gzip.level,
@@ -18,9 +19,36 @@ const (
 // Compression levels (BatchSpec.Level) follow Kafka's
 // compression.<codec>.level: gzip 1-9 (-1 the default), zstd -131072 to
 // 22 (mapped to the encoder's nearest speed, 3 the default). Level 0 and
-// a codec's default level use the default pools. lz4 levels are not
-// applied: the lz4 frame writer here has no level matching Kafka's LZ4 HC
-// levels.
+// a codec's default level use the default pools. lz4 1-17 (9 the default)
+// are Kafka's LZ4 HC levels; see lz4Pool.
+
+// lz4Pool returns the pool of lz4 frame writers for a Kafka lz4 level.
+// Kafka compresses with LZ4 HC at levels 1-17; the frame writer here has
+// nine HC levels, so Kafka's level L maps to HC level ceil(L/2) (Kafka's
+// default 9 to 5, 17 to 9). Level 0 (no level given) keeps the fast
+// writer the broker used before levels existed.
+func lz4Pool(level int) *sync.Pool {
+	if level < 1 || level > 17 {
+		return &lz4Writers
+	}
+	return lz4LevelWriters[(level+1)/2-1]
+}
+
+// lz4LevelWriters pools lz4 frame writers per HC level 1-9, with the
+// default pool's 64 KiB blocks.
+var lz4LevelWriters = func() (p [9]*sync.Pool) {
+	levels := [...]lz4.CompressionLevel{lz4.Level1, lz4.Level2, lz4.Level3, lz4.Level4, lz4.Level5, lz4.Level6, lz4.Level7, lz4.Level8, lz4.Level9}
+	for i, level := range levels {
+		p[i] = &sync.Pool{New: func() any {
+			w := lz4.NewWriter(nil)
+			if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ConcurrencyOption(1), lz4.CompressionLevelOption(level)); err != nil {
+				panic(err) // only for invalid options
+			}
+			return w
+		}}
+	}
+	return p
+}()
 
 // gzipPool returns the pool of gzip writers at level.
 func gzipPool(level int) *sync.Pool {
