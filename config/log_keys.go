@@ -19,7 +19,7 @@ var logKeys = []brokerKey{
 	aliasInt("log.roll.jitter.hours", "0", "Roll jitter in hours, when log.roll.jitter.ms is not set.",
 		func(b *builder) *int64 { return &b.rollJitterHours },
 		func(c *Config) string { return strconv.FormatInt(c.LogRollJitterMs/msPerHour, 10) }),
-	intKey("log.segment.delete.delay.ms", "60000", "Milliseconds between renaming a deleted segment's files to .deleted and removing them (topic: file.delete.delay.ms).", 0,
+	intKey("log.segment.delete.delay.ms", "60000", "Milliseconds between renaming a deleted segment's files to .deleted (or a deleted partition's directory to -delete) and removing them (topic: file.delete.delay.ms).", 0,
 		func(c *Config) *int64 { return &c.LogSegmentDeleteDelayMs }),
 	boolKey("log.preallocate", "false", "Accepted; segment files are not preallocated (topic: preallocate).",
 		func(c *Config) *bool { return &c.LogPreallocate }),

@@ -74,7 +74,7 @@ var topicKeys = []topicKey{
 			}
 			return c.LogFlushIntervalMs
 		}),
-	topicInt("file.delete.delay.ms", "log.segment.delete.delay.ms", "A segment deleted by retention is renamed to .deleted and its files removed this many milliseconds later.", 0,
+	topicInt("file.delete.delay.ms", "log.segment.delete.delay.ms", "A segment deleted by retention, DeleteRecords or truncation is renamed to .deleted, and a deleted partition's directory to <topic>-<partition>.<id>-delete; they are removed this many milliseconds later.", 0,
 		func(t *TopicConfig) *int64 { return &t.FileDeleteDelayMs },
 		func(c *Config) int64 { return c.LogSegmentDeleteDelayMs }),
 	topicBool("preallocate", "log.preallocate", "Accepted; kbroker does not preallocate segment files (a hint in Kafka too).", nil,

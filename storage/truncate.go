@@ -154,12 +154,9 @@ func (l *Log) deleteNewestLocked(from int) error {
 		}
 		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 		s.close()
-		for _, n := range []string{fileName(l.dir, s.base, indexSuffix), fileName(l.dir, s.base, timeIndexSuffix),
-			fileName(l.dir, s.base, txnIndexSuffix), name + deletedSuffix} {
-			if err := l.fs.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
-				l.logger.Warn("removing deleted segment file", "file", n, "err", err)
-			}
-		}
+		// As retention does: kept renamed .deleted for
+		// file.delete.delay.ms (Kafka's asyncDeleteSegment on truncation).
+		l.removeSegmentFiles(s.base)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %v", ErrStorage, err))
