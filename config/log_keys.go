@@ -21,7 +21,7 @@ var logKeys = []brokerKey{
 		func(c *Config) string { return strconv.FormatInt(c.LogRollJitterMs/msPerHour, 10) }),
 	intKey("log.segment.delete.delay.ms", "60000", "Milliseconds between renaming a deleted segment's files to .deleted (or a deleted partition's directory to -delete) and removing them (topic: file.delete.delay.ms).", 0,
 		func(c *Config) *int64 { return &c.LogSegmentDeleteDelayMs }),
-	boolKey("log.preallocate", "false", "Accepted; segment files are not preallocated (topic: preallocate).",
+	boolKey("log.preallocate", "false", "Preallocate a new segment's file to segment.bytes (topic: preallocate).",
 		func(c *Config) *bool { return &c.LogPreallocate }),
 	doubleKey("log.cleaner.min.cleanable.ratio", "0.5", "Dirty share of a compacted log's inactive bytes at which the cleaner takes it (topic: min.cleanable.dirty.ratio).", 0, 1,
 		func(c *Config) *float64 { return &c.LogCleanerMinCleanableRatio }),

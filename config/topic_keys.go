@@ -77,7 +77,7 @@ var topicKeys = []topicKey{
 	topicInt("file.delete.delay.ms", "log.segment.delete.delay.ms", "A segment deleted by retention, DeleteRecords or truncation is renamed to .deleted, and a deleted partition's directory to <topic>-<partition>.<id>-delete; they are removed this many milliseconds later.", 0,
 		func(t *TopicConfig) *int64 { return &t.FileDeleteDelayMs },
 		func(c *Config) int64 { return c.LogSegmentDeleteDelayMs }),
-	topicBool("preallocate", "log.preallocate", "Accepted; kbroker does not preallocate segment files (a hint in Kafka too).", nil,
+	topicBool("preallocate", "log.preallocate", "Preallocate a new segment's file to segment.bytes (fallocate on Linux), trimmed to the data when the segment is rolled or closed.", nil,
 		func(t *TopicConfig) *bool { return &t.Preallocate },
 		func(c *Config) bool { return c.LogPreallocate }),
 	topicEnum("message.timestamp.type", "log.message.timestamp.type", "Timestamp stored in batches.", timestampTypes,

@@ -54,6 +54,13 @@
 // can only leave it short or with entries past the end of the .log; both
 // are detected and it is rebuilt from the .log.
 //
+// With preallocate=true a new active segment's .log is created
+// segment.bytes long (fallocate on Linux, else a sparse truncate; the
+// indexes are not preallocated) and trimmed to the bytes written when the
+// segment is rolled or closed (prealloc.go). After a crash its tail is
+// zeroes: a zero batch length is not a batch, so recovery ends the log at
+// the last valid batch, as for any torn tail.
+//
 // A .timeindex file is 12-byte big-endian entries (Kafka's format),
 // appended together with an offset index entry whenever the segment's
 // largest timestamp so far grew past the last entry's, and once more when

@@ -50,7 +50,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.mu.failed = fmt.Errorf("%w: truncate segment %d: %v", ErrStorage, s.base, err)
 		return l.mu.failed
 	}
-	s.size = cut
+	s.size, s.preallocated = cut, false
 	// Rebuild the indexes, the max timestamp and the next offset of the
 	// cut segment from what is left, and fsync it.
 	if _, err := l.recoverSegment(s, s.base); err != nil {
@@ -122,6 +122,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	if err == nil && (s.size != 0 || s.entries != 0 || s.tentries != 0 || s.txn != nil) {
 		err = errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.truncateAborted(offset))
 		s.size, s.entries, s.tentries = 0, 0, 0
+	}
+	if err == nil {
+		err = l.preallocateLocked(s)
 	}
 	if err == nil {
 		err = l.fs.SyncDir(l.dir)
