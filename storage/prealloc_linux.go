@@ -2,8 +2,7 @@ package storage
 
 import (
 	"errors"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 )
 
 // allocate gives f size bytes: fallocate reserves the blocks, so appends
@@ -11,8 +10,8 @@ import (
 // (EOPNOTSUPP) gets a sparse truncate.
 func allocate(f File, size int64) error {
 	if fd, ok := f.(interface{ Fd() uintptr }); ok {
-		err := unix.Fallocate(int(fd.Fd()), 0, 0, size)
-		if err == nil || !errors.Is(err, unix.EOPNOTSUPP) && !errors.Is(err, unix.ENOSYS) {
+		err := syscall.Fallocate(int(fd.Fd()), 0, 0, size)
+		if err == nil || !errors.Is(err, syscall.EOPNOTSUPP) && !errors.Is(err, syscall.ENOSYS) {
 			return err
 		}
 	}
