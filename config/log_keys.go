@@ -41,7 +41,7 @@ var logKeys = []brokerKey{
 		func(c *Config) *float64 { return &c.LogCleanerIOMaxBytesPerSecond }),
 	intKey("compression.gzip.level", "-1", "gzip level (1-9, or -1 for the codec's default) when the broker compresses (topic: compression.gzip.level).", -1,
 		func(c *Config) *int32 { return &c.CompressionGzipLevel }),
-	intKey("compression.lz4.level", "9", "lz4 (LZ4 HC) level, 1-17, used when the broker recompresses to lz4 (topic: compression.lz4.level).", minLz4Level,
+	intKey("compression.lz4.level", "9", "lz4 level, 1-17, used when the broker recompresses to lz4: 9 is the fast compressor, other levels LZ4 HC, as Kafka (topic: compression.lz4.level).", minLz4Level,
 		func(c *Config) *int32 { return &c.CompressionLz4Level }),
 	intKey("compression.zstd.level", "3", "zstd level (-131072 to 22) when the broker compresses (topic: compression.zstd.level).", minZstdLevel,
 		func(c *Config) *int32 { return &c.CompressionZstdLevel }),

@@ -29,7 +29,7 @@ var topicKeys = []topicKey{
 		func(t *TopicConfig) *string { return &t.CompressionType },
 		func(c *Config) string { return c.CompressionType }),
 	topicGzipLevel(),
-	topicIntRange("compression.lz4.level", "compression.lz4.level", "lz4 (LZ4 HC) level, 1-17, used when the broker recompresses to lz4.", minLz4Level, maxLz4Level,
+	topicIntRange("compression.lz4.level", "compression.lz4.level", "lz4 level, 1-17, used when the broker recompresses to lz4: 9 is the fast compressor, other levels LZ4 HC, as Kafka.", minLz4Level, maxLz4Level,
 		func(t *TopicConfig) *int32 { return &t.CompressionLz4Level },
 		func(c *Config) int32 { return c.CompressionLz4Level }),
 	topicIntRange("compression.zstd.level", "compression.zstd.level", "zstd level (-131072 to 22) of batches the broker compresses with compression.type=zstd.", minZstdLevel, maxZstdLevel,

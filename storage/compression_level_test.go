@@ -31,7 +31,8 @@ func TestCompressionLevels(t *testing.T) {
 	}{
 		{"gzip", 1, 9, func(c *LogConfig, l int) { c.CompressionGzipLevel = l }},
 		{"zstd", -5, 19, func(c *LogConfig, l int) { c.CompressionZstdLevel = l }},
-		{"lz4", 1, 17, func(c *LogConfig, l int) { c.CompressionLz4Level = l }},
+		// 9, Kafka's default, is the fast compressor; 17 LZ4 HC.
+		{"lz4", 9, 17, func(c *LogConfig, l int) { c.CompressionLz4Level = l }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.codec, func(t *testing.T) {

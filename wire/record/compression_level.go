@@ -10,25 +10,26 @@ import (
 )
 
 // Kafka's default compression levels (compression.gzip.level,
-// compression.zstd.level): what the default pools compress at.
+// compression.lz4.level, compression.zstd.level): what the default pools compress at.
 const (
 	DefaultGzipLevel = gzip.DefaultCompression // -1
 	DefaultZstdLevel = 3
+	DefaultLz4Level  = 9
 )
 
 // Compression levels (BatchSpec.Level) follow Kafka's
 // compression.<codec>.level: gzip 1-9 (-1 the default), zstd -131072 to
 // 22 (mapped to the encoder's nearest speed, 3 the default). Level 0 and
-// a codec's default level use the default pools. lz4 1-17 (9 the default)
-// are Kafka's LZ4 HC levels; see lz4Pool.
+// a codec's default level use the default pools. lz4 is 1-17, 9 the
+// default; see lz4Pool.
 
 // lz4Pool returns the pool of lz4 frame writers for a Kafka lz4 level.
-// Kafka compresses with LZ4 HC at levels 1-17; the frame writer here has
-// nine HC levels, so Kafka's level L maps to HC level ceil(L/2) (Kafka's
-// default 9 to 5, 17 to 9). Level 0 (no level given) keeps the fast
-// writer the broker used before levels existed.
+// As Kafka's lz4 stream, the default level (9) compresses with the fast
+// compressor and every other level 1-17 with LZ4 HC at that level. The
+// frame writer here has nine HC levels, so Kafka's level L maps to HC level
+// ceil(L/2) (1 to 1, 17 to 9). Level 0 (none given) is the fast writer.
 func lz4Pool(level int) *sync.Pool {
-	if level < 1 || level > 17 {
+	if level < 1 || level > 17 || level == DefaultLz4Level {
 		return &lz4Writers
 	}
 	return lz4LevelWriters[(level+1)/2-1]
