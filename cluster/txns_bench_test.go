@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // txnBenchRecords is how many records one benchmark transaction holds.
@@ -127,4 +129,90 @@ func percentileMillis(sorted []time.Duration, q float64) float64 {
 	}
 	i := min(len(sorted)-1, int(q*float64(len(sorted))))
 	return float64(sorted[i]) / float64(time.Millisecond)
+}
+
+// BenchmarkTxnEndToNextAdd measures how long a producer that commits and
+// at once starts its next transaction is refused with
+// CONCURRENT_TRANSACTIONS: from the EndTxn answer (PREPARE_COMMIT stored)
+// to the first AddPartitionsToTxn accepted, which needs the markers on
+// all 6 partitions and COMPLETE_COMMIT stored. AddPartitionsToTxn is
+// retried at once, so the figures are the broker's pace, not a client
+// backoff (franz-go's default is 20 ms, Kafka's Java client's 20 ms too).
+//
+//	go test -run '^$' -bench BenchmarkTxnEndToNextAdd -benchtime 500x ./cluster
+func BenchmarkTxnEndToNextAdd(b *testing.B) {
+	node := startNode(b, "", txnNodeSets...)
+	createTopic(b, node.addr, "bench-next", 6, nil)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	const id = "bench-next"
+	var pid int64
+	var epoch int16
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		init := kmsg.NewPtrInitProducerIDRequest()
+		init.TransactionalID = kmsg.StringPtr(id)
+		init.TransactionTimeoutMillis = 60000
+		resp, err := init.RequestWith(ctx, cl)
+		if err == nil && resp.ErrorCode == 0 {
+			pid, epoch = resp.ProducerID, resp.ProducerEpoch
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("InitProducerId: %v %v", err, resp)
+		}
+	}
+	add := kmsg.NewPtrAddPartitionsToTxnRequest()
+	add.Version = 3
+	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
+	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "bench-next", Partitions: []int32{0, 1, 2, 3, 4, 5}}}
+	// addUntilAccepted retries AddPartitionsToTxn at once while it is
+	// refused with CONCURRENT_TRANSACTIONS, and returns how many times.
+	addUntilAccepted := func() int {
+		for refused := 0; ; refused++ {
+			resp, err := add.RequestWith(ctx, cl)
+			if err != nil {
+				b.Fatal(err)
+			}
+			code := resp.Topics[0].Partitions[0].ErrorCode
+			switch {
+			case code == kerr.ConcurrentTransactions.Code:
+			case code != 0:
+				b.Fatalf("AddPartitionsToTxn: %v", kerr.ErrorForCode(code))
+			default:
+				return refused
+			}
+		}
+	}
+	var (
+		waits    []time.Duration
+		endedAt  time.Time // when the previous EndTxn was answered
+		refusals int
+	)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := addUntilAccepted()
+		if i > 0 {
+			waits = append(waits, time.Since(endedAt))
+			refusals += n
+		}
+		end := kmsg.NewPtrEndTxnRequest()
+		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
+		resp, err := end.RequestWith(ctx, cl)
+		if err != nil || resp.ErrorCode != 0 {
+			b.Fatalf("EndTxn: %v %v", err, resp)
+		}
+		endedAt = time.Now()
+	}
+	b.StopTimer()
+	slices.Sort(waits)
+	b.ReportMetric(percentileMillis(waits, 0.50), "end-to-add-p50-ms")
+	b.ReportMetric(percentileMillis(waits, 0.90), "end-to-add-p90-ms")
+	b.ReportMetric(percentileMillis(waits, 0.99), "end-to-add-p99-ms")
+	b.ReportMetric(float64(refusals)/float64(max(len(waits), 1)), "refusals/txn")
 }

@@ -2,15 +2,21 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"github.com/kbroker/kbroker/internal/testutil"
+	"math"
 	"slices"
 	"sort"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kbroker/kbroker/cluster/txn"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // startTrio starts three broker+controller nodes forming one quorum, with
@@ -127,4 +133,110 @@ func coordinatorOf(t *testing.T, adm *kadm.Client, ctx context.Context, id strin
 		return true
 	}, "the transaction coordinator is known")
 	return coord
+}
+
+// The coordinator fails over in the middle of a producer id rotation: the
+// producer's epoch is exhausted, its InitProducerId rotates it to a new
+// producer id, and the answer is lost with the coordinator. The new
+// coordinator reloads the previous producer id from __transaction_state
+// (value version 1), so the producer's retry with its old id and epoch
+// gets the new id rather than PRODUCER_FENCED.
+func TestTransactionsRotationSurvivesFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("three in-process brokers")
+	}
+	nodes := startTrio(t)
+	const id = "t-rotate"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(nodes[0].addr, nodes[1].addr, nodes[2].addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// A topic of replication factor 3 first: every broker is up, so
+	// __transaction_state gets three replicas too.
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, "rotate"); err != nil {
+		t.Fatal(err)
+	}
+
+	// init sends InitProducerId to whichever broker coordinates id now
+	// (kgo finds it, and finds it again after NOT_COORDINATOR).
+	init := func(cl *kgo.Client, pid int64, epoch int16) (*kmsg.InitProducerIDResponse, error) {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.Version = 4
+		req.TransactionalID = kmsg.StringPtr(id)
+		req.TransactionTimeoutMillis = 60000
+		req.ProducerID, req.ProducerEpoch = pid, epoch
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return nil, err
+		}
+		return resp, kerr.ErrorForCode(resp.ErrorCode)
+	}
+	var pid int64
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		resp, err := init(cl, -1, -1)
+		if err != nil {
+			t.Logf("first InitProducerId: %v", err)
+			return false
+		}
+		pid = resp.ProducerID
+		return true
+	}, "the first InitProducerId")
+
+	// Give the producer the last usable epoch, as a coordinator's abort
+	// of a timed-out transaction would have.
+	coord := coordinatorOf(t, adm, ctx, id)
+	c := nodes[coord-1].txns
+	exhausted := int16(math.MaxInt16 - 1)
+	e, d, err := c.decide(id, false, func(cur *txn.Metadata, pending bool) txn.Decision {
+		next := cur.Clone()
+		next.ProducerEpoch = exhausted
+		return txn.Decision{Next: next}
+	})
+	if err != nil || d.Next == nil {
+		t.Fatalf("seeding the epoch: %v", err)
+	}
+	if err := c.applyAndWait(ctx, id, e, d.Next, false); err != nil {
+		t.Fatalf("seeding the epoch: %v", err)
+	}
+
+	rotated, err := init(cl, pid, exhausted)
+	if err != nil {
+		t.Fatalf("rotating InitProducerId: %v", err)
+	}
+	if rotated.ProducerID == pid || rotated.ProducerEpoch != 0 {
+		t.Fatalf("rotation gave producer %d epoch %d, want a new id at epoch 0", rotated.ProducerID, rotated.ProducerEpoch)
+	}
+
+	t.Logf("stopping the coordinator, broker %d", coord)
+	nodes[coord-1].stop(t)
+	var live []string
+	for i, n := range nodes {
+		if int32(i+1) != coord {
+			live = append(live, n.addr)
+		}
+	}
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		// A fresh client each try: one that remembers the stopped
+		// coordinator keeps dialing it.
+		retryCl, err := kgo.NewClient(kgo.SeedBrokers(live...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer retryCl.Close()
+		resp, err := init(retryCl, pid, exhausted)
+		switch {
+		case errors.Is(err, kerr.ProducerFenced):
+			t.Fatalf("the retry after the failover was fenced: the previous producer id was lost")
+		case err != nil:
+			t.Logf("retry: %v (retrying)", err)
+			return false
+		case resp.ProducerID != rotated.ProducerID || resp.ProducerEpoch != 0:
+			t.Fatalf("retry after the failover gave producer %d epoch %d, want %d epoch 0", resp.ProducerID, resp.ProducerEpoch, rotated.ProducerID)
+		}
+		return true
+	}, "the producer's retry reaches the new coordinator")
 }

@@ -29,7 +29,7 @@ var topicKeys = []topicKey{
 		func(t *TopicConfig) *string { return &t.CompressionType },
 		func(c *Config) string { return c.CompressionType }),
 	topicGzipLevel(),
-	topicIntRange("compression.lz4.level", "compression.lz4.level", "lz4 level (1-17); accepted and validated, not applied: the broker's lz4 writer has one level.", minLz4Level, maxLz4Level,
+	topicIntRange("compression.lz4.level", "compression.lz4.level", "lz4 level, 1-17, used when the broker recompresses to lz4: 9 is the fast compressor, other levels LZ4 HC, as Kafka.", minLz4Level, maxLz4Level,
 		func(t *TopicConfig) *int32 { return &t.CompressionLz4Level },
 		func(c *Config) int32 { return c.CompressionLz4Level }),
 	topicIntRange("compression.zstd.level", "compression.zstd.level", "zstd level (-131072 to 22) of batches the broker compresses with compression.type=zstd.", minZstdLevel, maxZstdLevel,
@@ -74,10 +74,10 @@ var topicKeys = []topicKey{
 			}
 			return c.LogFlushIntervalMs
 		}),
-	topicInt("file.delete.delay.ms", "log.segment.delete.delay.ms", "A segment deleted by retention is renamed to .deleted and its files removed this many milliseconds later.", 0,
+	topicInt("file.delete.delay.ms", "log.segment.delete.delay.ms", "A segment deleted by retention, DeleteRecords or truncation is renamed to .deleted, and a deleted partition's directory to <topic>-<partition>.<id>-delete; they are removed this many milliseconds later.", 0,
 		func(t *TopicConfig) *int64 { return &t.FileDeleteDelayMs },
 		func(c *Config) int64 { return c.LogSegmentDeleteDelayMs }),
-	topicBool("preallocate", "log.preallocate", "Accepted; kbroker does not preallocate segment files (a hint in Kafka too).", nil,
+	topicBool("preallocate", "log.preallocate", "Preallocate a new segment's file to segment.bytes (fallocate on Linux), trimmed to the data when the segment is rolled or closed.", nil,
 		func(t *TopicConfig) *bool { return &t.Preallocate },
 		func(c *Config) bool { return c.LogPreallocate }),
 	topicEnum("message.timestamp.type", "log.message.timestamp.type", "Timestamp stored in batches.", timestampTypes,

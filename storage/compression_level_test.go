@@ -9,7 +9,7 @@ import (
 	"github.com/kbroker/kbroker/wire/record"
 )
 
-// compression.gzip.level and compression.zstd.level reach the broker's
+// compression.gzip.level, compression.lz4.level and compression.zstd.level reach the broker's
 // recompression: the same batch stored at a higher level is smaller, and
 // reads back the same.
 func TestCompressionLevels(t *testing.T) {
@@ -31,6 +31,8 @@ func TestCompressionLevels(t *testing.T) {
 	}{
 		{"gzip", 1, 9, func(c *LogConfig, l int) { c.CompressionGzipLevel = l }},
 		{"zstd", -5, 19, func(c *LogConfig, l int) { c.CompressionZstdLevel = l }},
+		// 9, Kafka's default, is the fast compressor; 17 LZ4 HC.
+		{"lz4", 9, 17, func(c *LogConfig, l int) { c.CompressionLz4Level = l }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.codec, func(t *testing.T) {

@@ -49,8 +49,8 @@ type LogConfig struct {
 	// segment deleted by retention keeps its files, renamed .deleted, this
 	// long before the Manager removes them.
 	FileDeleteDelayMs int64 `kafka:"file.delete.delay.ms"`
-	// Preallocate is preallocate: accepted, segment files are not
-	// preallocated.
+	// Preallocate is preallocate: a new active segment's .log is given
+	// segment.bytes up front and trimmed at roll and close (prealloc.go).
 	Preallocate bool `kafka:"preallocate"`
 	// Compression levels the broker compresses with when it rewrites a
 	// batch (compression.gzip.level, compression.lz4.level,

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"sort"
@@ -42,9 +44,23 @@ func (l *Log) removeSegmentFiles(base int64) {
 	}
 }
 
-// pendingDelete is a deleted segment's files, removed at due.
+// deleteDirSuffix ends the name a deleted partition's directory is
+// renamed to (<topic>-<partition>.<unique id>-delete, Kafka's).
+const deleteDirSuffix = "-delete"
+
+// uniqueID is the unique part of a deleted partition directory's name: a
+// random UUID without dashes, as Kafka writes it.
+func uniqueID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return hex.EncodeToString(b[:])
+}
+
+// pendingDelete is a deleted segment's files, or a deleted partition's
+// directory (dir), removed at due.
 type pendingDelete struct {
 	files []string
+	dir   bool
 	due   time.Time
 }
 
@@ -61,6 +77,12 @@ func (q *deleteQueue) add(files []string, at time.Time) {
 	q.pending = append(q.pending, pendingDelete{files: files, due: at})
 }
 
+func (q *deleteQueue) addDir(dir string, at time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending = append(q.pending, pendingDelete{files: []string{dir}, dir: true, due: at})
+}
+
 // due takes the entries due at now.
 func (q *deleteQueue) due(now time.Time) []pendingDelete {
 	q.mu.Lock()
@@ -75,14 +97,18 @@ func (q *deleteQueue) due(now time.Time) []pendingDelete {
 	return out
 }
 
-// DeleteDue removes the files of deleted segments whose
-// file.delete.delay.ms has passed at now, and returns how many files it
-// removed. Run calls it every 100 ms; tests call it with a fake clock.
+// DeleteDue removes the files of deleted segments, and the directories of
+// deleted partitions, whose file.delete.delay.ms has passed at now, and
+// returns how many files and directories it removed. Run calls it every 100 ms; tests call it with a fake clock.
 func (m *Manager) DeleteDue(now time.Time) int {
 	removed := 0
 	for _, p := range m.deletes.due(now) {
 		for _, name := range p.files {
-			if err := m.fs.Remove(name); err != nil {
+			remove := m.fs.Remove
+			if p.dir {
+				remove = m.fs.RemoveAll
+			}
+			if err := remove(name); err != nil {
 				if !errors.Is(err, os.ErrNotExist) {
 					m.logger.Warn("removing deleted segment file", "file", name, "err", err)
 				}

@@ -54,6 +54,13 @@
 // can only leave it short or with entries past the end of the .log; both
 // are detected and it is rebuilt from the .log.
 //
+// With preallocate=true a new active segment's .log is created
+// segment.bytes long (fallocate on Linux, else a sparse truncate; the
+// indexes are not preallocated) and trimmed to the bytes written when the
+// segment is rolled or closed (prealloc.go). After a crash its tail is
+// zeroes: a zero batch length is not a batch, so recovery ends the log at
+// the last valid batch, as for any torn tail.
+//
 // A .timeindex file is 12-byte big-endian entries (Kafka's format),
 // appended together with an offset index entry whenever the segment's
 // largest timestamp so far grew past the last entry's, and once more when
@@ -225,12 +232,17 @@
 // possibly into a segment). Each .log is first renamed to .log.deleted,
 // which removes the segment for the next open in one atomic step; its
 // other files are removed after (orphans and .deleted files are removed
-// at open). For retention and DeleteRecords, file.delete.delay.ms (when
-// the log belongs to a Manager) keeps the segment's three files, all
-// renamed .deleted, until the Manager removes them after the delay
-// (delete.go, Manager.DeleteDue, every 100 ms in Run). A crash leaves a suffix of the log. TruncateTo deletes
-// segments newest first the same way, then truncates and fsyncs the cut
-// segment and rebuilds its indexes: a crash leaves a prefix of the log.
+// at open). For retention, DeleteRecords and truncation,
+// file.delete.delay.ms (when the log belongs to a Manager) keeps the
+// segment's files, all renamed .deleted, until the Manager removes them
+// after the delay (delete.go, Manager.DeleteDue, every 100 ms in Run). A
+// crash leaves a suffix of the log. TruncateTo deletes segments newest
+// first the same way, then truncates and fsyncs the cut segment and
+// rebuilds its indexes: a crash leaves a prefix of the log.
+// Manager.Delete (a deleted topic or moved replica) renames the partition
+// directory <topic>-<partition>.<unique id>-delete and removes it after
+// the log's file.delete.delay.ms; the next open removes any -delete
+// directory left.
 // The log start offset never drops below the first segment's base
 // offset; reads below it are ErrOffsetOutOfRange.
 //

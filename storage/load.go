@@ -73,6 +73,10 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 		if err != nil {
 			return fmt.Errorf("%w: create segment in %s: %w", ErrStorage, l.dir, err)
 		}
+		if err := l.preallocateLocked(s); err != nil {
+			s.close()
+			return err
+		}
 		l.mu.segments = []*segment{s}
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)

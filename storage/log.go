@@ -372,6 +372,9 @@ func (l *Log) rollLocked(base int64, reason string) error {
 	if err := old.appendTimeIndex(l.config().SegmentIndexBytes, true); err != nil {
 		return fmt.Errorf("%w: time index at roll: %v", ErrStorage, err)
 	}
+	if err := old.trim(); err != nil {
+		return err
+	}
 	if err := old.sync(); err != nil {
 		return fmt.Errorf("%w: fsync before roll: %v", ErrStorage, err)
 	}
@@ -388,6 +391,10 @@ func (l *Log) rollLocked(base int64, reason string) error {
 			return fmt.Errorf("%w: roll: %v", ErrStorage, err)
 		}
 		s.size, s.entries, s.tentries = 0, 0, 0
+	}
+	if err := l.preallocateLocked(s); err != nil {
+		s.close()
+		return err
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		s.close()
@@ -507,7 +514,9 @@ func (l *Log) Close() error {
 		l.writeEpochsLocked()
 	}
 	if l.mu.failed == nil {
-		if err := l.flushLocked(); err != nil {
+		if err := l.activeLocked().trim(); err != nil {
+			errs = append(errs, err)
+		} else if err := l.flushLocked(); err != nil {
 			errs = append(errs, err)
 		} else if err := l.writeSnapshotLocked(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: producer snapshot: %v", ErrStorage, err))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 )
@@ -165,6 +166,14 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 		return nil, fmt.Errorf("%w: list %s: %v", ErrStorage, path, err)
 	}
 	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), deleteDirSuffix) && e.IsDir() {
+			// A deleted partition whose delay had not passed when the
+			// broker stopped: nothing reads it any more.
+			if err := fsys.RemoveAll(filepath.Join(path, e.Name())); err != nil {
+				logger.Warn("cannot remove deleted partition", "dir", path, "partition_dir", e.Name(), "err", err)
+			}
+			continue
+		}
 		if tp, ok := parseDirName(e.Name()); ok && e.IsDir() {
 			d.partitions[tp] = true
 		}
@@ -241,14 +250,21 @@ func (m *Manager) Get(topic string, partition int32) (*Log, bool) {
 	return l, ok
 }
 
-// Delete closes a partition's log and removes its directory.
+// Delete closes a partition's log and removes its directory. With a
+// file.delete.delay.ms (the log's, or the default for a log not open), the
+// directory is first renamed <topic>-<partition>.<unique id>-delete and
+// removed after the delay, as Kafka's asyncDelete: the name is free at
+// once for a topic created again, readers holding files can finish, and
+// the next open removes a leftover (openLogDir).
 func (m *Manager) Delete(topic string, partition int32) error {
 	tp := topicPartition{topic, partition}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var path string
+	delayMs := DefaultLogConfig().FileDeleteDelayMs
 	if l, ok := m.mu.logs[tp]; ok {
 		delete(m.mu.logs, tp)
+		delayMs = l.config().FileDeleteDelayMs
 		if err := l.Close(); err != nil {
 			m.logger.Warn("closing deleted log", "dir", l.Dir(), "err", err)
 		}
@@ -268,6 +284,21 @@ func (m *Manager) Delete(topic string, partition int32) error {
 	}
 	if path == "" {
 		return nil
+	}
+	if delayMs > 0 {
+		renamed := path + "." + uniqueID() + deleteDirSuffix
+		switch err := m.fs.Rename(path, renamed); {
+		case err == nil:
+			if err := m.fs.SyncDir(filepath.Dir(path)); err != nil {
+				m.logger.Warn("syncing log dir after renaming a deleted partition", "dir", path, "err", err)
+			}
+			m.deletes.addDir(renamed, time.Now().Add(time.Duration(delayMs)*time.Millisecond))
+			return nil
+		case errors.Is(err, os.ErrNotExist):
+			return nil
+		default:
+			m.logger.Warn("renaming deleted partition, removing it now", "dir", path, "err", err)
+		}
 	}
 	if err := m.fs.RemoveAll(path); err != nil {
 		return fmt.Errorf("%w: delete %s: %v", ErrStorage, path, err)

@@ -81,6 +81,9 @@ type segment struct {
 	// made the first time its age is checked.
 	rollJitterMs int64
 	jitterDrawn  bool
+	// preallocated says the .log was given segment.bytes at creation
+	// (prealloc.go): the file is longer than size until trimmed.
+	preallocated bool
 }
 
 // openSegment opens (creating if asked) the files of the segment at base.

@@ -2,9 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -327,5 +330,160 @@ func TestCleanerIOThrottle(t *testing.T) {
 	th.add(1000)
 	if slept != 5*time.Second {
 		t.Fatalf("slept %v after an idle period", slept)
+	}
+}
+
+// file.delete.delay.ms applies to truncation too (a follower truncating by
+// leader epoch, or fully): the removed segments stay renamed .deleted
+// until the delay passes, and a reopen removes any left.
+func TestFileDeleteDelayOnTruncation(t *testing.T) {
+	tests := []struct {
+		name     string
+		truncate func(l *Log) error
+		wantEnd  int64
+	}{
+		{"TruncateTo", func(l *Log) error { return l.TruncateTo(20) }, 20},
+		{"TruncateFullyAndStartAt", func(l *Log) error { return l.TruncateFullyAndStartAt(100) }, 100},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := smallConfig()
+			cfg.SegmentBytes = 1024
+			cfg.FileDeleteDelayMs = time.Minute.Milliseconds()
+			m, l := openTestManager(t, OSFS{}, dir, cfg)
+			buildLog(t, l, 60)
+			segments := func() int {
+				logs, _ := filepath.Glob(filepath.Join(l.Dir(), "*.log"))
+				return len(logs)
+			}
+			before := segments()
+			truncatedAt := time.Now()
+			if err := tc.truncate(l); err != nil {
+				t.Fatal(err)
+			}
+			if l.LogEndOffset() != tc.wantEnd {
+				t.Fatalf("log end offset %d, want %d", l.LogEndOffset(), tc.wantEnd)
+			}
+			gone := before - segments()
+			if tc.name == "TruncateFullyAndStartAt" {
+				gone = before // the new segment has a new base
+			}
+			deleted, _ := filepath.Glob(filepath.Join(l.Dir(), "*.log.deleted"))
+			all, _ := filepath.Glob(filepath.Join(l.Dir(), "*.deleted"))
+			if gone == 0 || len(deleted) != gone || len(all) < 3*gone {
+				t.Fatalf("%d segments truncated away, %d .log.deleted, %d .deleted files", gone, len(deleted), len(all))
+			}
+			if got := m.DeleteDue(truncatedAt.Add(30 * time.Second)); got != 0 {
+				t.Fatalf("removed %d files before the delay", got)
+			}
+			if got := m.DeleteDue(truncatedAt.Add(time.Minute + time.Second)); got != len(all) {
+				t.Fatalf("removed %d files after the delay, want %d", got, len(all))
+			}
+			if left, _ := filepath.Glob(filepath.Join(l.Dir(), "*.deleted")); len(left) != 0 {
+				t.Fatalf("left %v", left)
+			}
+
+			// A truncation the broker stopped before the delay passed:
+			// the reopen removes its .deleted files and the log goes on.
+			for range 40 {
+				mustAppend(t, l, plain(5))
+			}
+			if err := l.TruncateTo(tc.wantEnd + 5); err != nil {
+				t.Fatal(err)
+			}
+			if left, _ := filepath.Glob(filepath.Join(l.Dir(), "*.log.deleted")); len(left) == 0 {
+				t.Fatal("the second truncation deleted no segment")
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			_, l2 := openTestManager(t, OSFS{}, dir, cfg)
+			if left, _ := filepath.Glob(filepath.Join(l2.Dir(), "*.deleted")); len(left) != 0 {
+				t.Fatalf("reopen left %v", left)
+			}
+			if l2.LogEndOffset() != tc.wantEnd+5 {
+				t.Fatalf("reopened log end offset %d, want %d", l2.LogEndOffset(), tc.wantEnd+5)
+			}
+			checkContiguous(t, l2)
+		})
+	}
+}
+
+// file.delete.delay.ms applies to a deleted partition: its directory is
+// renamed <topic>-<partition>.<id>-delete at once (the name is free for a
+// new partition) and removed after the delay; a reopen removes one left.
+func TestFileDeleteDelayOnPartitionDelete(t *testing.T) {
+	dir := t.TempDir()
+	cfg := smallConfig()
+	cfg.FileDeleteDelayMs = time.Minute.Milliseconds()
+	m, l := openTestManager(t, OSFS{}, dir, cfg)
+	buildLog(t, l, 10)
+	deletedAt := time.Now()
+	if err := m.Delete("t", 0); err != nil {
+		t.Fatal(err)
+	}
+	renamed, _ := filepath.Glob(filepath.Join(dir, "t-0.*-delete"))
+	if len(renamed) != 1 {
+		t.Fatalf("renamed directories %v, want one", renamed)
+	}
+	if id := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(renamed[0]), "t-0."), "-delete"); len(id) != 32 {
+		t.Fatalf("unique id %q, want 32 hex digits", id)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t-0")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("t-0 still there: %v", err)
+	}
+	// The same partition created again starts empty, beside the old one.
+	l2, err := m.GetOrCreate("t", 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l2.LogEndOffset() != 0 {
+		t.Fatalf("recreated partition ends at %d", l2.LogEndOffset())
+	}
+	if got := m.DeleteDue(deletedAt.Add(30 * time.Second)); got != 0 {
+		t.Fatalf("removed %d before the delay", got)
+	}
+	if got := m.DeleteDue(deletedAt.Add(time.Minute + time.Second)); got != 1 {
+		t.Fatalf("removed %d after the delay, want the directory", got)
+	}
+	if _, err := os.Stat(renamed[0]); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("%s still there: %v", renamed[0], err)
+	}
+
+	// Deleted again, and the broker stops before the delay: the next
+	// open removes the directory and does not load it as a partition.
+	mustAppend(t, l2, plain(5))
+	if err := m.Delete("t", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*-delete")); len(left) != 1 {
+		t.Fatalf("before the reopen: %v", left)
+	}
+	m3, err := OpenManagerFS(OSFS{}, []string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m3.Close()
+	if left, _ := filepath.Glob(filepath.Join(dir, "*-delete")); len(left) != 0 {
+		t.Fatalf("reopen left %v", left)
+	}
+	if _, ok := m3.Get("t", 0); ok || len(m3.dirs[0].partitions) != 0 {
+		t.Fatalf("partitions after the reopen: %v", m3.dirs[0].partitions)
+	}
+
+	// Without a delay the directory goes at once.
+	cfg.FileDeleteDelayMs = 0
+	if _, err := m3.GetOrCreate("u", 1, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := m3.Delete("u", 1); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(dir); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "u-1") }) {
+		t.Fatalf("u-1 left: %v", ents)
 	}
 }

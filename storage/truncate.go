@@ -50,7 +50,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.mu.failed = fmt.Errorf("%w: truncate segment %d: %v", ErrStorage, s.base, err)
 		return l.mu.failed
 	}
-	s.size = cut
+	s.size, s.preallocated = cut, false
 	// Rebuild the indexes, the max timestamp and the next offset of the
 	// cut segment from what is left, and fsync it.
 	if _, err := l.recoverSegment(s, s.base); err != nil {
@@ -124,6 +124,9 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		s.size, s.entries, s.tentries = 0, 0, 0
 	}
 	if err == nil {
+		err = l.preallocateLocked(s)
+	}
+	if err == nil {
 		err = l.fs.SyncDir(l.dir)
 	}
 	if err != nil {
@@ -154,12 +157,9 @@ func (l *Log) deleteNewestLocked(from int) error {
 		}
 		l.mu.segments = l.mu.segments[:len(l.mu.segments)-1]
 		s.close()
-		for _, n := range []string{fileName(l.dir, s.base, indexSuffix), fileName(l.dir, s.base, timeIndexSuffix),
-			fileName(l.dir, s.base, txnIndexSuffix), name + deletedSuffix} {
-			if err := l.fs.Remove(n); err != nil && !errors.Is(err, os.ErrNotExist) {
-				l.logger.Warn("removing deleted segment file", "file", n, "err", err)
-			}
-		}
+		// As retention does: kept renamed .deleted for
+		// file.delete.delay.ms (Kafka's asyncDeleteSegment on truncation).
+		l.removeSegmentFiles(s.base)
 	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %v", ErrStorage, err))

@@ -4,7 +4,8 @@
 // transition returns the new metadata to write to __transaction_state,
 // and the coordinator (package cluster) applies it once the write is
 // replicated. It also holds the __transaction_state record schemas
-// (key version 0, value version 0, Kafka's).
+// (key version 0; value version 0, or 1 with the tagged PreviousProducerId
+// after a producer id rotation, Kafka's).
 //
 // States and the moves between them (Kafka's TransactionState):
 //

@@ -15,11 +15,21 @@ func Key(id string) []byte {
 	return k.AppendTo(nil)
 }
 
-// Value is m's __transaction_state value (version 0, as Kafka writes
-// before transaction version 2).
+// Value is m's __transaction_state value: version 0, as Kafka writes
+// before transaction version 2, unless m has a previous producer id, which
+// only version 1 holds (Kafka's TransactionLogValue tagged field
+// PreviousProducerId): a coordinator that loads the state after a
+// producer id rotation still recognises the producer's retry with its old
+// id (KIP-360). NextProducerId and NextProducerEpoch stay unset (-1) and
+// ClientTransactionVersion 0: kbroker runs transaction version 0/1, where
+// the producer id is handed out when it is chosen, not at commit.
 func Value(m *Metadata) []byte {
 	v := kmsg.NewTxnMetadataValue()
 	v.Version = 0
+	if m.LastProducerID != NoProducerID {
+		v.Version = 1
+		v.PreviousProducerID = m.LastProducerID
+	}
 	v.ProducerID = m.ProducerID
 	v.ProducerEpoch = m.ProducerEpoch
 	v.TimeoutMillis = int32(m.Timeout / time.Millisecond)

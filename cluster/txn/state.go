@@ -44,8 +44,10 @@ type Metadata struct {
 	TransactionalID string
 	ProducerID      int64
 	// LastProducerID and LastProducerEpoch are the previous producer id
-	// and epoch, kept in memory for KIP-360 retries (a producer that
-	// lost an InitProducerId answer retries with its old id and epoch).
+	// and epoch, for KIP-360 retries (a producer that lost an
+	// InitProducerId answer retries with its old id and epoch). The id is
+	// stored (value version 1, PreviousProducerId); the epoch, as in
+	// Kafka, only in memory.
 	LastProducerID    int64
 	LastProducerEpoch int16
 	ProducerEpoch     int16

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 var t0 = time.UnixMilli(1_700_000_000_000)
@@ -187,5 +188,38 @@ func TestRecordsRoundTrip(t *testing.T) {
 	// Kafka's key layout: version 0 (int16), then the id as a string.
 	if k := Key("ab"); string(k) != "\x00\x00\x00\x02ab" {
 		t.Errorf("key bytes %q", k)
+	}
+}
+
+// A producer id rotation survives a reload: the stored value keeps the
+// previous producer id (version 1, PreviousProducerId), so the producer's
+// retry with its old id and exhausted epoch gets the new id again instead
+// of PRODUCER_FENCED.
+func TestRotationSurvivesReload(t *testing.T) {
+	cur := meta(CompleteAbort, 7, math.MaxInt16-1)
+	req := InitRequest{TransactionalID: "tx", Timeout: time.Minute, ProducerID: 7, ProducerEpoch: math.MaxInt16 - 1}
+	d := InitProducerID(cur, false, req, 9, t0)
+	if d.Err != nil || d.Next == nil || d.Next.ProducerID != 9 || d.Next.ProducerEpoch != 0 {
+		t.Fatalf("rotation: %+v", d)
+	}
+	value := Value(d.Next)
+	var v kmsg.TxnMetadataValue
+	if err := v.ReadFrom(value); err != nil || v.Version != 1 || v.PreviousProducerID != 7 || v.NextProducerID != -1 || v.ClientTransactionVersion != 0 {
+		t.Fatalf("stored value version %d previous %d next %d: %v", v.Version, v.PreviousProducerID, v.NextProducerID, err)
+	}
+	_, loaded, err := Decode(Key("tx"), value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.LastProducerID != 7 {
+		t.Fatalf("reloaded previous producer id %d, want 7", loaded.LastProducerID)
+	}
+	retry := InitProducerID(loaded, false, req, NoProducerID, t0)
+	if retry.Err != nil || retry.Next == nil || retry.Next.ProducerID != 9 || retry.Next.ProducerEpoch != 0 {
+		t.Fatalf("retry after reload: %+v, want producer 9 epoch 0", retry)
+	}
+	// Without a previous id the value stays version 0, as Kafka writes it.
+	if v0 := Value(meta(Empty, 7, 3)); v0[1] != 0 {
+		t.Errorf("value version %d, want 0", v0[1])
 	}
 }

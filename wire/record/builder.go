@@ -44,9 +44,10 @@ func NewBuilder(spec BatchSpec) *Builder {
 		w.Reset(&b.out)
 		b.w, b.release = w, func() { w.Reset(nil); pool.Put(w) }
 	case CodecLZ4:
-		w := lz4Writers.Get().(*lz4.Writer)
+		pool := lz4Pool(spec.Level)
+		w := pool.Get().(*lz4.Writer)
 		w.Reset(&b.out)
-		b.w, b.release = w, func() { w.Reset(nil); lz4Writers.Put(w) }
+		b.w, b.release = w, func() { w.Reset(nil); pool.Put(w) }
 	case CodecZstd:
 		pool := zstdPool(spec.Level)
 		w := pool.Get().(*zstd.Encoder)
