@@ -24,7 +24,7 @@ var securityKeyDocs = []struct {
 	name, doc string
 	sensitive bool
 }{
-	{"ssl.keystore.type", "Keystore format; only PEM.", false},
+	{"ssl.keystore.type", "Keystore format; only PEM (JKS/PKCS12: convert, see Security).", false},
 	{"ssl.keystore.location", "PEM file with the private key and its certificate chain; reloaded when it changes.", false},
 	{"ssl.keystore.key", "The private key in PEM, inline (instead of ssl.keystore.location).", true},
 	{"ssl.keystore.certificate.chain", "The certificate chain in PEM, inline (with ssl.keystore.key).", true},
