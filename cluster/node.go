@@ -40,6 +40,9 @@ type Node struct {
 
 	store    *metadata.Store
 	logs     *storage.Manager
+	// logFS is the file system of the log dirs; nil is the OS's. Tests
+	// inject faults through it.
+	logFS storage.FS
 	replicas *replication.Manager
 	server   *Server
 	metrics  *requestMetrics
@@ -155,7 +158,11 @@ func (n *Node) Addr(listener string) (string, bool) {
 // stops raft.
 func (n *Node) Run(ctx context.Context) (err error) {
 	cfg := &n.cfg
-	n.logs, err = storage.OpenManager(cfg.LogDirs, n.logger.With("component", "storage"))
+	fsys := n.logFS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
+	n.logs, err = storage.OpenManagerFS(fsys, cfg.LogDirs, n.logger.With("component", "storage"))
 	if err != nil {
 		return fmt.Errorf("opening log dirs: %w", err)
 	}
