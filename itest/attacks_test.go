@@ -331,7 +331,9 @@ func zstdBombBatch() []byte {
 	return b
 }
 
-func produceRaw(ctx context.Context, cl *kgo.Client, topic string, partition int32, batch []byte) (int16, error) {
+func produceRaw(ctx context.Context, cl interface {
+	Request(context.Context, kmsg.Request) (kmsg.Response, error)
+}, topic string, partition int32, batch []byte) (int16, error) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10000
 	rt := kmsg.NewProduceRequestTopic()
@@ -347,22 +349,47 @@ func produceRaw(ctx context.Context, cl *kgo.Client, topic string, partition int
 	return resp.Topics[0].Partitions[0].ErrorCode, nil
 }
 
+// writeFrameQuiet writes req like writeRequest but returns the error: the
+// broker may cut a hostile request off while it is being written.
+func writeFrameQuiet(w io.Writer, corr int32, req kmsg.Request) error {
+	body := binary.BigEndian.AppendUint16(nil, uint16(req.Key()))
+	body = binary.BigEndian.AppendUint16(body, uint16(req.GetVersion()))
+	body = binary.BigEndian.AppendUint32(body, uint32(corr))
+	body = binary.BigEndian.AppendUint16(body, uint16(len("itest")))
+	body = append(body, "itest"...)
+	body = req.AppendTo(body)
+	_, err := w.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
+	return err
+}
+
 // attackZstdBomb: the 79-byte zstd batch declaring 1e11 bytes is answered
 // with an error code, by an authorized producer, and every node lives.
 func attackZstdBomb(t *testing.T, c *attackCluster) {
 	cl := c.client(t, "admin", attackAdminPw)
+	adm := kadm.NewClient(cl)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	bomb := zstdBombBatch()
 	for p := range int32(3) {
-		code, err := produceRaw(ctx, cl, attackTopic, p, bomb)
-		if err != nil {
-			t.Fatalf("bomb to partition %d: %v", p, err)
-		}
-		if code == 0 {
-			t.Fatalf("bomb to partition %d accepted", p)
-		}
-		t.Logf("%d-byte bomb to partition %d: %v", len(bomb), p, kerr.ErrorForCode(code))
+		// To the leader, so that the answer is the validation's.
+		testutil.Eventually(t, 20*time.Second, func() error {
+			md, err := adm.Metadata(ctx, attackTopic)
+			if err != nil {
+				return err
+			}
+			code, err := produceRaw(ctx, cl.Broker(int(md.Topics[attackTopic].Partitions[p].Leader)), attackTopic, p, bomb)
+			if err != nil {
+				return err
+			}
+			switch code {
+			case kerr.InvalidRecord.Code, kerr.CorruptMessage.Code:
+				t.Logf("%d-byte bomb to partition %d: %v", len(bomb), p, kerr.ErrorForCode(code))
+				return nil
+			case kerr.NotLeaderForPartition.Code:
+				return kerr.ErrorForCode(code) // leadership moved; again
+			}
+			return testutil.Permanent(fmt.Errorf("bomb to partition %d answered %v", p, kerr.ErrorForCode(code)))
+		}, "the bomb is refused by partition %d's leader", p)
 	}
 }
 
@@ -446,6 +473,12 @@ func attackFDStorm(t *testing.T, c *attackCluster) {
 		conns = append(conns, cn)
 	}
 	t.Logf("%d connections to node 3", len(conns))
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if !strings.Contains(c.brokers[2].logTail(200), "too many open files") {
+			return errors.New("node 3 has not run out of descriptors")
+		}
+		return nil
+	}, "the storm exhausts node 3's descriptors")
 	for _, cn := range conns {
 		cn.Close()
 	}
@@ -514,6 +547,22 @@ func attackMemory(t *testing.T, c *attackCluster) {
 	if resps, err := adm.CreateTopics(actx, 3, 3, nil, bombs); err != nil || resps[bombs].Err != nil {
 		t.Fatalf("create %s: %v %v", bombs, err, resps[bombs].Err)
 	}
+	testutil.Eventually(t, 20*time.Second, func() error {
+		md, err := adm.Metadata(actx, bombs)
+		if err != nil {
+			return err
+		}
+		ps := md.Topics[bombs].Partitions
+		if len(ps) != 3 {
+			return fmt.Errorf("%d partitions", len(ps))
+		}
+		for _, p := range ps {
+			if p.Leader < 0 || len(p.ISR) != attackNodes {
+				return fmt.Errorf("partition %d leader %d ISR %v", p.Partition, p.Leader, p.ISR)
+			}
+		}
+		return nil
+	}, "%s ready", bombs)
 	value := make([]byte, 64<<20)
 	var wg sync.WaitGroup
 	errs := make([]error, 16)
@@ -552,7 +601,9 @@ func attackMemory(t *testing.T, c *attackCluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeRequest(t, conn, 1, req)
+	if err := writeFrameQuiet(conn, 1, req); err != nil {
+		t.Logf("4M-name Metadata: the broker closed the connection while it was sent: %v", err)
+	}
 	frame, err := readResponseFrame(conn)
 	conn.Close()
 	if err == nil {
