@@ -38,11 +38,11 @@ type Node struct {
 	cfg    config.Config
 	logger *slog.Logger
 
-	store    *metadata.Store
-	logs     *storage.Manager
+	store *metadata.Store
+	logs  *storage.Manager
 	// logFS is the file system of the log dirs; nil is the OS's. Tests
 	// inject faults through it.
-	logFS storage.FS
+	logFS    storage.FS
 	replicas *replication.Manager
 	server   *Server
 	metrics  *requestMetrics
