@@ -241,7 +241,11 @@ func (s *nodeSecurity) controllerSASLSetup(name, proto string, view map[string]s
 		s.controllerTLS = st
 		s.reloaders = append(s.reloaders, st.Run)
 	}
-	s.controllerSASL = &metadata.ControllerSASL{Server: server, Client: client, AuthorizeUser: s.authorizeControllerUser}
+	s.controllerSASL = &metadata.ControllerSASL{
+		Start:         func(m string) (metadata.SASLServerSession, error) { return server.Start(m) },
+		Client:        func() metadata.SASLClientSession { return client() },
+		AuthorizeUser: s.authorizeControllerUser,
+	}
 	return nil
 }
 

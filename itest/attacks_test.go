@@ -240,8 +240,8 @@ func attackControllerListener(t *testing.T, c *attackCluster) {
 			t.Fatal(err)
 		}
 		frame := binary.BigEndian.AppendUint32([]byte{'C'}, uint32(len(payload)))
-		conn.Write(append(frame, payload...))
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _ = conn.Write(append(frame, payload...)) // the listener may close at once
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		reply, _ := io.ReadAll(conn)
 		conn.Close()
 		if bytes.Contains(reply, []byte(`"result"`)) || bytes.Contains(reply, []byte(`"error"`)) {
@@ -259,8 +259,8 @@ func attackControllerListener(t *testing.T, c *attackCluster) {
 		if err != nil {
 			continue // refused in the handshake
 		}
-		conn.Write([]byte{'C'})
-		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, _ = conn.Write([]byte{'C'})
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 		if _, err := conn.Read(make([]byte, 1)); err == nil {
 			t.Errorf("%s: the controller listener answered", name)
 		}
@@ -388,7 +388,7 @@ func attackZstdBomb(t *testing.T, c *attackCluster) {
 			case kerr.NotLeaderForPartition.Code:
 				return kerr.ErrorForCode(code) // leadership moved; again
 			}
-			return testutil.Permanent(fmt.Errorf("bomb to partition %d answered %v", p, kerr.ErrorForCode(code)))
+			return testutil.Permanent(fmt.Errorf("bomb to partition %d answered %w", p, kerr.ErrorForCode(code)))
 		}, "the bomb is refused by partition %d's leader", p)
 	}
 }
@@ -655,7 +655,10 @@ func attackIdle(t *testing.T, c *attackCluster) {
 		wg.Go(func() {
 			defer conn.Close()
 			if p.first != nil {
-				conn.Write(p.first)
+				if _, err := conn.Write(p.first); err != nil {
+					t.Errorf("write to %s: %v", p.addr, err)
+					return
+				}
 			}
 			start := time.Now()
 			conn.SetReadDeadline(time.Now().Add(45 * time.Second))
@@ -693,8 +696,10 @@ func attackGossip(t *testing.T, c *attackCluster) {
 		if err == nil && n > 0 {
 			t.Errorf("%s: joined %d gossip members", name, n)
 		}
-		ml.Leave(time.Second)
-		ml.Shutdown()
+		_ = ml.Leave(time.Second) // it never joined
+		if err := ml.Shutdown(); err != nil {
+			t.Error(err)
+		}
 	}
 	adm := kadm.NewClient(c.client(t, "admin", attackAdminPw))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -753,8 +758,10 @@ func attackMalformed(t *testing.T, c *attackCluster) {
 		body = binary.BigEndian.AppendUint32(body, 1)
 		body = binary.BigEndian.AppendUint16(body, 0xffff) // null client id
 		body = append(body, garbage...)
-		conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
-		readResponseFrame(conn)
+		// Whether it answers (an error code) or closes, only the next
+		// dial tells whether the node lives.
+		_, _ = conn.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(body))), body...))
+		_, _ = readResponseFrame(conn)
 		conn.Close()
 	}
 }

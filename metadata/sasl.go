@@ -9,8 +9,6 @@ import (
 	"io"
 	"net"
 	"time"
-
-	"github.com/kbroker/kbroker/security/sasl"
 )
 
 // With Config.SASL set (a SASL_PLAINTEXT or SASL_SSL controller listener)
@@ -30,15 +28,32 @@ import (
 // server-final, follows and the client verifies it) or saslFailed (a
 // message safe to show follows; the listener closes the connection).
 
+// SASLServerSession is the server half of one exchange (package
+// security/sasl's ServerSession, which metadata does not import).
+type SASLServerSession interface {
+	Mechanism() string
+	Step(ctx context.Context, response []byte) (challenge []byte, err error)
+	Done() bool
+	Username() string
+}
+
+// SASLClientSession is the client half of one exchange (security/sasl's
+// ClientSession).
+type SASLClientSession interface {
+	Mechanism() string
+	Start() ([]byte, error)
+	Step(challenge []byte) (response []byte, done bool, err error)
+}
+
 // ControllerSASL authenticates the controller listener's connections with
 // SASL (see Config.SASL).
 type ControllerSASL struct {
-	// Server verifies the peers' credentials; its enabled mechanisms are
-	// the ones accepted.
-	Server *sasl.Server
+	// Start begins the server side of an exchange for the mechanism the
+	// peer names; an error (a mechanism not enabled) refuses the peer.
+	Start func(mechanism string) (SASLServerSession, error)
 	// Client starts this node's own exchange when it dials another node
 	// (sasl.mechanism.controller.protocol and its JAAS username/password).
-	Client func() sasl.ClientSession
+	Client func() SASLClientSession
 	// AuthorizeUser decides whether an authenticated user may speak on
 	// the controller listener (super.users) and which node it is: bound
 	// true with the node id for a principal that names one node, bound
@@ -105,9 +120,9 @@ func (cs *ControllerSASL) saslAccept(ctx context.Context, c net.Conn) (peerIdent
 	if err != nil {
 		return peerIdentity{}, fmt.Errorf("SASL mechanism: %w", err)
 	}
-	session, err := cs.Server.Start(string(mech))
+	session, err := cs.Start(string(mech))
 	if err != nil {
-		_ = writeSASLFrame(c, []byte{saslFailed}, []byte(err.Error()))
+		_ = writeSASLFrame(c, []byte{saslFailed}, []byte("unsupported SASL mechanism"))
 		return peerIdentity{}, fmt.Errorf("%w: %w", errSASLRefused, err)
 	}
 	for range maxSASLRounds {
@@ -117,11 +132,9 @@ func (cs *ControllerSASL) saslAccept(ctx context.Context, c net.Conn) (peerIdent
 		}
 		reply, err := session.Step(ctx, msg)
 		if err != nil {
-			text := err.Error()
-			if !errors.Is(err, sasl.ErrAuthenticationFailed) {
-				text = "authentication failed with SASL mechanism " + session.Mechanism()
-			}
-			_ = writeSASLFrame(c, []byte{saslFailed}, []byte(text))
+			// The detail stays in this node's log: the peer is told
+			// nothing that would help it probe users.
+			_ = writeSASLFrame(c, []byte{saslFailed}, []byte("authentication failed with SASL mechanism "+session.Mechanism()))
 			return peerIdentity{}, fmt.Errorf("%w: %w", errSASLRefused, err)
 		}
 		if !session.Done() {

@@ -216,8 +216,8 @@ func (c Config) validate() error {
 	if c.ServerTLS != nil && c.AuthorizePeer == nil && c.SASL == nil {
 		return errors.New("metadata: controller listener TLS needs AuthorizePeer")
 	}
-	if s := c.SASL; s != nil && (s.Server == nil || s.Client == nil || s.AuthorizeUser == nil) {
-		return errors.New("metadata: controller listener SASL needs Server, Client and AuthorizeUser")
+	if s := c.SASL; s != nil && (s.Start == nil || s.Client == nil || s.AuthorizeUser == nil) {
+		return errors.New("metadata: controller listener SASL needs Start, Client and AuthorizeUser")
 	}
 	if c.DefaultNumPartitions < 1 {
 		return fmt.Errorf("metadata: num.partitions=%d: must be >= 1", c.DefaultNumPartitions)
