@@ -193,7 +193,11 @@ func (c *Config) validateSecurity(names map[string]bool) error {
 		switch p := c.ListenerProtocol(name); p {
 		case "SASL_PLAINTEXT", "SASL_SSL":
 			// Kafka's default is GSSAPI, which kbroker does not have.
-			switch m := strings.ToUpper(strings.TrimSpace(c.Security["sasl.mechanism.controller.protocol"])); m {
+			m, ok := c.Security["listener.name."+strings.ToLower(name)+".sasl.mechanism.controller.protocol"]
+			if !ok {
+				m = c.Security["sasl.mechanism.controller.protocol"]
+			}
+			switch m := strings.ToUpper(strings.TrimSpace(m)); m {
 			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 			default:
 				errs = append(errs, invalid("sasl.mechanism.controller.protocol",
