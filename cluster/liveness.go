@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +56,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 			if n.session.renewed(time.Now()) {
 				n.logger.Info("heartbeat succeeded again; leading partitions as the metadata says")
 			}
+			n.reportOfflineReplicas(ctx, interval*2)
 		}
 		select {
 		case <-t.C:
@@ -374,4 +376,37 @@ func (n *Node) startMembership(ctx context.Context, wg *sync.WaitGroup) error {
 	}()
 	go func() { defer wg.Done(); n.watchMembership(ctx, m) }()
 	return nil
+}
+
+// reportOfflineReplicas tells the controller, with each heartbeat, about
+// this broker's replicas that cannot open their logs while the metadata
+// still has it as their leader or in their ISR, so that leadership moves
+// to a replica that can serve (metadata offline_replicas.go).
+func (n *Node) reportOfflineReplicas(ctx context.Context, timeout time.Duration) {
+	img := n.store.Image()
+	var report []metadata.TopicPartitions
+	for _, tp := range n.replicas.OfflineReplicas() {
+		p, ok := img.Partition(tp.Topic, tp.Partition)
+		if !ok || (p.Leader != n.cfg.NodeID && !slices.Contains(p.ISR, n.cfg.NodeID)) {
+			continue
+		}
+		if k := len(report) - 1; k >= 0 && report[k].Topic == tp.Topic {
+			report[k].Partitions = append(report[k].Partitions, tp.Partition)
+			continue
+		}
+		report = append(report, metadata.TopicPartitions{Topic: tp.Topic, Partitions: []int32{tp.Partition}})
+	}
+	if len(report) == 0 {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	changed, err := n.store.ReportOfflineReplicas(rctx, n.cfg.NodeID, n.brokerEpoch(), report)
+	if err != nil {
+		n.logger.Warn("reporting offline replicas to the controller", "partitions", len(report), "err", err)
+		return
+	}
+	if changed > 0 {
+		n.logger.Info("controller moved partitions away from this broker's offline replicas", "partitions", changed)
+	}
 }

@@ -39,8 +39,11 @@ type Node struct {
 	cfg    config.Config
 	logger *slog.Logger
 
-	store    *metadata.Store
-	logs     *storage.Manager
+	store *metadata.Store
+	logs  *storage.Manager
+	// logFS is the file system of the log dirs; nil is the OS's. Tests
+	// inject faults through it.
+	logFS    storage.FS
 	replicas *replication.Manager
 	server   *Server
 	metrics  *requestMetrics
@@ -161,7 +164,11 @@ func (n *Node) Addr(listener string) (string, bool) {
 // stops raft.
 func (n *Node) Run(ctx context.Context) (err error) {
 	cfg := &n.cfg
-	n.logs, err = storage.OpenManager(cfg.LogDirs, n.logger.With("component", "storage"))
+	fsys := n.logFS
+	if fsys == nil {
+		fsys = storage.OSFS{}
+	}
+	n.logs, err = storage.OpenManagerFS(fsys, cfg.LogDirs, n.logger.With("component", "storage"))
 	if err != nil {
 		return fmt.Errorf("opening log dirs: %w", err)
 	}
@@ -212,13 +219,14 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	if err := n.store.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the metadata quorum: %w", err)
 	}
+	capacity := n.partitionCapacity()
 	reg := metadata.BrokerRegistration{
 		ID:            cfg.NodeID,
 		IncarnationID: newIncarnationID(),
 		Endpoints:     endpoints,
 		Rack:          cfg.BrokerRack,
 
-		PartitionCapacity: n.partitionCapacity(),
+		PartitionCapacity: capacity,
 	}
 	if err := n.store.RegisterBroker(ctx, reg); err != nil {
 		return fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
@@ -234,6 +242,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		TopicConfig:          n.resolveTopic,
 		InterBrokerListener:  cfg.InterBrokerListenerName,
 		ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
+		PartitionCapacity:    capacity,
 		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
@@ -263,7 +272,16 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		OnLeaderReachable:   n.leaderReachable,
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
-		return fmt.Errorf("opening partitions: %w", err)
+		// Replicas whose logs cannot open (a failed disk, too few file
+		// descriptors: capacity.go logged why) are offline, not fatal:
+		// they answer KAFKA_STORAGE_ERROR, are reported to the controller
+		// with the heartbeats so leadership moves, and are reopened on
+		// every image change. Anything else stops the start.
+		offline, ok := onlyStorageErrors(err)
+		if !ok {
+			return fmt.Errorf("opening partitions: %w", err)
+		}
+		n.logger.Error("starting with offline replicas", "replicas", offline)
 	}
 
 	var wg sync.WaitGroup
@@ -519,4 +537,19 @@ func (a *producerIDAllocator) allocate(ctx context.Context) (int64, error) {
 	id := a.next
 	a.next++
 	return id, nil
+}
+
+// onlyStorageErrors reports whether every error joined in err is a
+// storage error (an offline replica), and how many there are.
+func onlyStorageErrors(err error) (int, bool) {
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		if !errors.Is(e, storage.ErrStorage) {
+			return 0, false
+		}
+	}
+	return len(errs), true
 }

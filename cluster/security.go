@@ -54,6 +54,9 @@ type nodeSecurity struct {
 	// controller RPCs (metadata.Config).
 	controllerTLS *security.TLSStore
 	controllerMap *security.PrincipalMapper
+	// controllerSASL is set with SASL_PLAINTEXT/SASL_SSL on the
+	// controller listener (controllerTLS too with SASL_SSL).
+	controllerSASL *metadata.ControllerSASL
 
 	// reloaders run each TLS store's file watch (Run).
 	reloaders []func(context.Context) error
@@ -175,14 +178,16 @@ func (s *nodeSecurity) controller(cfg *config.Config, props map[string]string, o
 		return nil
 	}
 	name := cfg.ControllerListenerNames[0]
+	view := security.ListenerProps(props, name)
 	switch p := cfg.ListenerProtocol(name); p {
 	case security.ProtocolPlaintext:
 		return nil
 	case security.ProtocolSSL:
+	case security.ProtocolSASLPlaintext, security.ProtocolSASLSSL:
+		return s.controllerSASLSetup(name, p, view, opts)
 	default:
-		return fmt.Errorf("controller listener %s: security protocol %s is not supported (PLAINTEXT or SSL)", name, p)
+		return fmt.Errorf("controller listener %s: security protocol %s is not supported", name, p)
 	}
-	view := security.ListenerProps(props, name)
 	view["ssl.client.auth"] = "required" // every peer is a node with a certificate
 	// Raft dials its peers at IP addresses (the transport resolves the
 	// voters' host names), which node certificates rarely name. The
@@ -210,8 +215,65 @@ func (s *nodeSecurity) controller(cfg *config.Config, props map[string]string, o
 	return nil
 }
 
-// applyMetadata wires the controller listener's mutual TLS into mc.
+// controllerSASLSetup sets up a SASL_PLAINTEXT or SASL_SSL controller
+// listener: every node authenticates with sasl.mechanism.controller.protocol
+// and its JAAS credentials (inside TLS with SASL_SSL), and only
+// super.users may speak (authorizeControllerUser).
+func (s *nodeSecurity) controllerSASLSetup(name, proto string, view map[string]string, opts security.TLSOptions) error {
+	server, client, err := security.ControllerSASL(view)
+	if err != nil {
+		return fmt.Errorf("controller listener %s: %w", name, err)
+	}
+	if len(s.superUsers) == 0 {
+		return fmt.Errorf("controller listener %s is %s: super.users must list the nodes' SASL principals", name, proto)
+	}
+	if proto == security.ProtocolSASLSSL {
+		// As with SSL: raft dials IP addresses, so the chain is checked,
+		// not the host name; the peer proves itself with SASL.
+		view["ssl.endpoint.identification.algorithm"] = ""
+		st, err := security.NewTLSStore(view, opts)
+		if err != nil {
+			return fmt.Errorf("controller listener %s: %w", name, err)
+		}
+		if _, err := st.ServerConfig(); err != nil {
+			return fmt.Errorf("controller listener %s: %w", name, err)
+		}
+		s.controllerTLS = st
+		s.reloaders = append(s.reloaders, st.Run)
+	}
+	s.controllerSASL = &metadata.ControllerSASL{
+		Start:         func(m string) (metadata.SASLServerSession, error) { return server.Start(m) },
+		Client:        func() metadata.SASLClientSession { return client() },
+		AuthorizeUser: s.authorizeControllerUser,
+	}
+	return nil
+}
+
+// authorizeControllerUser lets a SASL-authenticated user speak on the
+// controller listener when User:<name> is in super.users. A name ending
+// in a number (broker-2) is bound to that node id, as certificate
+// principals are; a name all nodes share (Kafka's usual "admin") may act
+// for any node.
+func (s *nodeSecurity) authorizeControllerUser(user string) (int32, bool, bool) {
+	if !s.superUsers[security.User(user).String()] {
+		return -1, false, false
+	}
+	if id, ok := nodeIDOf(user); ok {
+		return id, true, true
+	}
+	return -1, false, true
+}
+
+// applyMetadata wires the controller listener's mutual TLS or SASL into mc.
 func (s *nodeSecurity) applyMetadata(mc *metadata.Config) {
+	if s.controllerSASL != nil {
+		mc.SASL = s.controllerSASL
+		if s.controllerTLS != nil {
+			mc.ServerTLS, _ = s.controllerTLS.ServerConfig() // checked in controllerSASLSetup
+			mc.ClientTLS = s.controllerTLS.ClientConfig("")
+		}
+		return
+	}
 	if s.controllerTLS == nil {
 		return
 	}

@@ -222,7 +222,7 @@ func TestBadValues(t *testing.T) {
 		{"process.roles=broker,worker", `process.roles: "worker" is not broker or controller`},
 		{"process.roles=", `process.roles: must name at least one`},
 		{"process.roles=broker,broker", `broker appears twice`},
-		{"listener.security.protocol.map=PLAINTEXT:SSL,CONTROLLER:SASL_SSL", `SASL is not supported on the controller listener`},
+		{"listener.security.protocol.map=PLAINTEXT:SSL,CONTROLLER:SASL_SSL", `sasl.mechanism.controller.protocol: "": the controller listener CONTROLLER is SASL_SSL`},
 		{"listener.name.external.ssl.keystore.location=/x.pem", `listener EXTERNAL is not in listeners`},
 		{"super.users=admin", `super.users: "admin" is not Type:name`},
 		{"listener.security.protocol.map=PLAINTEXT:FOO", `"FOO" is not a security protocol`},

@@ -24,7 +24,7 @@ var securityKeyDocs = []struct {
 	name, doc string
 	sensitive bool
 }{
-	{"ssl.keystore.type", "Keystore format; only PEM.", false},
+	{"ssl.keystore.type", "Keystore format; only PEM (JKS/PKCS12: convert, see Security).", false},
 	{"ssl.keystore.location", "PEM file with the private key and its certificate chain; reloaded when it changes.", false},
 	{"ssl.keystore.key", "The private key in PEM, inline (instead of ssl.keystore.location).", true},
 	{"ssl.keystore.certificate.chain", "The certificate chain in PEM, inline (with ssl.keystore.key).", true},
@@ -42,6 +42,7 @@ var securityKeyDocs = []struct {
 	{"ssl.principal.mapping.rules", "Rules (RULE:pattern/replacement/[LU], DEFAULT) that turn a client certificate's DN into the principal name.", false},
 	{"sasl.enabled.mechanisms", "SASL mechanisms of SASL listeners: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.", false},
 	{"sasl.mechanism.inter.broker.protocol", "Mechanism brokers authenticate to each other with when the inter-broker listener is SASL.", false},
+	{"sasl.mechanism.controller.protocol", "Mechanism nodes authenticate to each other's controller listener with when it is SASL_PLAINTEXT or SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512); credentials are the username/password of that mechanism's sasl.jaas.config on the controller listener.", false},
 	{"sasl.jaas.config", "JAAS entry: PlainLoginModule with user_<name>=\"password\" options for PLAIN; username/password are this broker's own inter-broker credentials.", true},
 }
 
@@ -191,8 +192,17 @@ func (c *Config) validateSecurity(names map[string]bool) error {
 	for _, name := range c.ControllerListenerNames {
 		switch p := c.ListenerProtocol(name); p {
 		case "SASL_PLAINTEXT", "SASL_SSL":
-			errs = append(errs, invalid("listener.security.protocol.map",
-				"%s:%s: SASL is not supported on the controller listener; use SSL (mutual TLS) or PLAINTEXT", name, p))
+			// Kafka's default is GSSAPI, which kbroker does not have.
+			m, ok := c.Security["listener.name."+strings.ToLower(name)+".sasl.mechanism.controller.protocol"]
+			if !ok {
+				m = c.Security["sasl.mechanism.controller.protocol"]
+			}
+			switch m := strings.ToUpper(strings.TrimSpace(m)); m {
+			case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+			default:
+				errs = append(errs, invalid("sasl.mechanism.controller.protocol",
+					"%q: the controller listener %s is %s; set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m, name, p))
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -78,3 +78,30 @@ func TestUnknownSecurityKeys(t *testing.T) {
 		}
 	}
 }
+
+// A SASL controller listener needs a mechanism kbroker has, given
+// globally or for the controller listener.
+func TestControllerSASLMechanism(t *testing.T) {
+	base := []string{"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:SASL_SSL"}
+	for _, tc := range []struct {
+		set  string
+		want string // "" for success
+	}{
+		{"sasl.mechanism.controller.protocol=SCRAM-SHA-512", ""},
+		{"listener.name.controller.sasl.mechanism.controller.protocol=plain", ""},
+		{"sasl.mechanism.controller.protocol=GSSAPI", `sasl.mechanism.controller.protocol: "GSSAPI"`},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, err := Load("", nil, append(base, tc.set))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %s", err, tc.want)
+			}
+		})
+	}
+}

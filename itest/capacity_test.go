@@ -196,3 +196,50 @@ func partitionDirs(dir, topic string) (map[int32]bool, error) {
 	}
 	return opened, nil
 }
+
+// TestRestartUnderLowerFileLimitSaysSo: a broker holding 150 partition
+// replicas restarted under ulimit -n 256 (room for 64) starts, serves,
+// and logs an error naming how many replicas are beyond its limit and
+// the limit that would hold them all.
+func TestRestartUnderLowerFileLimitSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	b := startBroker(t, dir)
+	topic := topicName(t)
+	createTopic(t, b, topic, 150, nil)
+	b.stop()
+	b.nofile = 256
+	b.start()
+	want := "the log dirs hold 150 partition replicas but the file-descriptor limit (RLIMIT_NOFILE 256) leaves room for 64: 86 will be offline (KAFKA_STORAGE_ERROR) until the limit is raised to at least 599"
+	testutil.Eventually(t, 10*time.Second, func() error {
+		data, err := os.ReadFile(b.logPath)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(data), want) {
+			return fmt.Errorf("log has no %q", want)
+		}
+		return nil
+	}, "the restart reports the replicas beyond capacity")
+
+	// It serves: the replicas that opened take writes, the others answer
+	// KAFKA_STORAGE_ERROR.
+	cl := newClient(t, b, kgo.RecordRetries(0), kgo.RequestRetries(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var served, offline int
+	for p := range int32(150) {
+		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte("x")}).FirstErr()
+		switch {
+		case err == nil:
+			served++
+		case errors.Is(err, kerr.KafkaStorageError):
+			offline++
+		default:
+			t.Fatalf("produce to partition %d: %v", p, err)
+		}
+	}
+	if served == 0 || offline == 0 {
+		t.Fatalf("%d partitions served, %d offline; want some of each", served, offline)
+	}
+	t.Logf("after the restart under ulimit -n 256: %d partitions served, %d offline", served, offline)
+}

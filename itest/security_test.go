@@ -318,6 +318,13 @@ func TestSecureClusterReplicates(t *testing.T) {
 		{"SSL", "SSL", []string{"listener.name.internal.ssl.client.auth=required"}},
 		{"SASL_SSL", "SASL_SSL", []string{"sasl.enabled.mechanisms=PLAIN", "sasl.mechanism.inter.broker.protocol=PLAIN",
 			"listener.name.internal.plain.sasl.jaas.config=" + brokerJAAS}},
+		// The controller listener with SASL_SSL and SCRAM: raft and the
+		// controller RPC authenticate as User:kb (later --set wins).
+		{"SASL_SSL controller", "SSL", []string{"listener.name.internal.ssl.client.auth=required",
+			"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,INTERNAL:SSL,CONTROLLER:SASL_SSL",
+			"sasl.mechanism.controller.protocol=SCRAM-SHA-512",
+			`listener.name.controller.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="kb" password="kb-secret";`,
+			"super.users=User:CN=kb1;User:CN=kb2;User:CN=kb3;User:kb"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { secureClusterReplicates(t, tc.protocol, tc.sets) })
 	}

@@ -161,7 +161,15 @@
 //
 // # Authentication
 //
-// With Config.ServerTLS set, every connection accepted on the controller
+// With Config.SASL set (SASL_PLAINTEXT, or SASL_SSL with ServerTLS and
+// ClientTLS), every connection runs a framed SASL exchange (sasl.go) after
+// TCP (and TLS) and before the preamble: PLAIN or SCRAM with the node's
+// own credentials, and ControllerSASL.AuthorizeUser admits only node
+// principals, binding one that names a node to that node id as
+// AuthorizePeer does. Frames are bounded (maxSASLFrame) before anything
+// is allocated, and the exchange shares the preamble's time bound.
+//
+// With Config.ServerTLS set and no SASL, every connection accepted on the controller
 // listener does a TLS handshake before anything else, with a client
 // certificate required and verified (ClientAuth is forced to
 // RequireAndVerifyClientCert), and Config.AuthorizePeer maps the verified

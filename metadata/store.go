@@ -116,6 +116,13 @@ type Config struct {
 	// reporter) is refused with ErrNotAuthorized unless the peer is that
 	// node. Required with ServerTLS.
 	AuthorizePeer func(tls.ConnectionState) (nodeID int32, ok bool)
+	// SASL, when set (SASL_PLAINTEXT, or SASL_SSL together with
+	// ServerTLS/ClientTLS), authenticates every connection of the
+	// controller listener with a SASL exchange before raft or the RPC
+	// sees a byte (sasl.go); ServerTLS then does not require client
+	// certificates and AuthorizePeer is not used. Node binding is as
+	// with AuthorizePeer, for principals that name one node.
+	SASL *ControllerSASL
 
 	// tuneRaft, set by tests, adjusts the raft config (shorter timeouts).
 	tuneRaft func(*raft.Config)
@@ -211,8 +218,11 @@ func (c Config) validate() error {
 	if (c.ServerTLS == nil) != (c.ClientTLS == nil) {
 		return errors.New("metadata: controller listener TLS needs both a server and a client config, or neither")
 	}
-	if c.ServerTLS != nil && c.AuthorizePeer == nil {
+	if c.ServerTLS != nil && c.AuthorizePeer == nil && c.SASL == nil {
 		return errors.New("metadata: controller listener TLS needs AuthorizePeer")
+	}
+	if s := c.SASL; s != nil && (s.Start == nil || s.Client == nil || s.AuthorizeUser == nil) {
+		return errors.New("metadata: controller listener SASL needs Start, Client and AuthorizeUser")
 	}
 	if c.DefaultNumPartitions < 1 {
 		return fmt.Errorf("metadata: num.partitions=%d: must be >= 1", c.DefaultNumPartitions)
@@ -317,7 +327,7 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.wrapListener != nil {
 		ln = cfg.wrapListener(ln)
 	}
-	dial := dialer{tls: cfg.ClientTLS}
+	dial := dialer{tls: cfg.ClientTLS, sasl: cfg.SASL}
 	stream := newRaftStream(adv, dial)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
@@ -366,7 +376,7 @@ func Open(cfg Config) (*Store, error) {
 		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
 	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String(),
-		dialer: dial, serverTLS: serverTLS(cfg.ServerTLS)}
+		dialer: dial, serverTLS: serverTLS(cfg.ServerTLS, cfg.SASL != nil)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = map[net.Conn]struct{}{}
 	s.close = sync.OnceValue(func() error {

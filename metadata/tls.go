@@ -22,7 +22,8 @@ import (
 // dialer opens connections to controller listeners: TCP, then a TLS
 // handshake when tls is set.
 type dialer struct {
-	tls *tls.Config
+	tls  *tls.Config
+	sasl *ControllerSASL // nil: no SASL exchange
 }
 
 // dialTimeout bounds one connect and handshake to a controller
@@ -36,6 +37,19 @@ const dialTimeout = time.Second
 func (d dialer) dial(ctx context.Context, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
+	c, err := d.dialTLS(ctx, addr)
+	if err != nil || d.sasl == nil {
+		return c, err
+	}
+	if err := d.sasl.saslDial(ctx, c, addr); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// dialTLS connects to addr, with a TLS handshake when d.tls is set.
+func (d dialer) dialTLS(ctx context.Context, addr string) (net.Conn, error) {
 	var nd net.Dialer
 	c, err := nd.DialContext(ctx, "tcp", addr)
 	if err != nil || d.tls == nil {
@@ -63,10 +77,11 @@ func (d dialer) dial(ctx context.Context, addr string) (net.Conn, error) {
 
 // serverTLS is cfg with client certificates required and verified,
 // whatever cfg (or its GetConfigForClient) says: an anonymous peer must
-// never reach raft or the controller RPC.
-func serverTLS(cfg *tls.Config) *tls.Config {
-	if cfg == nil {
-		return nil
+// never reach raft or the controller RPC. With SASL (SASL_SSL) the peer
+// authenticates with SASL inside TLS instead, and cfg is used as given.
+func serverTLS(cfg *tls.Config, withSASL bool) *tls.Config {
+	if cfg == nil || withSASL {
+		return cfg
 	}
 	cfg = cfg.Clone()
 	cfg.ClientAuth = tls.RequireAndVerifyClientCert
@@ -83,19 +98,47 @@ func serverTLS(cfg *tls.Config) *tls.Config {
 	return cfg
 }
 
-// authenticate does the server side of the TLS handshake on an accepted
-// connection and asks AuthorizePeer who the peer is. With a PLAINTEXT
+// authenticate does the server side of the TLS handshake and the SASL
+// exchange on an accepted connection, as the listener's protocol asks,
+// and says who the peer is: with SSL AuthorizePeer maps its certificate,
+// with SASL ControllerSASL.AuthorizeUser its user. With a PLAINTEXT
 // listener it returns c and an unverified identity.
 func (s *Store) authenticate(c net.Conn) (net.Conn, peerIdentity, error) {
-	if s.serverTLS == nil {
+	if s.serverTLS == nil && s.cfg.SASL == nil {
 		return c, peerIdentity{}, nil
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, preambleTimeout)
 	defer cancel()
-	tc := tls.Server(c, s.serverTLS)
-	if err := tc.HandshakeContext(ctx); err != nil {
-		return nil, peerIdentity{}, fmt.Errorf("TLS handshake: %w", err)
+	conn := c
+	if s.serverTLS != nil {
+		tc := tls.Server(c, s.serverTLS)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			return nil, peerIdentity{}, fmt.Errorf("TLS handshake: %w", err)
+		}
+		if s.cfg.SASL == nil {
+			return s.authorizeCert(tc)
+		}
+		conn = tc
 	}
+	// The whole exchange shares the preamble's time bound, and Close
+	// (s.ctx) interrupts it.
+	conn.SetDeadline(time.Now().Add(preambleTimeout))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	peer, err := s.cfg.SASL.saslAccept(ctx, conn)
+	if err != nil {
+		if errors.Is(err, errSASLRefused) {
+			return nil, peerIdentity{}, fmt.Errorf("%w: %w", errPeerRefused, err)
+		}
+		return nil, peerIdentity{}, fmt.Errorf("SASL: %w", err)
+	}
+	conn.SetDeadline(time.Time{})
+	return conn, peer, nil
+}
+
+// authorizeCert asks AuthorizePeer which node the certificate of a mutual
+// TLS peer is.
+func (s *Store) authorizeCert(tc *tls.Conn) (net.Conn, peerIdentity, error) {
 	st := tc.ConnectionState()
 	id, ok := s.cfg.AuthorizePeer(st)
 	if !ok || id < 0 {
@@ -108,12 +151,12 @@ func (s *Store) authenticate(c net.Conn) (net.Conn, peerIdentity, error) {
 	return tc, peerIdentity{verified: true, node: id}, nil
 }
 
-var errPeerRefused = errors.New("AuthorizePeer refused the peer")
+var errPeerRefused = errors.New("controller listener refused the peer")
 
 // warnPlaintext logs, once per Open, that the controller listener takes
 // anybody.
 func (s *Store) warnPlaintext() {
-	if s.serverTLS == nil {
+	if s.serverTLS == nil && s.cfg.SASL == nil {
 		s.log.Warn("the controller listener is unauthenticated (PLAINTEXT): any host that reaches it can join raft and send controller requests; set TLS for it",
 			"addr", s.advertise)
 	}

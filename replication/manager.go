@@ -32,6 +32,14 @@ type ManagerConfig struct {
 	// defaults.
 	TopicConfig func(overrides map[string]string) config.TopicConfig
 
+	// PartitionCapacity caps the replicas open at once (the capacity the
+	// broker registered, cluster capacity.go); 0 is no cap. A broker
+	// restarted under a lower file-descriptor limit than its replicas
+	// need then keeps descriptors for connections, raft and segment rolls
+	// instead of spending the last of them on logs: the replicas beyond
+	// the cap are offline (offline.go).
+	PartitionCapacity int64
+
 	// InterBrokerListener names the listener whose endpoint (from the
 	// metadata image) followers dial.
 	InterBrokerListener string
@@ -326,6 +334,10 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 				ok = false
 			}
 			if !ok {
+				if c := m.cfg.PartitionCapacity; c > 0 && int64(len(m.mu.partitions)) >= c {
+					errs = append(errs, m.markOfflineLocked(tp, fmt.Errorf("%w (%d replicas)", ErrBeyondCapacity, c)))
+					continue
+				}
 				log, err := m.cfg.Logs.GetOrCreate(tp.Topic, tp.Partition, logConfig(cfg))
 				if err != nil {
 					errs = append(errs, m.markOfflineLocked(tp, err))

@@ -1,7 +1,10 @@
 package replication
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/kbroker/kbroker/storage"
 )
@@ -16,11 +19,30 @@ import (
 // routine leader move. Every Apply retries the open, so the replica comes
 // back once descriptors or disk space are freed.
 //
-// The controller is not told: a leader that cannot open its log stays the
-// leader in the metadata until it is fenced or restarted (Kafka would
-// report the log dir offline and move leadership). The partition-capacity
-// check (metadata limits.go) is what keeps CreateTopics from getting here
-// through file-descriptor exhaustion.
+// The broker reports its offline replicas to the controller with each
+// heartbeat (OfflineReplicas; cluster liveness.go), as Kafka's heartbeat
+// reports offline log dirs, and the controller moves leadership to another
+// ISR member. The partition-capacity check (metadata limits.go) is what
+// keeps CreateTopics from getting here through file-descriptor exhaustion.
+
+// OfflineReplicas lists, sorted, the replicas this broker should host but
+// cannot open.
+func (m *Manager) OfflineReplicas() []TopicPartition {
+	m.mu.RLock()
+	out := make([]TopicPartition, 0, len(m.mu.offline))
+	for tp := range m.mu.offline {
+		out = append(out, tp)
+	}
+	m.mu.RUnlock()
+	slices.SortFunc(out, func(a, b TopicPartition) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	return out
+}
+
+// ErrBeyondCapacity is why a replica stays closed when the broker already
+// has ManagerConfig.PartitionCapacity replicas open.
+var ErrBeyondCapacity = errors.New("beyond this broker's partition capacity")
 
 // markOfflineLocked records that tp's log failed to open and returns the
 // error to report, wrapping storage.ErrStorage so that it maps to

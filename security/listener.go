@@ -158,13 +158,18 @@ func NewSASLServer(view map[string]string, scram sasl.CredentialStore) (*sasl.Se
 // the credentials the username and password options of that mechanism's
 // sasl.jaas.config (PlainLoginModule or ScramLoginModule).
 func InterBrokerSASL(view map[string]string) (func() sasl.ClientSession, error) {
-	mech := strings.ToUpper(strings.TrimSpace(view["sasl.mechanism.inter.broker.protocol"]))
+	return clientSASL(view, "sasl.mechanism.inter.broker.protocol")
+}
+
+// clientSASL is InterBrokerSASL with the mechanism named by mechKey.
+func clientSASL(view map[string]string, mechKey string) (func() sasl.ClientSession, error) {
+	mech := strings.ToUpper(strings.TrimSpace(view[mechKey]))
 	if mech == "" {
-		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol is not set")
+		return nil, fmt.Errorf("%s is not set", mechKey)
 	}
 	jaas, ok := MechanismProp(view, mech, "sasl.jaas.config")
 	if !ok {
-		return nil, fmt.Errorf("no sasl.jaas.config for inter-broker mechanism %s", mech)
+		return nil, fmt.Errorf("no sasl.jaas.config for %s=%s", mechKey, mech)
 	}
 	entries, err := sasl.ParseJAAS(jaas)
 	if err != nil {
@@ -172,14 +177,14 @@ func InterBrokerSASL(view map[string]string) (func() sasl.ClientSession, error) 
 	}
 	user, pass := entries[0].Options["username"], entries[0].Options["password"]
 	if user == "" || pass == "" {
-		return nil, fmt.Errorf("%s sasl.jaas.config: username and password are required for inter-broker authentication", strings.ToLower(mech))
+		return nil, fmt.Errorf("%s sasl.jaas.config: username and password are required to authenticate to other nodes", strings.ToLower(mech))
 	}
 	if mech == sasl.MechanismPlain {
 		return func() sasl.ClientSession { return &sasl.PlainClient{User: user, Password: pass} }, nil
 	}
 	sm, ok := sasl.ScramMechanismByName(mech)
 	if !ok {
-		return nil, fmt.Errorf("sasl.mechanism.inter.broker.protocol=%s is not supported", mech)
+		return nil, fmt.Errorf("%s=%s is not supported", mechKey, mech)
 	}
 	return func() sasl.ClientSession { return &sasl.ScramClient{Mech: sm, User: user, Password: pass} }, nil
 }

@@ -37,7 +37,7 @@ func ParseTLSSettings(view map[string]string) (TLSSettings, error) {
 	var s TLSSettings
 	for _, k := range []string{"ssl.keystore.type", "ssl.truststore.type"} {
 		if t := prop(view, k); t != "" && !strings.EqualFold(t, "PEM") {
-			return s, fmt.Errorf("%s=%s is not supported: use PEM", k, t)
+			return s, fmt.Errorf("%s=%s is not supported: kbroker reads PEM only (%s=PEM); %s", k, t, k, convertHint(k, t))
 		}
 	}
 	s.KeystoreLocation = prop(view, "ssl.keystore.location")
@@ -158,4 +158,17 @@ func cipherSuites(names []string) ([]uint16, error) {
 		}
 	}
 	return out, nil
+}
+
+// convertHint says how to turn a Java store into the PEM file kbroker
+// reads (README "Security" has the full recipe).
+func convertHint(key, typ string) string {
+	jks := ""
+	if strings.EqualFold(typ, "JKS") {
+		jks = "keytool -importkeystore -srckeystore store.jks -destkeystore store.p12 -deststoretype PKCS12, then "
+	}
+	if key == "ssl.truststore.type" {
+		return "convert with keytool -exportcert -rfc -keystore store." + strings.ToLower(typ) + " -alias <ca> > ca.pem and set ssl.truststore.location=ca.pem"
+	}
+	return "convert with " + jks + "openssl pkcs12 -in store.p12 -nodes -nocerts -out key.pem; openssl pkcs12 -in store.p12 -nokeys >> key.pem, and set ssl.keystore.location=key.pem"
 }

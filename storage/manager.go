@@ -182,6 +182,17 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 	return d, nil
 }
 
+// HostedPartitions is how many partition directories the log dirs held
+// when the Manager opened them (open or not yet), for the broker's
+// capacity check at start.
+func (m *Manager) HostedPartitions() int {
+	n := 0
+	for _, d := range m.dirs {
+		n += len(d.partitions)
+	}
+	return n
+}
+
 // GetOrCreate opens (recovering if needed) or creates the log of a
 // partition. A new partition goes to the directory holding the fewest.
 func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Log, error) {
