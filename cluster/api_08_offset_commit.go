@@ -82,7 +82,7 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq km
 	if !groupAllowed || (len(offsets) == 0 && len(refused) > 0) {
 		return resp, nil
 	}
-	by := commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation}
+	by := commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation, Version: req.Version}
 	n.groups.commitOffsets(req.Group, by, offsets, func(errs []error) {
 		i, k := 0, 0
 		for ti := range resp.Topics {

@@ -72,6 +72,11 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kms
 				}
 			}
 			got, err := n.fetchOffsetsAuthorized(rc, rg.Group, topics, order)
+			if err == nil && req.Version >= 9 {
+				if err = n.groups.validateFetchMember(rg.Group, deref(rg.MemberID), rg.MemberEpoch); err != nil {
+					got = nil
+				}
+			}
 			if req.RequireStable {
 				n.groups.markUnstable(rg.Group, got)
 			}
