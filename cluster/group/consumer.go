@@ -468,9 +468,10 @@ func (c *Consumer) memberFor(req ConsumerHeartbeat) (*ConsumerMember, bool, erro
 		m.Epoch, m.PreviousEpoch = 0, 0
 		m.Assigned = existing.Assigned.Clone()
 		m.PendingRevocation = existing.PendingRevocation.Clone()
+		target, hasTarget := c.target[existing.ID]
 		c.removeMember(existing.ID)
-		if t, ok := c.target[existing.ID]; ok {
-			c.target[m.ID] = t
+		if hasTarget {
+			c.target[m.ID] = target
 			c.changes.target[m.ID] = true
 		}
 		c.members[m.ID] = &m
