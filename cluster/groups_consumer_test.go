@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kbroker/kbroker/internal/testutil"
 )
@@ -171,6 +172,8 @@ func TestKIP848ConsumersShareAndRebalance(t *testing.T) {
 	}
 	log.mu.Unlock()
 
+	checkMemberEpochCommits(ctx, t, cl, "g848", topic)
+
 	// The admin views show the type; a classic DescribeGroups of it is
 	// GROUP_ID_NOT_FOUND (v6), as in Kafka.
 	lg, err := adm.ListGroups(ctx)
@@ -286,4 +289,77 @@ func TestKIP848CoordinatorStops(t *testing.T) {
 		}
 		return true
 	}, "the members keep their assignment under the new coordinator")
+}
+
+// checkMemberEpochCommits checks OffsetCommit and OffsetFetch against a
+// consumer group with members: a stale member epoch, an old version, an
+// unknown topic id (v10).
+func checkMemberEpochCommits(ctx context.Context, t *testing.T, cl *kgo.Client, groupID, topic string) {
+	t.Helper()
+	g, err := describeConsumerGroup(ctx, cl, groupID)
+	if err != nil || len(g.Members) == 0 || len(g.Members[0].Assignment.TopicPartitions) == 0 {
+		t.Fatalf("describe: %v %+v", err, g)
+	}
+	m := g.Members[0]
+	tid := m.Assignment.TopicPartitions[0].TopicID
+	commit := func(version int16, epoch int32, id [16]byte) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.Version = version
+		req.Group, req.MemberID, req.Generation = groupID, m.MemberID, epoch
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = topic, id
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = m.Assignment.TopicPartitions[0].Partitions[0], 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		// kgo sends the highest version both sides know, up to MaxVersions.
+		vcl := cl
+		if version < 10 {
+			v := kversion.Stable()
+			v.SetMaxKeyVersion(int16(kmsg.OffsetCommit), version)
+			var err error
+			if vcl, err = kgo.NewClient(kgo.SeedBrokers(cl.OptValue(kgo.SeedBrokers).([]string)...), kgo.MaxVersions(v)); err != nil {
+				t.Fatal(err)
+			}
+			defer vcl.Close()
+		}
+		resp, err := req.RequestWith(ctx, vcl)
+		if err != nil {
+			t.Fatalf("OffsetCommit v%d: %v", version, err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	for _, tc := range []struct {
+		name    string
+		version int16
+		epoch   int32
+		id      [16]byte
+		want    *kerr.Error
+	}{
+		{"stale member epoch", 10, m.MemberEpoch + 7, tid, kerr.StaleMemberEpoch},
+		{"version before 9", 8, m.MemberEpoch, tid, kerr.UnsupportedVersion},
+		{"unknown topic id", 10, m.MemberEpoch, [16]byte{0xff}, kerr.UnknownTopicID},
+	} {
+		if got := commit(tc.version, tc.epoch, tc.id); got != tc.want.Code {
+			t.Errorf("%s: OffsetCommit error %v, want %v", tc.name, kerr.ErrorForCode(got), tc.want)
+		}
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fg := kmsg.NewOffsetFetchRequestGroup()
+	fg.Group, fg.MemberID, fg.MemberEpoch = groupID, &m.MemberID, m.MemberEpoch+7
+	fetch.Groups = append(fetch.Groups, fg)
+	fresp, err := fetch.RequestWith(ctx, cl)
+	if err != nil || fresp.Groups[0].ErrorCode != kerr.StaleMemberEpoch.Code {
+		t.Errorf("OffsetFetch with a stale member epoch: %v %+v", err, fresp)
+	}
+	// v10 by topic id, with the member's real epoch.
+	fg.MemberEpoch = m.MemberEpoch
+	ft := kmsg.NewOffsetFetchRequestGroupTopic()
+	ft.TopicID, ft.Partitions = tid, m.Assignment.TopicPartitions[0].Partitions
+	fg.Topics = append(fg.Topics, ft)
+	fetch.Groups[0] = fg
+	fresp, err = fetch.RequestWith(ctx, cl)
+	if err != nil || fresp.Version < 10 || fresp.Groups[0].ErrorCode != 0 || len(fresp.Groups[0].Topics) != 1 || fresp.Groups[0].Topics[0].TopicID != tid {
+		t.Errorf("OffsetFetch v10 by topic id: %v %+v", err, fresp)
+	}
 }
