@@ -134,6 +134,10 @@ func (c *groupCoordinator) consumerHeartbeat(groupID string, req group.ConsumerH
 	}
 	cg := g.Consumer()
 	res, err := cg.Heartbeat(req, imageTopics(c.host.Image()), now)
+	if err != nil && cg.GroupEpoch == 0 && len(g.Offsets) == 0 && pre == nil {
+		// A group this refused join created: it never existed.
+		delete(c.mu.groups, groupID)
+	}
 	g.SyncConsumerState(now)
 	interval := cg.HeartbeatInterval()
 	recs := append(pre, kvRecords(cg.TakeRecords())...)

@@ -236,7 +236,11 @@ func (c *groupCoordinator) expireOffsets(now time.Time) {
 		if g.State() == group.Empty && len(g.Offsets) == 0 && now.Sub(g.StateTimestamp()) >= retention {
 			g.MarkDead(now)
 			delete(c.mu.groups, id)
-			byPart[p] = append(byPart[p], record.Record{Key: group.GroupKey(id)})
+			if g.Consumer() != nil {
+				byPart[p] = append(byPart[p], kvRecords(group.ConsumerTombstones(id))...)
+			} else {
+				byPart[p] = append(byPart[p], record.Record{Key: group.GroupKey(id)})
+			}
 		}
 	}
 	c.mu.Unlock()
