@@ -186,7 +186,6 @@ type changeSet struct {
 	removed      map[string]bool
 	groupEpoch   bool
 	targetEpoch  bool
-	groupDeleted bool
 }
 
 func (c *changeSet) reset() {
