@@ -180,12 +180,12 @@ type Consumer struct {
 
 // changeSet is what must be written since the last TakeRecords.
 type changeSet struct {
-	memberMeta   map[string]bool
-	target       map[string]bool
-	current      map[string]bool
-	removed      map[string]bool
-	groupEpoch   bool
-	targetEpoch  bool
+	memberMeta  map[string]bool
+	target      map[string]bool
+	current     map[string]bool
+	removed     map[string]bool
+	groupEpoch  bool
+	targetEpoch bool
 }
 
 func (c *changeSet) reset() {
