@@ -204,6 +204,17 @@ func TestKIP848ConsumersShareAndRebalance(t *testing.T) {
 		return err == nil && lg["g848"].GroupType == "classic"
 	}, "the empty consumer group converted to classic")
 	classic.stop()
+	// And back: a KIP-848 member joins the empty classic group.
+	testutil.Eventually(t, 30*time.Second, func() bool {
+		lg, err := adm.ListGroups(ctx)
+		return err == nil && lg["g848"].State == "Empty"
+	}, "the classic group to be Empty")
+	c4 := startKIP848Consumer(t, seeds, "g848", topic, newConsumerLog(t))
+	defer c4.stop()
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		g, err := describeConsumerGroup(ctx, cl, "g848")
+		return err == nil && stableWith(g, 1, 6)
+	}, "the empty classic group converted to a consumer group")
 }
 
 // Three brokers; the group coordinator's broker stops. The members go on

@@ -382,7 +382,7 @@ var coreKeys = []brokerKey{
 	intKey("group.consumer.heartbeat.interval.ms", "5000", "How often consumer group (KIP-848) members are told to heartbeat.", 1,
 		func(c *Config) *int32 { return &c.GroupConsumerHeartbeatIntervalMs }),
 	assignorsKey(),
-	enumKey("group.consumer.migration.policy", "bidirectional", "Conversion between classic and consumer groups (empty groups are always converted).",
+	enumKey("group.consumer.migration.policy", "bidirectional", "Online (non-empty) conversions between classic and consumer groups Kafka allows; kbroker converts only empty groups (always, as Kafka), so this is only validated.",
 		[]string{"disabled", "upgrade", "downgrade", "bidirectional"},
 		func(c *Config) *string { return &c.GroupConsumerMigrationPolicy }),
 
