@@ -157,11 +157,13 @@ func TestKIP848ConsumersShareAndRebalance(t *testing.T) {
 
 	// A third member joins: partitions move only after their owner
 	// revoked them, and nothing is read twice.
+	joined := time.Now()
 	c3 := startKIP848Consumer(t, seeds, "g848", topic, log)
 	testutil.Eventually(t, 60*time.Second, func() bool {
 		g, err := describeConsumerGroup(ctx, cl, "g848")
 		return err == nil && stableWith(g, 3, 6)
 	}, "a stable consumer group of 3")
+	t.Logf("a third member joined; stable with 3 after %v", time.Since(joined))
 	produceAll(t, node.addr, topic, 600)
 	testutil.Eventually(t, 60*time.Second, func() bool { return log.count() >= 900 }, "900 records consumed")
 	log.mu.Lock()
@@ -265,6 +267,7 @@ func TestKIP848CoordinatorStops(t *testing.T) {
 		return false
 	}, "the group coordinator is known")
 	t.Logf("stopping the group coordinator, broker %d", coord)
+	stopped := time.Now()
 	nodes[coord-1].stop(t)
 
 	var others []string
@@ -281,6 +284,7 @@ func TestKIP848CoordinatorStops(t *testing.T) {
 	defer cl2.Close()
 	produceAll(t, others[0], topic, 600)
 	testutil.Eventually(t, 120*time.Second, func() bool { return log.count() >= 900 }, "900 records consumed after the coordinator stopped")
+	t.Logf("600 records produced and consumed %v after the coordinator stopped", time.Since(stopped))
 	testutil.Eventually(t, 60*time.Second, func() bool {
 		g, err := describeConsumerGroup(ctx, cl2, "g848-3")
 		after := memberAssignments(g)
