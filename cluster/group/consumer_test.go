@@ -279,3 +279,35 @@ func TestConsumerRecordsRoundTrip(t *testing.T) {
 		t.Fatalf("%d tombstones, %d members left", tombs, len(snap.Members))
 	}
 }
+
+func TestConsumerValidateCommit(t *testing.T) {
+	c := testConsumer()
+	r := join(t, c, "m1", testTopics(2, 0), time.Unix(1000, 0))
+	cases := []struct {
+		name          string
+		member        string
+		epoch         int32
+		version       int16
+		transactional bool
+		want          *kerr.Error
+	}{
+		{"current epoch", "m1", r.MemberEpoch, 9, false, nil},
+		{"stale epoch", "m1", r.MemberEpoch - 1, 10, false, kerr.StaleMemberEpoch},
+		{"old version", "m1", r.MemberEpoch, 8, false, kerr.UnsupportedVersion},
+		{"old version, transactional", "m1", r.MemberEpoch, -1, true, nil},
+		{"unknown member", "zz", r.MemberEpoch, 9, false, kerr.UnknownMemberID},
+		{"simple commit to a group with members", "", -1, 9, false, kerr.UnknownMemberID},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := c.ValidateCommit(tc.member, tc.epoch, tc.version, tc.transactional)
+			if (tc.want == nil && err != nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+		})
+	}
+	empty := testConsumer()
+	if err := empty.ValidateCommit("", -1, 9, false); err != nil {
+		t.Fatalf("simple commit to an empty group: %v", err)
+	}
+}
