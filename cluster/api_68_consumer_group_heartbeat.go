@@ -1,6 +1,6 @@
 package cluster
 
-// ConsumerGroupHeartbeat (key 68, KIP-848).
+// ConsumerGroupHeartbeat (key 68).
 //
 // A member of a consumer group joins (epoch 0), heartbeats with its epoch
 // and owned partitions, and leaves (epoch -1; -2 for a static member that

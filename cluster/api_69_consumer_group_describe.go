@@ -1,6 +1,6 @@
 package cluster
 
-// ConsumerGroupDescribe (key 69, KIP-848).
+// ConsumerGroupDescribe (key 69).
 //
 // Describes consumer groups: state, group and assignment epochs, the
 // assignor, and each member's subscription, current and target
