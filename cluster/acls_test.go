@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kbroker/kbroker/security/sasl"
 )
@@ -57,7 +58,15 @@ func commitOffset(ctx context.Context, cl *kgo.Client, group, topic string) erro
 	rp.Offset = 1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	// By topic name: OffsetCommit v9 at most (v10 names topics by id).
+	v := kversion.Stable()
+	v.SetMaxKeyVersion(int16(kmsg.OffsetCommit), 9)
+	named, err := kgo.NewClient(append(cl.Opts(), kgo.MaxVersions(v))...)
+	if err != nil {
+		return err
+	}
+	defer named.Close()
+	resp, err := req.RequestWith(ctx, named)
 	if err != nil {
 		return err
 	}

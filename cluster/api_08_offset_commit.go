@@ -15,6 +15,11 @@ package cluster
 // (as Kafka 4 does); metadata longer than offset.metadata.max.bytes (4096)
 // is OFFSET_METADATA_TOO_LARGE.
 //
+// v9 carries the member epoch of a consumer (KIP-848) group member, which
+// must be its current one (STALE_MEMBER_EPOCH); such a member may not
+// commit with an older version (UNSUPPORTED_VERSION). v10 names topics by
+// id (UNKNOWN_TOPIC_ID for an id the metadata does not know).
+//
 // Needs READ on the group (GROUP_AUTHORIZATION_FAILED for every
 // partition) and READ on each topic (TOPIC_AUTHORIZATION_FAILED for its
 // partitions, which are not committed).
@@ -29,7 +34,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 8, min: 2, max: 9, handle: (*Node).handleOffsetCommit, actions: offsetCommitActions})
+	register(apiSpec{key: 8, min: 2, max: 10, handle: (*Node).handleOffsetCommit, actions: offsetCommitActions})
 }
 
 func offsetCommitActions(_ *RequestContext, kreq kmsg.Request) []Action {
@@ -45,19 +50,34 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq km
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	groupAllowed := rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group)
+	// v10 names topics by id: an unknown id is UNKNOWN_TOPIC_ID.
+	var unknownID map[int]bool
+	if req.Version >= 10 {
+		img := n.store.Image()
+		unknownID = map[int]bool{}
+		for i := range req.Topics {
+			if t, ok := img.TopicsByID[req.Topics[i].TopicID]; ok {
+				req.Topics[i].Topic = t.Name
+			} else {
+				unknownID[i] = true
+			}
+		}
+	}
 	var offsets []partitionOffset
 	// refused marks the partitions answered without committing them.
 	var refused []bool
-	for _, t := range req.Topics {
+	for ti, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
-		rt.Topic = t.Topic
-		topicAllowed := rc.AuthorizedTopic(kmsg.ACLOperationRead, t.Topic)
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		topicAllowed := !unknownID[ti] && rc.AuthorizedTopic(kmsg.ACLOperationRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition = p.Partition
 			switch {
 			case !groupAllowed:
 				rp.ErrorCode = kerr.GroupAuthorizationFailed.Code
+			case unknownID[ti]:
+				rp.ErrorCode = kerr.UnknownTopicID.Code
 			case !topicAllowed:
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			}
@@ -82,7 +102,7 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq km
 	if !groupAllowed || (len(offsets) == 0 && len(refused) > 0) {
 		return resp, nil
 	}
-	by := commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation}
+	by := commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation, Version: req.Version}
 	n.groups.commitOffsets(req.Group, by, offsets, func(errs []error) {
 		i, k := 0, 0
 		for ti := range resp.Topics {

@@ -11,7 +11,11 @@ package cluster
 // partition loads): at the top level from v2, per partition in v1. With
 // RequireStable (v7+, KIP-447), a partition whose offset a transaction
 // holds, not yet committed by its marker, is UNSTABLE_OFFSET_COMMIT and
-// the client asks again (groups_txn_offsets.go).
+// the client asks again (groups_txn_offsets.go). v9 carries the member id
+// and epoch of a consumer (KIP-848) group member, checked as Kafka does
+// (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID); v10 names topics by id
+// (UNKNOWN_TOPIC_ID for an unknown one; offsets of a deleted topic are
+// left out of an all-topics answer, having no id).
 
 import (
 	"context"
@@ -21,7 +25,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 9, min: 1, max: 9, handle: (*Node).handleOffsetFetch})
+	register(apiSpec{key: 9, min: 1, max: 10, handle: (*Node).handleOffsetFetch})
 }
 
 // fetchOffsetsAuthorized is the coordinator's fetchOffsets behind
@@ -59,12 +63,24 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kms
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
+		img := n.store.Image()
 		for _, rg := range req.Groups {
 			var topics map[string][]int32
 			var order []string
+			// v10 names topics by id; unknown ids are answered
+			// UNKNOWN_TOPIC_ID.
+			var unknown []kmsg.OffsetFetchRequestGroupTopic
 			if rg.Topics != nil {
 				topics = map[string][]int32{}
 				for _, t := range rg.Topics {
+					if req.Version >= 10 {
+						it, ok := img.TopicsByID[t.TopicID]
+						if !ok {
+							unknown = append(unknown, t)
+							continue
+						}
+						t.Topic = it.Name
+					}
 					if _, ok := topics[t.Topic]; !ok {
 						order = append(order, t.Topic)
 					}
@@ -72,6 +88,11 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kms
 				}
 			}
 			got, err := n.fetchOffsetsAuthorized(rc, rg.Group, topics, order)
+			if err == nil && req.Version >= 9 {
+				if err = n.groups.validateFetchMember(rg.Group, deref(rg.MemberID), rg.MemberEpoch); err != nil {
+					got = nil
+				}
+			}
 			if req.RequireStable {
 				n.groups.markUnstable(rg.Group, got)
 			}
@@ -81,6 +102,15 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kms
 			for _, ft := range got {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
 				rt.Topic = ft.topic
+				if req.Version >= 10 {
+					it, ok := img.Topics[ft.topic]
+					if !ok {
+						// Offsets of a deleted topic have no id to
+						// name them by.
+						continue
+					}
+					rt.TopicID = it.ID
+				}
 				for _, fo := range ft.partitions {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					rp.Partition = fo.partition
@@ -92,6 +122,19 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kms
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				out.Topics = append(out.Topics, rt)
+			}
+			if err == nil {
+				for _, t := range unknown {
+					rt := kmsg.NewOffsetFetchResponseGroupTopic()
+					rt.TopicID = t.TopicID
+					for _, p := range t.Partitions {
+						rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+						rp.Partition, rp.Offset, rp.LeaderEpoch = p, -1, -1
+						rp.ErrorCode = kerr.UnknownTopicID.Code
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					out.Topics = append(out.Topics, rt)
+				}
 			}
 			resp.Groups = append(resp.Groups, out)
 		}

@@ -4,7 +4,8 @@ package cluster
 //
 // Each group is described by its coordinator (NOT_COORDINATOR elsewhere,
 // COORDINATOR_LOAD_IN_PROGRESS while loading). An unknown group is
-// answered as Kafka does: state Dead, no error. As in Kafka, the protocol
+// answered as Kafka does: state Dead, no error before v6, GROUP_ID_NOT_FOUND
+// from v6 (KIP-1043); so is a consumer (KIP-848) group. As in Kafka, the protocol
 // and the members' metadata and assignments are only shown when the group
 // is Stable. Needs DESCRIBE on each group (GROUP_AUTHORIZATION_FAILED);
 // the group's authorized operations (v3+) are computed when asked for,
@@ -12,13 +13,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 15, min: 0, max: 5, handle: (*Node).handleDescribeGroups, actions: describeGroupsActions})
+	register(apiSpec{key: 15, min: 0, max: 6, handle: (*Node).handleDescribeGroups, actions: describeGroupsActions})
 }
 
 // groupOperations are the operations Kafka defines on a GROUP.
@@ -48,6 +50,16 @@ func (n *Node) handleDescribeGroups(_ context.Context, rc *RequestContext, kreq 
 			rg.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
 		}
 		s, err := n.groups.describe(id)
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			// Unknown, or not a classic group: Dead without error
+			// before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).
+			rg.State = s.State
+			if req.Version < 6 {
+				err = nil
+			} else {
+				rg.ErrorMessage = groupErrorMessage(err)
+			}
+		}
 		rg.ErrorCode = errorCode(err)
 		if err == nil {
 			rg.State, rg.ProtocolType, rg.Protocol = s.State, s.ProtocolType, s.Protocol

@@ -3,8 +3,8 @@ package cluster
 // ListGroups (key 16).
 //
 // Lists the groups this broker coordinates (clients ask every broker).
-// v4 filters by state (case-insensitive, as Kafka), v5 by type: every
-// group here is "classic".
+// v4 filters by state (case-insensitive, as Kafka), v5 by type: "classic"
+// or "consumer" (KIP-848).
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func (n *Node) handleListGroups(_ context.Context, rc *RequestContext, kreq kmsg
 	// the principal may DESCRIBE.
 	all := rc.AuthorizedCluster(kmsg.ACLOperationDescribe)
 	for _, g := range n.groups.list() {
-		if !matches(req.StatesFilter, g.State) || !matches(req.TypesFilter, "classic") {
+		if !matches(req.StatesFilter, g.State) || !matches(req.TypesFilter, g.Type) {
 			continue
 		}
 		if !all && !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, g.ID) {
@@ -45,7 +45,7 @@ func (n *Node) handleListGroups(_ context.Context, rc *RequestContext, kreq kmsg
 		rg.Group = g.ID
 		rg.ProtocolType = g.ProtocolType
 		rg.GroupState = g.State
-		rg.GroupType = "classic"
+		rg.GroupType = g.Type
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

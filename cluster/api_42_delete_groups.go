@@ -6,7 +6,9 @@ package cluster
 // NON_EMPTY_GROUP otherwise, GROUP_ID_NOT_FOUND for an unknown group. The
 // group becomes Dead at once and tombstones for its offsets and its
 // metadata are written; the response waits for them to be replicated and
-// carries the write's error for the group if one failed.
+// carries the write's error for the group if one failed (with its message
+// from v3). Consumer (KIP-848) groups are deleted the same way, with their
+// own tombstones.
 
 import (
 	"context"
@@ -16,7 +18,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 42, min: 0, max: 2, handle: (*Node).handleDeleteGroups})
+	register(apiSpec{key: 42, min: 0, max: 3, handle: (*Node).handleDeleteGroups})
 }
 
 func (n *Node) handleDeleteGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -37,6 +39,9 @@ func (n *Node) handleDeleteGroups(_ context.Context, rc *RequestContext, kreq km
 			rg.Group = id
 			if rc.AuthorizedGroup(kmsg.ACLOperationDelete, id) {
 				rg.ErrorCode = errorCode(errs[i])
+				if errs[i] != nil && req.Version >= 3 {
+					rg.ErrorMessage = groupErrorMessage(errs[i])
+				}
 				i++
 			} else {
 				rg.ErrorCode = kerr.GroupAuthorizationFailed.Code

@@ -135,6 +135,8 @@ type groupsConfig struct {
 	InitialRebalanceDelay time.Duration
 	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
+	// Consumer configures consumer (KIP-848) groups.
+	Consumer group.ConsumerConfig
 }
 
 // javaStringHashCode is Java's String.hashCode: 31*h + c over the UTF-16
@@ -176,6 +178,9 @@ type groupCoordinator struct {
 		parts       map[int32]*offsetsPartition
 		groups      map[string]*group.Group
 		roleChanged map[int32]bool
+		// lastImage is the metadata image consumer groups last saw
+		// (groups_consumer.go).
+		lastImage *metadata.Image
 		// pendingTxn holds TxnOffsetCommit offsets by producer id, then
 		// group, until the transaction's marker (groups_txn_offsets.go).
 		pendingTxn map[int64]map[string]map[group.TopicPartition]group.Offset
@@ -183,6 +188,7 @@ type groupCoordinator struct {
 }
 
 func newGroupCoordinator(host groupsHost, cfg groupsConfig, logger *slog.Logger) *groupCoordinator {
+	cfg.Consumer = consumerDefaults(cfg.Consumer)
 	c := &groupCoordinator{
 		host:    host,
 		cfg:     cfg,
@@ -354,22 +360,35 @@ func (c *groupCoordinator) isCurrentLocked(g *group.Group) bool {
 // that changed outside a sync (became Empty, replaced a static member).
 func (c *groupCoordinator) tick(now time.Time) {
 	type write struct {
-		p   int32
-		rec record.Record
+		p    int32
+		recs []record.Record
+		g    *group.Group // a consumer group, whose failed write is redone
 	}
 	var writes []write
 	c.mu.Lock()
+	c.refreshConsumerMetadataLocked()
 	for id, g := range c.mu.groups {
+		if cg := g.Consumer(); cg != nil {
+			cg.Tick(now)
+			g.SyncConsumerState(now)
+			if recs := cg.TakeRecords(); len(recs) > 0 {
+				writes = append(writes, write{c.partitionFor(id), kvRecords(recs), g})
+			}
+			continue
+		}
 		g.Tick(now)
 		if g.TakeDirty() {
-			writes = append(writes, write{c.partitionFor(id), record.Record{Key: group.GroupKey(id), Value: g.MetadataValue()}})
+			writes = append(writes, write{c.partitionFor(id), []record.Record{{Key: group.GroupKey(id), Value: g.MetadataValue()}}, nil})
 		}
 	}
 	c.mu.Unlock()
 	for _, w := range writes {
-		c.store(w.p, []record.Record{w.rec}, func(err error) {
+		c.store(w.p, w.recs, func(err error) {
 			if err != nil {
-				c.logger.Debug("storing empty group", "err", err)
+				c.logger.Debug("storing group", "err", err)
+				if w.g != nil {
+					c.consumerWriteFailed(w.g)
+				}
 			}
 		})
 	}
@@ -381,7 +400,7 @@ func (c *groupCoordinator) groupCounts() map[string]int {
 	defer c.mu.Unlock()
 	out := map[string]int{}
 	for _, g := range c.mu.groups {
-		out[g.State().String()]++
+		out[g.StateName()]++
 	}
 	return out
 }

@@ -509,7 +509,7 @@ func TestCoordinatorGroupLifecycle(t *testing.T) {
 	if s.State != "Empty" || s.ProtocolType != "consumer" || s.Protocol != "" {
 		t.Fatalf("describe the empty group: %+v", s)
 	}
-	if l := c.list(); len(l) != 1 || l[0] != (groupOverview{ID: "g", ProtocolType: "consumer", State: "Empty"}) {
+	if l := c.list(); len(l) != 1 || l[0] != (groupOverview{ID: "g", ProtocolType: "consumer", State: "Empty", Type: "classic"}) {
 		t.Fatalf("list: %+v", l)
 	}
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
@@ -50,6 +51,11 @@ func groupsConfigOf(n *Node) groupsConfig {
 		OffsetsTopicReplicationFactor: n.cfg.OffsetsTopicReplicationFactor,
 		InitialRebalanceDelay:         time.Duration(n.cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
 		OffsetsRetention:              time.Duration(n.cfg.OffsetsRetentionMinutes) * time.Minute,
+		Consumer: group.ConsumerConfig{
+			SessionTimeout:    time.Duration(n.cfg.GroupConsumerSessionTimeoutMs) * time.Millisecond,
+			HeartbeatInterval: time.Duration(n.cfg.GroupConsumerHeartbeatIntervalMs) * time.Millisecond,
+			Assignors:         n.cfg.GroupConsumerAssignors,
+		},
 	}
 }
 

@@ -25,8 +25,10 @@ import (
 type loadedPartition struct {
 	offsets map[string]map[group.TopicPartition]group.Offset
 	metas   map[string]*kmsg.GroupMetadataValue
-	txn     map[int64]map[string]map[group.TopicPartition]group.Offset
-	records int
+	// consumers are the consumer (KIP-848) groups.
+	consumers map[string]*group.ConsumerSnapshot
+	txn       map[int64]map[string]map[group.TopicPartition]group.Offset
+	records   int
 }
 
 // load reads partition p and installs its groups if p is still led under
@@ -52,12 +54,19 @@ func (c *groupCoordinator) load(ctx context.Context, p int32, part offsetsReplic
 	for id := range lp.metas {
 		ids[id] = true
 	}
+	for id := range lp.consumers {
+		ids[id] = true
+	}
 	for _, byGroup := range lp.txn {
 		for id := range byGroup {
 			ids[id] = true
 		}
 	}
 	for id := range ids {
+		if snap := lp.consumers[id]; snap != nil {
+			c.mu.groups[id] = group.RestoreConsumer(id, snap, lp.offsets[id], c.cfg.Consumer, now)
+			continue
+		}
 		if len(lp.offsets[id]) == 0 && lp.metas[id] == nil {
 			continue
 		}
@@ -79,9 +88,10 @@ func (c *groupCoordinator) load(ctx context.Context, p int32, part offsetsReplic
 // when the read starts, until ctx ends.
 func (c *groupCoordinator) readPartition(ctx context.Context, p int32, part offsetsReplica) (*loadedPartition, error) {
 	lp := &loadedPartition{
-		offsets: map[string]map[group.TopicPartition]group.Offset{},
-		metas:   map[string]*kmsg.GroupMetadataValue{},
-		txn:     map[int64]map[string]map[group.TopicPartition]group.Offset{},
+		offsets:   map[string]map[group.TopicPartition]group.Offset{},
+		metas:     map[string]*kmsg.GroupMetadataValue{},
+		consumers: map[string]*group.ConsumerSnapshot{},
+		txn:       map[int64]map[string]map[group.TopicPartition]group.Offset{},
 	}
 	off, end := part.LogStartOffset(), part.LogEndOffset()
 	for off < end && ctx.Err() == nil {
@@ -160,6 +170,8 @@ func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record,
 	}
 	lp.records++
 	switch {
+	case e.Consumer != nil:
+		lp.applyConsumer(c, p, e.Consumer)
 	case e.IsOffset && e.Tombstone:
 		delete(lp.offsets[e.Group], e.TP)
 	case e.IsOffset && pid >= 0:
@@ -182,5 +194,28 @@ func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record,
 	default:
 		md := e.Metadata
 		lp.metas[e.Group] = &md
+		// The group is classic from here on (converted back).
+		delete(lp.consumers, e.Group)
+	}
+}
+
+// applyConsumer folds a consumer group record into lp: the group exists
+// from its first record until its ConsumerGroupMetadata tombstone.
+func (lp *loadedPartition) applyConsumer(c *groupCoordinator, p int32, rec *group.ConsumerRecord) {
+	if rec.IsGroupTombstone() {
+		delete(lp.consumers, rec.Group)
+		return
+	}
+	snap := lp.consumers[rec.Group]
+	if snap == nil {
+		if rec.Tombstone {
+			return
+		}
+		snap = group.NewConsumerSnapshot()
+		lp.consumers[rec.Group] = snap
+		delete(lp.metas, rec.Group)
+	}
+	if err := snap.Apply(rec); err != nil {
+		c.logger.Warn("skipping unreadable consumer group record", "partition", p, "group", rec.Group, "err", err)
 	}
 }

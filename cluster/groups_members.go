@@ -29,16 +29,36 @@ func (c *groupCoordinator) join(groupID string, req group.JoinRequest, respond f
 		fail(kerr.InvalidGroupID)
 		return
 	}
+	var tombs []record.Record
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	g, err := c.groupLocked(groupID, req.MemberID == "")
 	switch {
 	case err != nil:
 		fail(err)
 	case g == nil:
 		fail(kerr.UnknownMemberID)
+	case g.Consumer() != nil:
+		// An empty consumer group becomes classic again, as in Kafka;
+		// classic members cannot join a consumer group with members.
+		now := time.Now()
+		if err := g.ConvertToClassic(now); err != nil {
+			fail(err)
+			break
+		}
+		c.logger.Info("converted empty consumer group to a classic group", "group", groupID)
+		tombs = kvRecords(group.ConsumerTombstones(groupID))
+		g.Join(req, now, respond)
 	default:
 		g.Join(req, time.Now(), respond)
+	}
+	p := c.partitionFor(groupID)
+	c.mu.Unlock()
+	if len(tombs) > 0 {
+		c.store(p, tombs, func(err error) {
+			if err != nil {
+				c.logger.Warn("deleting a converted consumer group's records", "group", groupID, "err", err)
+			}
+		})
 	}
 }
 
@@ -144,7 +164,10 @@ func (c *groupCoordinator) describe(groupID string) (groupSummary, error) {
 	case err != nil:
 		return groupSummary{}, err
 	case g == nil || g.State() == group.Dead:
-		return groupSummary{State: group.Dead.String()}, nil
+		return groupSummary{State: group.Dead.String()}, &group.Error{Err: kerr.GroupIDNotFound, Msg: "group " + groupID + " not found"}
+	}
+	if g.Consumer() != nil {
+		return groupSummary{State: group.Dead.String()}, &group.Error{Err: kerr.GroupIDNotFound, Msg: "group " + groupID + " is not a classic group"}
 	}
 	s := groupSummary{State: g.State().String(), ProtocolType: g.ProtocolType()}
 	stable := g.State() == group.Stable
@@ -164,7 +187,7 @@ func (c *groupCoordinator) describe(groupID string) (groupSummary, error) {
 
 // groupOverview is a group as ListGroups shows it.
 type groupOverview struct {
-	ID, ProtocolType, State string
+	ID, ProtocolType, State, Type string
 }
 
 // list returns the groups this broker coordinates (loaded ones, not
@@ -178,7 +201,7 @@ func (c *groupCoordinator) list() []groupOverview {
 		if g.State() == group.Dead {
 			continue
 		}
-		out = append(out, groupOverview{ID: id, ProtocolType: g.ProtocolType(), State: g.State().String()})
+		out = append(out, groupOverview{ID: id, ProtocolType: g.ProtocolType(), State: g.StateName(), Type: g.Type()})
 	}
 	return out
 }
@@ -218,7 +241,11 @@ func (c *groupCoordinator) deleteGroups(ids []string, done func([]error)) {
 		for tp := range g.Offsets {
 			recs = append(recs, record.Record{Key: group.OffsetKey(id, tp)})
 		}
-		recs = append(recs, record.Record{Key: group.GroupKey(id)})
+		if g.Consumer() != nil {
+			recs = append(recs, kvRecords(group.ConsumerTombstones(id))...)
+		} else {
+			recs = append(recs, record.Record{Key: group.GroupKey(id)})
+		}
 		g.MarkDead(now)
 		delete(c.mu.groups, id)
 		writes = append(writes, write{idx: i, p: c.partitionFor(id), recs: recs})

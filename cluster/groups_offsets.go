@@ -25,6 +25,9 @@ const offsetMetadataMaxBytes = 4096
 type commitMember struct {
 	MemberID, InstanceID string
 	Generation           int32
+	// Version is the OffsetCommit version (a consumer group member needs
+	// v9+).
+	Version int16
 }
 
 // partitionOffset is one partition's offset in an OffsetCommit.
@@ -63,7 +66,11 @@ func (c *groupCoordinator) commitOffsets(groupID string, by commitMember, offset
 		err = kerr.IllegalGeneration
 	}
 	if err == nil {
-		err = g.ValidateCommit(by.MemberID, by.InstanceID, by.Generation, now)
+		if cg := g.Consumer(); cg != nil {
+			err = cg.ValidateCommit(by.MemberID, by.Generation, by.Version, false)
+		} else {
+			err = g.ValidateCommit(by.MemberID, by.InstanceID, by.Generation, now)
+		}
 	}
 	if err != nil {
 		c.mu.Unlock()
@@ -229,7 +236,11 @@ func (c *groupCoordinator) expireOffsets(now time.Time) {
 		if g.State() == group.Empty && len(g.Offsets) == 0 && now.Sub(g.StateTimestamp()) >= retention {
 			g.MarkDead(now)
 			delete(c.mu.groups, id)
-			byPart[p] = append(byPart[p], record.Record{Key: group.GroupKey(id)})
+			if g.Consumer() != nil {
+				byPart[p] = append(byPart[p], kvRecords(group.ConsumerTombstones(id))...)
+			} else {
+				byPart[p] = append(byPart[p], record.Record{Key: group.GroupKey(id)})
+			}
 		}
 	}
 	c.mu.Unlock()
@@ -240,4 +251,17 @@ func (c *groupCoordinator) expireOffsets(now time.Time) {
 			}
 		})
 	}
+}
+
+// validateFetchMember checks the member id and epoch of an OffsetFetch v9+
+// of a consumer group (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID), as Kafka's
+// ConsumerGroup.validateOffsetFetch; other groups are not checked.
+func (c *groupCoordinator) validateFetchMember(groupID, memberID string, epoch int32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, err := c.groupLocked(groupID, false)
+	if err != nil || g == nil || g.Consumer() == nil {
+		return nil
+	}
+	return g.Consumer().ValidateFetch(memberID, epoch)
 }

@@ -46,8 +46,13 @@ func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, ep
 	c.mu.Lock()
 	g, err := c.groupLocked(groupID, true)
 	if err == nil && (by.Generation >= 0 || by.MemberID != "") {
-		// KIP-447: a member of a generation is checked as for a commit.
-		err = g.ValidateCommit(by.MemberID, by.InstanceID, by.Generation, now)
+		// KIP-447: a member of a generation is checked as for a commit
+		// (a consumer group member by its member epoch).
+		if cg := g.Consumer(); cg != nil {
+			err = cg.ValidateCommit(by.MemberID, by.Generation, -1, true)
+		} else {
+			err = g.ValidateCommit(by.MemberID, by.InstanceID, by.Generation, now)
+		}
 	}
 	if err != nil {
 		c.mu.Unlock()

@@ -27,9 +27,6 @@ type versionGap struct {
 // kafka4Gaps is the allow-list: every other Kafka 4.0 API must be served
 // up to Kafka's maximum version.
 var kafka4Gaps = map[int16]versionGap{
-	15: {"DescribeGroups v6 (group type): group APIs, in progress on another branch", true},
-	68: {"ConsumerGroupHeartbeat: KIP-848, in progress on another branch", true},
-	69: {"ConsumerGroupDescribe: KIP-848, in progress on another branch", true},
 
 	34: {"AlterReplicaLogDirs: a broker has one log directory, there is nothing to move between", false},
 	38: {"CreateDelegationToken: delegation tokens are not implemented", false},

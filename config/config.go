@@ -140,6 +140,11 @@ type Config struct {
 	OffsetsRetentionMinutes       int64 `kafka:"offsets.retention.minutes"`
 	OffsetsTopicNumPartitions     int32 `kafka:"offsets.topic.num.partitions"`
 	GroupInitialRebalanceDelayMs  int32 `kafka:"group.initial.rebalance.delay.ms"`
+	// KIP-848 consumer groups.
+	GroupConsumerSessionTimeoutMs    int32    `kafka:"group.consumer.session.timeout.ms"`
+	GroupConsumerHeartbeatIntervalMs int32    `kafka:"group.consumer.heartbeat.interval.ms"`
+	GroupConsumerAssignors           []string `kafka:"group.consumer.assignors"`
+	GroupConsumerMigrationPolicy     string   `kafka:"group.consumer.migration.policy"`
 
 	// The transaction coordinator and __transaction_state.
 	TransactionStateLogNumPartitions                     int32 `kafka:"transaction.state.log.num.partitions"`

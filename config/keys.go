@@ -128,6 +128,26 @@ func listKey(name, def, doc string, f func(*Config) *[]string) brokerKey {
 	}
 }
 
+// assignorsKey is group.consumer.assignors: a list of the server-side
+// assignors this broker implements (Kafka takes class names; its two
+// built-in ones are also known by these names).
+func assignorsKey() brokerKey {
+	k := listKey("group.consumer.assignors", "uniform,range", "Server-side assignors of consumer groups (KIP-848): uniform, range; the first is the default.",
+		func(c *Config) *[]string { return &c.GroupConsumerAssignors })
+	k.check = func(c *Config) error {
+		if len(c.GroupConsumerAssignors) == 0 {
+			return invalid("group.consumer.assignors", "at least one assignor is needed")
+		}
+		for _, a := range c.GroupConsumerAssignors {
+			if a != "uniform" && a != "range" {
+				return invalid("group.consumer.assignors", "unknown assignor %q (uniform, range)", a)
+			}
+		}
+		return nil
+	}
+	return k
+}
+
 func aliasInt(name, def, doc string, f func(*builder) *int64, format func(*Config) string) brokerKey {
 	return brokerKey{
 		name: name, def: def, doc: doc, typ: TypeInt,
@@ -359,6 +379,14 @@ var coreKeys = []brokerKey{
 		func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions }),
 	intKey("group.initial.rebalance.delay.ms", "3000", "Wait for more members before the first rebalance of an empty group.", 0,
 		func(c *Config) *int32 { return &c.GroupInitialRebalanceDelayMs }),
+	intKey("group.consumer.session.timeout.ms", "45000", "A consumer group (KIP-848) member whose heartbeats stop for this long is removed.", 1,
+		func(c *Config) *int32 { return &c.GroupConsumerSessionTimeoutMs }),
+	intKey("group.consumer.heartbeat.interval.ms", "5000", "How often consumer group (KIP-848) members are told to heartbeat.", 1,
+		func(c *Config) *int32 { return &c.GroupConsumerHeartbeatIntervalMs }),
+	assignorsKey(),
+	enumKey("group.consumer.migration.policy", "bidirectional", "Online (non-empty) conversions between classic and consumer groups Kafka allows; kbroker converts only empty groups (always, as Kafka), so this is only validated.",
+		[]string{"disabled", "upgrade", "downgrade", "bidirectional"},
+		func(c *Config) *string { return &c.GroupConsumerMigrationPolicy }),
 
 	// The transaction coordinator (Kafka's defaults).
 	intKey("transaction.state.log.num.partitions", "50", "Partitions of __transaction_state.", 1,

@@ -1,6 +1,7 @@
-// Package group is Kafka's classic consumer-group state machine, without
-// I/O: no goroutines, no timers, no logs. Time comes in as a now argument,
-// so tests drive it with a fake clock.
+// Package group is Kafka's classic consumer-group state machine, and the
+// KIP-848 consumer group's (consumer.go, with its assignors and records),
+// without I/O: no goroutines, no timers, no logs. Time comes in as a now
+// argument, so tests drive it with a fake clock.
 //
 // A Group is not safe for concurrent use: the coordinator (package
 // cluster, groups*.go) holds its lock around every call.

@@ -168,6 +168,9 @@ type Group struct {
 
 	Offsets map[TopicPartition]Offset
 
+	// consumer is set for a consumer (KIP-848) group (consumer_group.go).
+	consumer *Consumer
+
 	// newID makes member ids; tests may replace it.
 	newID func(prefix string) string
 }
@@ -955,6 +958,18 @@ func (g *Group) ExpireOffsets(retention time.Duration, now time.Time) []TopicPar
 // SubscribedTopics returns the topics the members of a consumer group
 // subscribe to, and false if they cannot be known (not a consumer group).
 func (g *Group) SubscribedTopics() (map[string]bool, bool) {
+	if c := g.consumer; c != nil {
+		out := map[string]bool{}
+		for name := range c.subscribed {
+			out[name] = true
+		}
+		for _, m := range c.members {
+			for _, t := range m.SubscribedTopics {
+				out[t] = true
+			}
+		}
+		return out, true
+	}
 	if g.protocolType != "consumer" {
 		return nil, len(g.members) == 0
 	}

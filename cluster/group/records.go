@@ -90,6 +90,8 @@ type Entry struct {
 	Tombstone bool
 	Offset    Offset
 	Metadata  kmsg.GroupMetadataValue
+	// Consumer is set for a consumer group (KIP-848) record.
+	Consumer *ConsumerRecord
 }
 
 // Decode decodes one record of __consumer_offsets.
@@ -133,6 +135,13 @@ func Decode(key, value []byte) (Entry, error) {
 			return Entry{}, fmt.Errorf("group value: %w", err)
 		}
 		return e, nil
+	}
+	if version >= keyConsumerGroupMetadata && version <= keyConsumerCurrentAssignment {
+		rec, err := decodeConsumerKey(version, key, value)
+		if err != nil {
+			return Entry{}, err
+		}
+		return Entry{Group: rec.Group, Tombstone: rec.Tombstone, Consumer: rec}, nil
 	}
 	return Entry{}, fmt.Errorf("%w: key version %d", ErrUnknownRecord, version)
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // The groups commands: kafka-consumer-groups.sh --list, --describe,
@@ -180,6 +181,18 @@ func groupsResetOffsets() adminCommand {
 				return err
 			}
 			d := described[group]
+			if errors.Is(d.Err, kerr.GroupIDNotFound) {
+				// DescribeGroups v6 (KIP-1043): an unknown group, or a
+				// consumer (KIP-848) group; ListGroups tells its state.
+				listed, err := a.adm.ListGroups(ctx)
+				if err != nil {
+					return err
+				}
+				d.Err, d.State = nil, "Dead"
+				if l, ok := listed[group]; ok {
+					d.State = l.State
+				}
+			}
 			if d.Err != nil {
 				return fmt.Errorf("describe group %s: %w", group, d.Err)
 			}
