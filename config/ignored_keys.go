@@ -32,7 +32,7 @@ const (
 	whyNoTier   = "no tiered storage"
 	whyNoPolicy = "no pluggable Java policies"
 	whyPurge    = "no purgatory purge intervals: waiting requests are removed when they complete"
-	whyNewGroup = "only the classic group protocol"
+	whyNewGroup = "KIP-848 groups use fixed bounds"
 	whyQuota    = "no controller mutation or log-dir move quotas"
 	whyNoShare  = "no share groups"
 	whyFetch    = "replication fetches are sized by replica.fetch.max.bytes and replica.fetch.wait.max.ms"
@@ -135,15 +135,11 @@ var ignoredKeys = []ignoredKey{
 	{"group.coordinator.rebalance.protocols", TypeList, whyNewGroup},
 	{"group.coordinator.threads", TypeInt, whyThreads},
 	{"group.coordinator.append.linger.ms", TypeInt, "offset commits are appended at once"},
-	{"group.consumer.session.timeout.ms", TypeInt, whyNewGroup},
 	{"group.consumer.min.session.timeout.ms", TypeInt, whyNewGroup},
 	{"group.consumer.max.session.timeout.ms", TypeInt, whyNewGroup},
-	{"group.consumer.heartbeat.interval.ms", TypeInt, whyNewGroup},
 	{"group.consumer.min.heartbeat.interval.ms", TypeInt, whyNewGroup},
 	{"group.consumer.max.heartbeat.interval.ms", TypeInt, whyNewGroup},
 	{"group.consumer.max.size", TypeInt, whyNewGroup},
-	{"group.consumer.assignors", TypeList, whyNewGroup},
-	{"group.consumer.migration.policy", TypeString, whyNewGroup},
 	{"group.share.enable", TypeBoolean, whyNoShare},
 	{"group.share.session.timeout.ms", TypeInt, whyNoShare},
 	{"group.share.heartbeat.interval.ms", TypeInt, whyNoShare},
