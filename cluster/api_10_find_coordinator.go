@@ -20,7 +20,7 @@ package cluster
 //
 // Transactional keys (key type 1): the leader of the id's partition of
 // __transaction_state, created on the first lookup in the same way
-// (transaction.state.log.* keys, txns_topic.go).
+// (transaction.state.log.* keys, internal_topic.go).
 
 import (
 	"context"
@@ -75,7 +75,7 @@ func (n *Node) handleFindCoordinator(ctx context.Context, rc *RequestContext, kr
 		case rt == kmsg.ACLResourceTypeTransactionalId && key == "":
 			return -1, "", -1, kerr.InvalidRequest
 		case rt == kmsg.ACLResourceTypeTransactionalId:
-			id, ep, err := n.txns.coordinatorFor(ctx, key, rc.Listener)
+			id, ep, err := n.txns.topic.coordinatorFor(ctx, key, rc.Listener)
 			return id, ep.Host, ep.Port, err
 		case !rc.Authorized(kmsg.ACLOperationDescribe, rt, key):
 			return -1, "", -1, kerr.GroupAuthorizationFailed
@@ -83,7 +83,7 @@ func (n *Node) handleFindCoordinator(ctx context.Context, rc *RequestContext, kr
 		if key == "" {
 			return -1, "", -1, kerr.InvalidRequest
 		}
-		id, ep, err := n.groups.coordinatorFor(ctx, key, rc.Listener)
+		id, ep, err := n.groups.topic.coordinatorFor(ctx, key, rc.Listener)
 		if err != nil {
 			return -1, "", -1, err
 		}

@@ -44,7 +44,7 @@ func (n *Node) handleAddOffsetsToTxn(ctx context.Context, rc *RequestContext, kr
 		err = kerr.InvalidGroupID
 	default:
 		// The group's partition exists only once __consumer_offsets does.
-		if err = n.groups.ensureOffsetsTopic(ctx); err != nil {
+		if err = n.groups.topic.ensure(ctx); err != nil {
 			n.logger.Warn("adding offsets to transaction", "group", req.Group, "err", err)
 			err = kerr.CoordinatorNotAvailable
 			break

@@ -109,7 +109,7 @@
 // In the order they may be nested (see docs/LOCKING.md for every lock of
 // the broker and the code paths behind each nesting):
 //
-//	groupCoordinator.createMu
+//	internalTopic.createMu                 one per coordinator's state topic
 //	producerIDAllocator.mu                 held across one controller call (10s at most)
 //	purgatory operation lock               held while TryComplete/OnExpire run
 //	delayedProduce.mu

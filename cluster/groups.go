@@ -23,7 +23,7 @@ package cluster
 //
 // The topic is created with cleanup.policy=compact (the storage cleaner
 // keeps the latest record per key and drops old tombstones) and with
-// retention.ms=-1 and retention.bytes=-1 (groups_topic.go).
+// retention.ms=-1 and retention.bytes=-1 (internal_topic.go).
 //
 // Offsets of Empty groups expire after offsets.retention.minutes. The
 // sweep runs every offsets.retention.check.interval.ms (Kafka's
@@ -56,7 +56,7 @@ package cluster
 //     partitions, whose role changes call onRoleChange, which takes mu;
 //   - a log read (loading reads outside the lock and installs under it).
 //
-// createMu (one creation of the topic at a time) is taken before, never
+// topic.createMu (one creation of the topic at a time) is taken before, never
 // under, mu.
 //
 // Goroutines: run (the ticker and the loader dispatcher) and one loader
@@ -155,13 +155,6 @@ func groupPartition(groupID string, n int32) int32 {
 	return (javaStringHashCode(groupID) & 0x7fffffff) % n
 }
 
-// offsetsPartition is the coordinator's view of one partition it leads.
-type offsetsPartition struct {
-	leaderEpoch int32
-	loading     bool
-	token       uint64
-}
-
 type groupCoordinator struct {
 	host    groupsHost
 	cfg     groupsConfig
@@ -169,15 +162,13 @@ type groupCoordinator struct {
 	waiters *purgatory.Purgatory[replication.TopicPartition]
 	kick    chan struct{}
 
-	createMu sync.Mutex // one creation of __consumer_offsets at a time
+	topic *internalTopic // __consumer_offsets
 
 	mu struct {
 		sync.Mutex
-		closed      bool
-		nextToken   uint64
-		parts       map[int32]*offsetsPartition
-		groups      map[string]*group.Group
-		roleChanged map[int32]bool
+		ledPartitions
+		closed bool
+		groups map[string]*group.Group
 		// lastImage is the metadata image consumer groups last saw
 		// (groups_consumer.go).
 		lastImage *metadata.Image
@@ -196,9 +187,16 @@ func newGroupCoordinator(host groupsHost, cfg groupsConfig, logger *slog.Logger)
 		waiters: purgatory.New[replication.TopicPartition]("groups"),
 		kick:    make(chan struct{}, 1),
 	}
-	c.mu.parts = map[int32]*offsetsPartition{}
+	c.topic = &internalTopic{
+		name:              offsetsTopic,
+		partitions:        cfg.OffsetsTopicNumPartitions,
+		replicationFactor: cfg.OffsetsTopicReplicationFactor,
+		image:             host.Image,
+		create:            host.CreateOffsetsTopic,
+		logger:            c.logger,
+	}
+	c.mu.ledPartitions = newLedPartitions()
 	c.mu.groups = map[string]*group.Group{}
-	c.mu.roleChanged = map[int32]bool{}
 	return c
 }
 
@@ -262,18 +260,11 @@ func (c *groupCoordinator) close() {
 	c.waiters.Close()
 }
 
-// numPartitions is the partition count of __consumer_offsets: the
-// topic's, or the configured one before it exists.
-func (c *groupCoordinator) numPartitions() int32 {
-	if t, ok := c.host.Image().Topics[offsetsTopic]; ok && len(t.Partitions) > 0 {
-		return int32(len(t.Partitions))
-	}
-	return c.cfg.OffsetsTopicNumPartitions
-}
+// numPartitions is the partition count of __consumer_offsets.
+func (c *groupCoordinator) numPartitions() int32 { return c.topic.numPartitions() }
 
-func (c *groupCoordinator) partitionFor(groupID string) int32 {
-	return groupPartition(groupID, c.numPartitions())
-}
+// partitionFor is the __consumer_offsets partition of a group.
+func (c *groupCoordinator) partitionFor(groupID string) int32 { return c.topic.partitionFor(groupID) }
 
 // handleRoleChanges starts loading the partitions this broker became
 // leader of (or leads in a new epoch) and drops the ones it stopped
@@ -284,33 +275,13 @@ func (c *groupCoordinator) handleRoleChanges(ctx context.Context, wg *sync.WaitG
 	if c.mu.closed {
 		return
 	}
-	for p := range c.mu.roleChanged {
-		delete(c.mu.roleChanged, p)
-		part, err := c.host.OffsetsReplica(p)
-		leading := err == nil && part.IsLeader()
-		cur, owned := c.mu.parts[p]
-		if leading {
-			epoch := part.LeaderEpoch()
-			if owned && cur.leaderEpoch == epoch {
-				continue
-			}
-			if owned {
-				c.dropLocked(p)
-			}
-			c.mu.nextToken++
-			st := &offsetsPartition{leaderEpoch: epoch, loading: true, token: c.mu.nextToken}
-			c.mu.parts[p] = st
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.load(ctx, p, part, st.token)
-			}()
-			continue
-		}
-		if owned {
-			c.dropLocked(p)
-		}
-	}
+	c.mu.applyRoleChangesLocked(c.host.OffsetsReplica, c.dropLocked, func(p int32, part offsetsReplica, token uint64) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.load(ctx, p, part, token)
+		}()
+	})
 }
 
 // dropLocked forgets the groups of partition p.

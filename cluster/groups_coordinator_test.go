@@ -526,11 +526,11 @@ func TestCoordinatorGroupLifecycle(t *testing.T) {
 func TestCoordinatorCreatesOffsetsTopic(t *testing.T) {
 	host := newFakeGroupsHost()
 	c := startCoordinator(t, host, groupsConfig{OffsetsTopicNumPartitions: 3, OffsetsTopicReplicationFactor: 3})
-	id, ep, err := c.coordinatorFor(context.Background(), "g", "PLAINTEXT")
+	id, ep, err := c.topic.coordinatorFor(context.Background(), "g", "PLAINTEXT")
 	if err != nil || id != 1 || ep.Host != "broker1" || ep.Port != 9092 {
 		t.Fatalf("coordinatorFor: %d %+v %v", id, ep, err)
 	}
-	if _, _, err := c.coordinatorFor(context.Background(), "g", "PLAINTEXT"); err != nil {
+	if _, _, err := c.topic.coordinatorFor(context.Background(), "g", "PLAINTEXT"); err != nil {
 		t.Fatal(err)
 	}
 	// Created once, with the replication factor capped at the one live
@@ -542,7 +542,7 @@ func TestCoordinatorCreatesOffsetsTopic(t *testing.T) {
 	if spec.NumPartitions != 3 || spec.ReplicationFactor != 1 || spec.Configs["cleanup.policy"] != "compact" {
 		t.Fatalf("created %+v", spec)
 	}
-	if _, _, err := c.coordinatorFor(context.Background(), "g", "OTHER"); !errors.Is(err, kerr.CoordinatorNotAvailable) {
+	if _, _, err := c.topic.coordinatorFor(context.Background(), "g", "OTHER"); !errors.Is(err, kerr.CoordinatorNotAvailable) {
 		t.Fatalf("unknown listener: %v", err)
 	}
 }

@@ -104,18 +104,16 @@ type txnCoordinator struct {
 	// markerKick wakes the marker sender when a job is added.
 	markerKick chan struct{}
 
-	createMu sync.Mutex // one creation of __transaction_state at a time
+	topic *internalTopic // __transaction_state
 
 	timedOutAborts atomic.Int64 // metrics
 
 	mu struct {
 		sync.Mutex
-		closed      bool
-		nextToken   uint64
-		parts       map[int32]*offsetsPartition
-		txns        map[string]*txnEntry
-		roleChanged map[int32]bool
-		markers     map[string]*markerJob
+		ledPartitions
+		closed  bool
+		txns    map[string]*txnEntry
+		markers map[string]*markerJob
 	}
 }
 
@@ -128,9 +126,17 @@ func newTxnCoordinator(host txnsHost, cfg txnsConfig, logger *slog.Logger) *txnC
 		kick:       make(chan struct{}, 1),
 		markerKick: make(chan struct{}, 1),
 	}
-	c.mu.parts = map[int32]*offsetsPartition{}
+	c.topic = &internalTopic{
+		name:              txnStateTopic,
+		partitions:        cfg.NumPartitions,
+		replicationFactor: cfg.ReplicationFactor,
+		minISR:            cfg.MinISR,
+		image:             host.Image,
+		create:            host.CreateStateTopic,
+		logger:            c.logger,
+	}
+	c.mu.ledPartitions = newLedPartitions()
 	c.mu.txns = map[string]*txnEntry{}
-	c.mu.roleChanged = map[int32]bool{}
 	c.mu.markers = map[string]*markerJob{}
 	return c
 }
@@ -193,16 +199,11 @@ func (c *txnCoordinator) close() {
 	c.waiters.Close()
 }
 
-func (c *txnCoordinator) numPartitions() int32 {
-	if t, ok := c.host.Image().Topics[txnStateTopic]; ok && len(t.Partitions) > 0 {
-		return int32(len(t.Partitions))
-	}
-	return c.cfg.NumPartitions
-}
+// numPartitions is the partition count of __transaction_state.
+func (c *txnCoordinator) numPartitions() int32 { return c.topic.numPartitions() }
 
-func (c *txnCoordinator) partitionFor(id string) int32 {
-	return groupPartition(id, c.numPartitions())
-}
+// partitionFor is the __transaction_state partition of a transactional id.
+func (c *txnCoordinator) partitionFor(id string) int32 { return c.topic.partitionFor(id) }
 
 func (c *txnCoordinator) handleRoleChanges(ctx context.Context, wg *sync.WaitGroup) {
 	c.mu.Lock()
@@ -210,33 +211,13 @@ func (c *txnCoordinator) handleRoleChanges(ctx context.Context, wg *sync.WaitGro
 	if c.mu.closed {
 		return
 	}
-	for p := range c.mu.roleChanged {
-		delete(c.mu.roleChanged, p)
-		part, err := c.host.StateReplica(p)
-		leading := err == nil && part.IsLeader()
-		cur, owned := c.mu.parts[p]
-		if leading {
-			epoch := part.LeaderEpoch()
-			if owned && cur.leaderEpoch == epoch {
-				continue
-			}
-			if owned {
-				c.dropLocked(p)
-			}
-			c.mu.nextToken++
-			st := &offsetsPartition{leaderEpoch: epoch, loading: true, token: c.mu.nextToken}
-			c.mu.parts[p] = st
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c.load(ctx, p, part, st.token)
-			}()
-			continue
-		}
-		if owned {
-			c.dropLocked(p)
-		}
-	}
+	c.mu.applyRoleChangesLocked(c.host.StateReplica, c.dropLocked, func(p int32, part offsetsReplica, token uint64) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.load(ctx, p, part, token)
+		}()
+	})
 }
 
 // dropLocked forgets the transactions of partition p and their markers

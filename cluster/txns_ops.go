@@ -94,7 +94,7 @@ func (c *txnCoordinator) initProducerID(ctx context.Context, req txn.InitRequest
 	}
 	// A client that skipped FindCoordinator still creates the topic on
 	// first use; it learns the coordinator from NOT_COORDINATOR.
-	if err := c.ensureStateTopic(ctx); err != nil {
+	if err := c.topic.ensure(ctx); err != nil {
 		c.logger.Warn("initializing a transactional producer id", "transactional.id", req.TransactionalID, "err", err)
 		return -1, -1, kerr.CoordinatorNotAvailable
 	}
