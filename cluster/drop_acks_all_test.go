@@ -23,6 +23,27 @@ func startPair(t *testing.T, sets ...string) [2]*testNode {
 	return [2]*testNode(nodes)
 }
 
+// createPartitionOn creates topic with one partition on the given
+// replicas, the first one its preferred leader.
+func createPartitionOn(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, replicas ...int32) {
+	t.Helper()
+	create := kmsg.NewPtrCreateTopicsRequest()
+	ct := kmsg.NewCreateTopicsRequestTopic()
+	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = topic, -1, -1
+	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+	ra.Partition, ra.Replicas = 0, replicas
+	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
+	create.Topics = append(create.Topics, ct)
+	create.TimeoutMillis = 10_000
+	resp, err := create.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := resp.Topics[0].ErrorCode; code != 0 {
+		t.Fatalf("create topic %s: %v", topic, kerr.ErrorForCode(code))
+	}
+}
+
 // A real acks=all produce whose follower has stopped waits in the
 // produce purgatory; when its client disconnects the broker closes the
 // socket at once and the produce leaves the purgatory, while the batch it
@@ -40,21 +61,7 @@ func TestClientCloseDropsParkedAcksAllProduce(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	create := kmsg.NewPtrCreateTopicsRequest()
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = tp.Topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{1, 2}
-	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
-	create.Topics = append(create.Topics, ct)
-	create.TimeoutMillis = 10_000
-	resp, err := create.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.Topics[0].ErrorCode; code != 0 {
-		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
-	}
+	createPartitionOn(ctx, t, cl, tp.Topic, 1, 2)
 	var part *replication.Partition
 	testutil.Eventually(t, 20*time.Second, func() bool {
 		part, err = leader.hostedPartition(tp)

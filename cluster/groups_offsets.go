@@ -78,17 +78,7 @@ func (c *groupCoordinator) commitOffsets(groupID string, by commitMember, offset
 		done(errs)
 		return
 	}
-	accepted := map[group.TopicPartition]group.Offset{}
-	var recs []record.Record
-	for i, po := range offsets {
-		if len(po.Metadata) > offsetMetadataMaxBytes {
-			errs[i] = kerr.OffsetMetadataTooLarge
-			continue
-		}
-		o := group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: now.UnixMilli()}
-		accepted[po.TP] = o
-		recs = append(recs, record.Record{Key: group.OffsetKey(groupID, po.TP), Value: group.OffsetValue(o)})
-	}
+	accepted, recs := offsetRecords(groupID, offsets, now, errs)
 	p := c.partitionFor(groupID)
 	c.mu.Unlock()
 	if len(recs) == 0 {
@@ -264,4 +254,22 @@ func (c *groupCoordinator) validateFetchMember(groupID, memberID string, epoch i
 		return nil
 	}
 	return g.Consumer().ValidateFetch(memberID, epoch)
+}
+
+// offsetRecords turns a commit's offsets into the offsets to apply once
+// written and their __consumer_offsets records. An offset whose metadata
+// is too long is left out, with OFFSET_METADATA_TOO_LARGE in errs.
+func offsetRecords(groupID string, offsets []partitionOffset, now time.Time, errs []error) (map[group.TopicPartition]group.Offset, []record.Record) {
+	accepted := make(map[group.TopicPartition]group.Offset, len(offsets))
+	recs := make([]record.Record, 0, len(offsets))
+	for i, po := range offsets {
+		if len(po.Metadata) > offsetMetadataMaxBytes {
+			errs[i] = kerr.OffsetMetadataTooLarge
+			continue
+		}
+		o := group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: now.UnixMilli()}
+		accepted[po.TP] = o
+		recs = append(recs, record.Record{Key: group.OffsetKey(groupID, po.TP), Value: group.OffsetValue(o)})
+	}
+	return accepted, recs
 }

@@ -60,17 +60,7 @@ func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, ep
 		done(errs)
 		return
 	}
-	accepted := map[group.TopicPartition]group.Offset{}
-	var recs []record.Record
-	for i, po := range offsets {
-		if len(po.Metadata) > offsetMetadataMaxBytes {
-			errs[i] = kerr.OffsetMetadataTooLarge
-			continue
-		}
-		o := group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: now.UnixMilli()}
-		accepted[po.TP] = o
-		recs = append(recs, record.Record{Key: group.OffsetKey(groupID, po.TP), Value: group.OffsetValue(o)})
-	}
+	accepted, recs := offsetRecords(groupID, offsets, now, errs)
 	p := c.partitionFor(groupID)
 	c.mu.Unlock()
 	if len(recs) == 0 {

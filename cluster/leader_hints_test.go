@@ -29,21 +29,7 @@ func TestLeaderHints(t *testing.T) {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	create := kmsg.NewPtrCreateTopicsRequest()
-	ct := kmsg.NewCreateTopicsRequestTopic()
-	ct.Topic, ct.NumPartitions, ct.ReplicationFactor = tp.Topic, -1, -1
-	ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
-	ra.Partition, ra.Replicas = 0, []int32{1, 2}
-	ct.ReplicaAssignment = append(ct.ReplicaAssignment, ra)
-	create.Topics = append(create.Topics, ct)
-	create.TimeoutMillis = 10_000
-	resp, err := create.RequestWith(ctx, cl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if code := resp.Topics[0].ErrorCode; code != 0 {
-		t.Fatalf("create topic: %v", kerr.ErrorForCode(code))
-	}
+	createPartitionOn(ctx, t, cl, tp.Topic, 1, 2)
 	var epoch int32
 	testutil.Eventually(t, 20*time.Second, func() bool {
 		part, err := leader.hostedPartition(tp)
