@@ -333,11 +333,13 @@ func zstdBombBatch() []byte {
 
 func produceRaw(ctx context.Context, cl interface {
 	Request(context.Context, kmsg.Request) (kmsg.Response, error)
-}, topic string, partition int32, batch []byte) (int16, error) {
+}, topic string, topicID [16]byte, partition int32, batch []byte) (int16, error) {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks, req.TimeoutMillis = -1, 10000
 	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
+	// The client sends the highest version both sides know: by name up
+	// to v12, by topic id from v13.
+	rt.Topic, rt.TopicID = topic, topicID
 	rp := kmsg.NewProduceRequestTopicPartition()
 	rp.Partition, rp.Records = partition, batch
 	rt.Partitions = append(rt.Partitions, rp)
@@ -377,7 +379,7 @@ func attackZstdBomb(t *testing.T, c *attackCluster) {
 			if err != nil {
 				return err
 			}
-			code, err := produceRaw(ctx, cl.Broker(int(md.Topics[attackTopic].Partitions[p].Leader)), attackTopic, p, bomb)
+			code, err := produceRaw(ctx, cl.Broker(int(md.Topics[attackTopic].Partitions[p].Leader)), attackTopic, md.Topics[attackTopic].ID, p, bomb)
 			if err != nil {
 				return err
 			}
