@@ -17,6 +17,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/txn"
 	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/replication"
 )
 
 // startTrio starts three broker+controller nodes forming one quorum, with
@@ -92,6 +93,7 @@ func TestTransactionsThreeBrokersCoordinatorStops(t *testing.T) {
 
 	// Stop the transaction coordinator's broker.
 	coord := coordinatorOf(t, adm, ctx, "t-three")
+	waitFullStateISR(t, nodes[coord-1], "t-three")
 	t.Logf("stopping the coordinator, broker %d", coord)
 	nodes[coord-1].stop(t)
 	for round := 2; round < 4; round++ {
@@ -133,6 +135,20 @@ func coordinatorOf(t *testing.T, adm *kadm.Client, ctx context.Context, id strin
 		return true
 	}, "the transaction coordinator is known")
 	return coord
+}
+
+// waitFullStateISR waits until coord leads the __transaction_state
+// partition of id with all three replicas in its ISR. Tests stop the
+// coordinator only then: under load a follower may have dropped out, and
+// a partition whose only ISR member stops stays offline (no unclean
+// election), which is not what they are about.
+func waitFullStateISR(t *testing.T, coord *testNode, id string) {
+	t.Helper()
+	tp := replication.TopicPartition{Topic: txnStateTopic, Partition: coord.txns.partitionFor(id)}
+	testutil.Eventually(t, 60*time.Second, func() bool {
+		part, err := coord.hostedPartition(tp)
+		return err == nil && part.IsLeader() && len(part.State().ISR) == 3
+	}, "the coordinator's state partition to have its full ISR")
 }
 
 // The coordinator fails over in the middle of a producer id rotation: the
@@ -211,6 +227,7 @@ func TestTransactionsRotationSurvivesFailover(t *testing.T) {
 		t.Fatalf("rotation gave producer %d epoch %d, want a new id at epoch 0", rotated.ProducerID, rotated.ProducerEpoch)
 	}
 
+	waitFullStateISR(t, nodes[coord-1], id)
 	t.Logf("stopping the coordinator, broker %d", coord)
 	nodes[coord-1].stop(t)
 	var live []string
