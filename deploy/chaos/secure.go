@@ -39,7 +39,8 @@ type procSecurity struct {
 	scramFile string // --add-scram-file of every node
 	gossipKey string
 	brokerPw  string
-	opts      []kgo.Opt // TLS + SCRAM as admin, for every client
+	tls       *tls.Config // trusts the CA
+	opts      []kgo.Opt   // TLS + SCRAM as admin, for every client
 }
 
 // newProcSecurity writes the key material with the broker binary itself
@@ -86,8 +87,9 @@ func newProcSecurity(bin, work string) (*procSecurity, error) {
 	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, fmt.Errorf("%s holds no certificate", filepath.Join(s.dir, "ca.pem"))
 	}
+	s.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	s.opts = []kgo.Opt{
-		kgo.DialTLSConfig(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}),
+		kgo.DialTLSConfig(s.tls),
 		kgo.SASL(kscram.Auth{User: adminUser, Pass: adminPw}.AsSha512Mechanism()),
 	}
 	return s, nil
