@@ -8,6 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	kscram "github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kbroker/kbroker/internal/clustercheck"
 )
 
 // TestChaosSubprocess is what CI runs: three local kbroker processes,
@@ -59,11 +64,16 @@ func TestFlags(t *testing.T) {
 	if _, err := parseFlags([]string{"--nemeses", "kill-leader,nope"}, &out); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Errorf("unknown nemesis accepted: %v", err)
 	}
+	for _, bad := range [][]string{{"--security", "ssl"}, {"--security", "sasl_ssl", "--target", "compose"}} {
+		if _, err := parseFlags(bad, &out); err == nil || !strings.Contains(err.Error(), "--security") {
+			t.Errorf("%q accepted: %v", bad, err)
+		}
+	}
 	cfg, err := parseFlags([]string{"--nemeses", "bounce,pause-leader", "--producers", "2", "--seed", "7"}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.nemeses) != 2 || cfg.producers != 2 || cfg.seed != 7 || cfg.duration != 2*time.Minute {
+	if len(cfg.nemeses) != 2 || cfg.producers != 2 || cfg.seed != 7 || cfg.duration != 2*time.Minute || cfg.security != secPlaintext {
 		t.Errorf("parsed %+v", cfg)
 	}
 }
@@ -139,4 +149,82 @@ type testLogWriter struct{ t *testing.T }
 func (w testLogWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// TestChaosSecure is the chaos run on a cluster with SASL_SSL everywhere
+// (issue 10): clients and brokers over TLS with SCRAM-SHA-512, mutual TLS
+// between controllers, the StandardAuthorizer denying whatever no ACL
+// allows, encrypted gossip; kill-leader and bounce under acks=all load.
+func TestChaosSecure(t *testing.T) {
+	dur := "60s"
+	if testing.Short() {
+		dur = "15s"
+	}
+	args := []string{"--security", "sasl_ssl", "--nemeses", "kill-leader,bounce", "--duration", dur,
+		"--history", t.TempDir() + "/history.jsonl"}
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		args = append(args, "--seed", s)
+	}
+	var out bytes.Buffer
+	cfg, err := parseFlags(args, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.out = io.MultiWriter(&out, testLogWriter{t})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res := run(ctx, cfg)
+	if res.setupErr != nil {
+		t.Fatalf("setup: %v", res.setupErr)
+	}
+	if res.report == nil {
+		t.Fatalf("no report")
+	}
+	if !strings.Contains(out.String(), "target subprocess (SASL_SSL)") {
+		t.Errorf("the summary does not name the secure target")
+	}
+	for _, k := range []string{"kill-leader", "bounce"} {
+		if res.report.faultCount[k] == 0 {
+			t.Errorf("nemesis %s never injected", k)
+		}
+	}
+	if res.report.ok == 0 {
+		t.Errorf("no write was acknowledged")
+	}
+	if res.violations != 0 || res.exitCode() != 0 {
+		t.Errorf("%d violations, exit code %d", res.violations, res.exitCode())
+	}
+}
+
+// The secure target is secure: its client listener answers the harness's
+// TLS + SCRAM client and nobody without both, or with a wrong password.
+func TestSecureTargetRefusesOthers(t *testing.T) {
+	dir := t.TempDir()
+	tg, err := newProcTarget(os.Getenv("CHAOS_KBROKER"), dir, secSASLSSL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	defer tg.close()
+	if err := tg.start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	addr := tg.addr(1)
+	if err := clustercheck.Ready(ctx, addr, tg.security()...); err != nil {
+		t.Fatalf("the harness's own client: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		opts []kgo.Opt
+	}{
+		{"plaintext", nil},
+		{"TLS without SASL", []kgo.Opt{kgo.DialTLSConfig(tg.secure.tls.Clone())}},
+		{"wrong password", []kgo.Opt{kgo.DialTLSConfig(tg.secure.tls.Clone()),
+			kgo.SASL(kscram.Auth{User: adminUser, Pass: "not-the-password"}.AsSha512Mechanism())}},
+	} {
+		if err := clustercheck.Ready(ctx, addr, tc.opts...); err == nil {
+			t.Errorf("%s: metadata answered on the SASL_SSL listener", tc.name)
+		}
+	}
 }

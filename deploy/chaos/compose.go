@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // composeTarget drives deploy/docker-compose.yml through the docker CLI:
@@ -88,6 +90,9 @@ func (t *composeTarget) seeds() []string {
 	return []string{t.addr(1), t.addr(2), t.addr(3)}
 }
 
+// security: the compose cluster's client listener is PLAINTEXT.
+func (t *composeTarget) security() []kgo.Opt { return nil }
+
 func (t *composeTarget) composeCmd(args ...string) (string, error) {
 	full := append(append(append([]string{}, t.compose...), "-f", t.file), args...)
 	return docker(full...)
@@ -119,7 +124,7 @@ func (t *composeTarget) start(ctx context.Context) error {
 		t.restarts[id] = t.restartCount(id)
 	}
 	for _, id := range t.ids() {
-		if err := waitReady(ctx, t.addr(id), nil); err != nil {
+		if err := waitReady(ctx, t.addr(id), nil, nil); err != nil {
 			return err
 		}
 	}
@@ -175,7 +180,7 @@ func (t *composeTarget) restart(id int32) error {
 		return err
 	}
 	t.set(t.down, id, false)
-	return waitReady(t.ctx, t.addr(id), nil)
+	return waitReady(t.ctx, t.addr(id), nil, nil)
 }
 
 func (t *composeTarget) pause(id int32) error {
@@ -238,7 +243,7 @@ func (t *composeTarget) heal() error {
 		}
 	}
 	for _, id := range t.ids() {
-		if err := waitReady(t.ctx, t.addr(id), nil); err != nil {
+		if err := waitReady(t.ctx, t.addr(id), nil, nil); err != nil {
 			errs = append(errs, err.Error())
 		}
 	}

@@ -4,6 +4,7 @@
 // acknowledged write was lost, duplicated or read inconsistently.
 //
 //	go run ./deploy/chaos --duration 2m             # three local subprocesses
+//	go run ./deploy/chaos --security sasl_ssl       # the same, SASL_SSL everywhere
 //	go run ./deploy/chaos --target compose          # deploy/docker-compose.yml
 //
 // It exits 0 when every check passed, 1 on any violation and 2 when the
@@ -30,6 +31,7 @@ type config struct {
 	duration    time.Duration
 	seed        int64
 	target      string
+	security    string
 	history     string
 	nemeses     []string
 	producers   int
@@ -51,6 +53,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.DurationVar(&c.duration, "duration", 2*time.Minute, "how long to inject faults (every nemesis runs at least once)")
 	fs.Int64Var(&c.seed, "seed", 0, "random seed (0: from the clock)")
 	fs.StringVar(&c.target, "target", "subprocess", "subprocess (three local kbroker processes) or compose (deploy/docker-compose.yml)")
+	fs.StringVar(&c.security, "security", secPlaintext, "subprocess target: plaintext, or sasl_ssl (TLS + SCRAM-SHA-512 for clients and between brokers, mutual TLS on the controller listener, ACLs on, encrypted gossip)")
 	fs.StringVar(&c.history, "history", "", "JSONL history file (default: history.jsonl in the work directory)")
 	fs.StringVar(&nem, "nemeses", strings.Join(allNemeses, ","), "comma-separated nemeses: "+strings.Join(allNemeses, ", "))
 	fs.IntVar(&c.producers, "producers", 3, "concurrent idempotent acks=all producers")
@@ -72,6 +75,12 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if c.target != "subprocess" && c.target != "compose" {
 		return nil, fmt.Errorf("--target %q: want subprocess or compose", c.target)
+	}
+	if c.security != secPlaintext && c.security != secSASLSSL {
+		return nil, fmt.Errorf("--security %q: want %s or %s", c.security, secPlaintext, secSASLSSL)
+	}
+	if c.security != secPlaintext && c.target != "subprocess" {
+		return nil, fmt.Errorf("--security %s: only the subprocess target (the compose target runs deploy/docker-compose.yml as it is)", c.security)
 	}
 	if c.producers < 1 || c.producers > 64 {
 		return nil, fmt.Errorf("--producers %d: want 1..64", c.producers)

@@ -83,12 +83,12 @@ func run(ctx context.Context, cfg *config) (res result) {
 			res.setupErr = errors.Join(res.setupErr, fmt.Errorf("history %s: %w", histPath, err))
 		}
 	}()
-	logf("seed %d, target %s, duration %v, work dir %s, history %s", cfg.seed, cfg.target, cfg.duration, work, histPath)
+	logf("seed %d, target %s, security %s, duration %v, work dir %s, history %s", cfg.seed, cfg.target, cfg.security, cfg.duration, work, histPath)
 
 	var t target
 	switch cfg.target {
 	case "subprocess":
-		t, err = newProcTarget(cfg.kbroker, work)
+		t, err = newProcTarget(cfg.kbroker, work, cfg.security)
 	case "compose":
 		t, err = newComposeTarget(cfg.composeFile, cfg.network, work)
 	}
@@ -109,9 +109,9 @@ func run(ctx context.Context, cfg *config) (res result) {
 		keep = true
 		return fail(err)
 	}
-	seeds := t.seeds()
+	ep := endpoint{seeds: t.seeds(), sec: t.security()}
 	topic := fmt.Sprintf("chaos-%d", uint64(cfg.seed)%1_000_000_000)
-	if err := createTopic(bg, seeds, topic, cfg.partitions); err != nil {
+	if err := createTopic(bg, ep, topic, cfg.partitions); err != nil {
 		keep = true
 		return fail(err)
 	}
@@ -141,25 +141,25 @@ func run(ctx context.Context, cfg *config) (res result) {
 		prodWG.Add(1)
 		go func() {
 			defer prodWG.Done()
-			workErr(runProducer(i, seeds, topic, cfg.rate, h, stopProd, func(time.Time) {}))
+			workErr(runProducer(i, ep, topic, cfg.rate, h, stopProd, func(time.Time) {}))
 		}()
 	}
 	var sessions, reReads int
 	consWG.Add(1)
 	go func() {
 		defer consWG.Done()
-		n, err := runAssignConsumer(seeds, topic, cfg.partitions, rd, stopCons, 20*time.Second, &reReads)
+		n, err := runAssignConsumer(ep, topic, cfg.partitions, rd, stopCons, 20*time.Second, &reReads)
 		sessions = n
 		workErr(err)
 	}()
 	group := fmt.Sprintf("chaos-group-%d", uint64(cfg.seed)%1_000_000_000)
 	gs := &groupStats{}
-	groupWhy := groupSupport(seeds)
+	groupWhy := groupSupport(ep)
 	if groupWhy == "" {
 		consWG.Add(1)
 		go func() {
 			defer consWG.Done()
-			workErr(runGroupConsumer(seeds, topic, group, rd, gs, stopCons))
+			workErr(runGroupConsumer(ep, topic, group, rd, gs, stopCons))
 		}()
 	} else {
 		logf("group consumer: unsupported (%s)", groupWhy)
@@ -213,7 +213,7 @@ func run(ctx context.Context, cfg *config) (res result) {
 	if !waitGroup(&prodWG, 150*time.Second) {
 		rep.problems = append(rep.problems, "producers did not stop within 150s")
 	}
-	if ends, err := endOffsets(bg, seeds, topic); err == nil {
+	if ends, err := endOffsets(bg, ep, topic); err == nil {
 		// Best effort: a consumer still behind reads less, checks less.
 		_ = testutil.Poll(bg, 20*time.Second, func() bool { return rd.caughtUp(ends) })
 	}
@@ -226,14 +226,14 @@ func run(ctx context.Context, cfg *config) (res result) {
 	if _, err := waitConverged(bg, t, topic, 60*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
 		rep.problems = append(rep.problems, fmt.Sprintf("cluster not healthy before the final read: %v", err))
 	}
-	ends, err := endOffsets(bg, seeds, topic)
+	ends, err := endOffsets(bg, ep, topic)
 	if err != nil {
 		rep.problems = append(rep.problems, fmt.Sprintf("final end offsets: %v", err))
 		ends = map[int32]int64{}
 	}
 	logf("final read of %d partitions, end offsets %v", len(ends), ends)
 	rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
-	final, err := clustercheck.ReadAll(rctx, seeds, topic, ends)
+	final, err := clustercheck.ReadAll(rctx, ep.seeds, topic, ends, ep.sec...)
 	rcancel()
 	if err != nil {
 		rep.problems = append(rep.problems, "final read: "+err.Error())
@@ -250,7 +250,7 @@ func run(ctx context.Context, cfg *config) (res result) {
 		if e := gs.errSummary(); e != "" {
 			rep.group += " (errors" + e + ")"
 		}
-		rep.incons += checkCommitted(seeds, group, topic, ends, rep)
+		rep.incons += checkCommitted(ep, group, topic, ends, rep)
 	} else {
 		rep.group = "unsupported (" + groupWhy + ")"
 	}
@@ -316,14 +316,14 @@ func waitGroup(wg *sync.WaitGroup, d time.Duration) bool {
 }
 
 // endOffsets lists the high watermark of every partition of topic.
-func endOffsets(ctx context.Context, seeds []string, topic string) (map[int32]int64, error) {
+func endOffsets(ctx context.Context, ep endpoint, topic string) (map[int32]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	return clustercheck.EndOffsets(ctx, seeds, topic)
+	return clustercheck.EndOffsets(ctx, ep.seeds, topic, ep.sec...)
 }
 
-func createTopic(ctx context.Context, seeds []string, topic string, parts int) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(2*time.Second))
+func createTopic(ctx context.Context, ep endpoint, topic string, parts int) error {
+	cl, err := kgo.NewClient(ep.opts(kgo.DialTimeout(2 * time.Second))...)
 	if err != nil {
 		return err
 	}
@@ -379,8 +379,8 @@ func sortedPartitions(ends map[int32]int64) []int32 {
 
 // checkCommitted checks that the group's committed offsets are within
 // each partition's log.
-func checkCommitted(seeds []string, group, topic string, ends map[int32]int64, rep *report) int {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(2*time.Second))
+func checkCommitted(ep endpoint, group, topic string, ends map[int32]int64, rep *report) int {
+	cl, err := kgo.NewClient(ep.opts(kgo.DialTimeout(2 * time.Second))...)
 	if err != nil {
 		rep.notes = append(rep.notes, "group offsets: "+err.Error())
 		return 0

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kbroker/kbroker/internal/clustercheck"
 	"github.com/kbroker/kbroker/internal/testutil"
 )
@@ -21,6 +23,8 @@ import (
 type procTarget struct {
 	bin    string
 	dir    string
+	secure *procSecurity   // nil: PLAINTEXT everywhere
+	sec    []kgo.Opt       // the clients' TLS and SASL options
 	ports  *testutil.Ports // reserved until start
 	nodes  []*procNode
 	ctx    context.Context
@@ -71,7 +75,7 @@ func moduleRoot() (string, error) {
 	return filepath.Dir(gomod), nil
 }
 
-func newProcTarget(bin, dir string) (*procTarget, error) {
+func newProcTarget(bin, dir, security string) (*procTarget, error) {
 	if bin == "" {
 		bin = os.Getenv("CHAOS_KBROKER")
 	}
@@ -87,21 +91,34 @@ func newProcTarget(bin, dir string) (*procTarget, error) {
 			return nil, fmt.Errorf("building kbroker: %w\n%s", err, out)
 		}
 	}
-	return &procTarget{bin: bin, dir: dir}, nil
+	t := &procTarget{bin: bin, dir: dir}
+	if security == secSASLSSL {
+		s, err := newProcSecurity(bin, dir)
+		if err != nil {
+			return nil, err
+		}
+		t.secure, t.sec = s, s.opts
+	}
+	return t, nil
 }
 
 // configure gives the three nodes fresh ports (client, controller, gossip
-// each), reserved until start launches them.
+// each, and the inter-broker listener's when secure), reserved until start
+// launches them.
 func (t *procTarget) configure() error {
-	ports, err := testutil.ReservePorts(9)
+	per := 3
+	if t.secure != nil {
+		per = 4
+	}
+	ports, err := testutil.ReservePorts(3 * per)
 	if err != nil {
 		return err
 	}
 	t.ports = ports
 	var voters, gossip []string
 	for i := range 3 {
-		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ports.Addr(3*i+1)))
-		gossip = append(gossip, ports.Addr(3*i+2))
+		voters = append(voters, fmt.Sprintf("%d@%s", i+1, ports.Addr(per*i+1)))
+		gossip = append(gossip, ports.Addr(per*i+2))
 	}
 	t.nodes = nil
 	for i := range 3 {
@@ -109,18 +126,27 @@ func (t *procTarget) configure() error {
 			id:      int32(i + 1),
 			dataDir: filepath.Join(t.dir, fmt.Sprintf("node-%d", i+1)),
 			logPath: filepath.Join(t.dir, fmt.Sprintf("node-%d.log", i+1)),
-			addr:    ports.Addr(3 * i),
+			addr:    ports.Addr(per * i),
 		}
-		ctrl := ports.Addr(3*i + 1)
-		n.args = []string{"serve",
-			"--set", fmt.Sprintf("node.id=%d", i+1),
-			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, ctrl),
-			"--set", "advertised.listeners=PLAINTEXT://" + n.addr,
-			"--set", "controller.quorum.voters=" + strings.Join(voters, ","),
-			"--set", "log.dirs=" + n.dataDir,
-			"--set", "gossip.listener=" + gossip[i],
-			"--set", "gossip.seeds=" + strings.Join(gossip, ","),
+		ctrl := ports.Addr(per*i + 1)
+		n.args = []string{"serve", "--set", fmt.Sprintf("node.id=%d", i+1)}
+		if t.secure != nil {
+			props, err := t.secure.nodeProps(t.dir, i+1, n.addr, ports.Addr(per*i+3), ctrl)
+			if err != nil {
+				return err
+			}
+			n.args = append(n.args, "--config", props, "--add-scram-file", t.secure.scramFile)
+		} else {
+			n.args = append(n.args,
+				"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", n.addr, ctrl),
+				"--set", "advertised.listeners=PLAINTEXT://"+n.addr)
 		}
+		n.args = append(n.args,
+			"--set", "controller.quorum.voters="+strings.Join(voters, ","),
+			"--set", "log.dirs="+n.dataDir,
+			"--set", "gossip.listener="+gossip[i],
+			"--set", "gossip.seeds="+strings.Join(gossip, ","),
+		)
 		for _, s := range procTiming {
 			n.args = append(n.args, "--set", s)
 		}
@@ -129,7 +155,14 @@ func (t *procTarget) configure() error {
 	return nil
 }
 
-func (t *procTarget) name() string { return "subprocess" }
+func (t *procTarget) name() string {
+	if t.secure != nil {
+		return "subprocess (SASL_SSL)"
+	}
+	return "subprocess"
+}
+
+func (t *procTarget) security() []kgo.Opt { return t.sec }
 
 func (t *procTarget) ids() []int32 { return []int32{1, 2, 3} }
 
@@ -183,7 +216,7 @@ func (t *procTarget) startOnce(ctx context.Context) (inUse bool, err error) {
 	}
 	// The quorum forms once a majority runs: wait after launching all.
 	for _, n := range t.nodes {
-		if err := waitReady(ctx, n.addr, n.exited); err != nil {
+		if err := waitReady(ctx, n.addr, t.sec, n.exited); err != nil {
 			log := tail(n.logPath, 30)
 			return testutil.AddrInUse(err, log), fmt.Errorf("node %d: %w; log tail:\n%s", n.id, err, log)
 		}
@@ -310,7 +343,7 @@ func (t *procTarget) restart(id int32) error {
 	if err := n.launch(t.bin); err != nil {
 		return err
 	}
-	return waitReady(t.ctx, n.addr, n.exited)
+	return waitReady(t.ctx, n.addr, t.sec, n.exited)
 }
 
 func (t *procTarget) sig(id int32, s syscall.Signal, paused bool) error {
@@ -357,7 +390,7 @@ func (t *procTarget) heal() error {
 		}
 	}
 	for _, n := range t.nodes {
-		if err := waitReady(t.ctx, n.addr, n.exited); err != nil {
+		if err := waitReady(t.ctx, n.addr, t.sec, n.exited); err != nil {
 			errs = append(errs, fmt.Sprintf("node %d: %v", n.id, err))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/clustercheck"
@@ -20,6 +21,9 @@ type target interface {
 	ids() []int32
 	addr(id int32) string
 	seeds() []string
+	// security is what every client adds to reach the cluster: TLS and
+	// SASL options for a secure cluster, nil for plaintext.
+	security() []kgo.Opt
 	running(id int32) bool
 	kill(id int32) error    // SIGKILL, wait for the exit
 	term(id int32) error    // SIGTERM, wait for a clean exit
@@ -47,13 +51,26 @@ const (
 	killTimeout  = 10 * time.Second
 )
 
-// waitReady polls Metadata on addr until it lists brokers.
-func waitReady(ctx context.Context, addr string, exited func() bool) error {
+// endpoint is how the harness's clients reach the cluster: the seed
+// brokers and the security options of the target.
+type endpoint struct {
+	seeds []string
+	sec   []kgo.Opt
+}
+
+// opts are the seeds, the security options and then extra.
+func (e endpoint) opts(extra ...kgo.Opt) []kgo.Opt {
+	return append(append([]kgo.Opt{kgo.SeedBrokers(e.seeds...)}, e.sec...), extra...)
+}
+
+// waitReady polls Metadata on addr (with the security options sec) until
+// it lists brokers.
+func waitReady(ctx context.Context, addr string, sec []kgo.Opt, exited func() bool) error {
 	err := testutil.Poll(ctx, readyTimeout, func() error {
 		if exited != nil && exited() {
 			return testutil.Permanent(errExited)
 		}
-		return clustercheck.Ready(ctx, addr)
+		return clustercheck.Ready(ctx, addr, sec...)
 	})
 	if err != nil {
 		return fmt.Errorf("%s not ready: %w", addr, err)
@@ -89,7 +106,7 @@ func runningAddrs(t target) []string {
 func waitConverged(ctx context.Context, t target, topic string, timeout time.Duration, cond func(*kmsg.MetadataResponse) bool) (*kmsg.MetadataResponse, error) {
 	var got *kmsg.MetadataResponse
 	err := testutil.Poll(ctx, timeout, func() error {
-		m, err := clustercheck.Converged(ctx, runningAddrs(t), topic)
+		m, err := clustercheck.Converged(ctx, runningAddrs(t), topic, t.security()...)
 		if err != nil {
 			return err
 		}
@@ -106,7 +123,7 @@ func waitConverged(ctx context.Context, t target, topic string, timeout time.Dur
 func anyMetadata(ctx context.Context, t target) (*kmsg.MetadataResponse, error) {
 	var last error = fmt.Errorf("no running node")
 	for _, addr := range runningAddrs(t) {
-		m, err := clustercheck.MetadataFrom(ctx, addr)
+		m, err := clustercheck.MetadataFrom(ctx, addr, t.security()...)
 		if err == nil {
 			return m, nil
 		}

@@ -111,26 +111,25 @@ func classify(err error) string {
 
 // producerOpts keep an idempotent acks=all producer going across leader
 // changes with bounded waits.
-func producerOpts(seeds []string, topic string) []kgo.Opt {
-	return []kgo.Opt{
-		kgo.SeedBrokers(seeds...),
+func producerOpts(ep endpoint, topic string) []kgo.Opt {
+	return ep.opts(
 		kgo.DefaultProduceTopic(topic),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.MetadataMinAge(200 * time.Millisecond),
-		kgo.MetadataMaxAge(5 * time.Second),
-		kgo.RetryTimeout(20 * time.Second),
-		kgo.ProduceRequestTimeout(8 * time.Second),
-		kgo.RecordDeliveryTimeout(30 * time.Second),
-		kgo.DialTimeout(2 * time.Second),
+		kgo.MetadataMinAge(200*time.Millisecond),
+		kgo.MetadataMaxAge(5*time.Second),
+		kgo.RetryTimeout(20*time.Second),
+		kgo.ProduceRequestTimeout(8*time.Second),
+		kgo.RecordDeliveryTimeout(30*time.Second),
+		kgo.DialTimeout(2*time.Second),
 		kgo.MaxBufferedRecords(5000),
-	}
+	)
 }
 
 // producer hands over rate records per second until stop is closed, then
 // flushes (bounded) and closes.
-func runProducer(i int, seeds []string, topic string, rate int, h *history, stop <-chan struct{}, acked func(time.Time)) error {
-	cl, err := kgo.NewClient(producerOpts(seeds, topic)...)
+func runProducer(i int, ep endpoint, topic string, rate int, h *history, stop <-chan struct{}, acked func(time.Time)) error {
+	cl, err := kgo.NewClient(producerOpts(ep, topic)...)
 	if err != nil {
 		return err
 	}
@@ -254,7 +253,7 @@ func (s *session) see(r *reads, p int32, o int64) {
 // runAssignConsumer reads every partition by assignment in sessions of at
 // most sessionLen, each new session resuming after the last offset read,
 // until stop is closed.
-func runAssignConsumer(seeds []string, topic string, parts int, rd *reads, stop <-chan struct{}, sessionLen time.Duration, reReads *int) (int, error) {
+func runAssignConsumer(ep endpoint, topic string, parts int, rd *reads, stop <-chan struct{}, sessionLen time.Duration, reReads *int) (int, error) {
 	next := map[int32]int64{}
 	for p := range parts {
 		next[int32(p)] = 0
@@ -270,10 +269,10 @@ func runAssignConsumer(seeds []string, topic string, parts int, rd *reads, stop 
 		for p, o := range next {
 			offs[p] = kgo.NewOffset().At(o)
 		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...),
+		cl, err := kgo.NewClient(ep.opts(
 			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
 			kgo.MetadataMinAge(200*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond),
-			kgo.DialTimeout(2*time.Second), kgo.RetryTimeout(10*time.Second))
+			kgo.DialTimeout(2*time.Second), kgo.RetryTimeout(10*time.Second))...)
 		if err != nil {
 			return sessions, err
 		}
@@ -306,8 +305,8 @@ func runAssignConsumer(seeds []string, topic string, parts int, rd *reads, stop 
 
 // groupSupport tries JoinGroup once: "" when the broker answers it like a
 // group coordinator, otherwise why groups are unsupported.
-func groupSupport(seeds []string) string {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RetryTimeout(5*time.Second), kgo.DialTimeout(2*time.Second))
+func groupSupport(ep endpoint) string {
+	cl, err := kgo.NewClient(ep.opts(kgo.RetryTimeout(5*time.Second), kgo.DialTimeout(2*time.Second))...)
 	if err != nil {
 		return err.Error()
 	}
@@ -360,10 +359,10 @@ type groupStats struct {
 
 // runGroupConsumer consumes topic in a group with autocommit until stop
 // is closed; every assignment starts a new session.
-func runGroupConsumer(seeds []string, topic, group string, rd *reads, gs *groupStats, stop <-chan struct{}) error {
+func runGroupConsumer(ep endpoint, topic, group string, rd *reads, gs *groupStats, stop <-chan struct{}) error {
 	var mu sync.Mutex
 	s := &session{name: "group session 0", last: map[int32]int64{}}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+	cl, err := kgo.NewClient(ep.opts(kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AutoCommitInterval(time.Second), kgo.SessionTimeout(10*time.Second),
 		kgo.MetadataMinAge(200*time.Millisecond), kgo.FetchMaxWait(500*time.Millisecond),
@@ -375,7 +374,7 @@ func runGroupConsumer(seeds []string, topic, group string, rd *reads, gs *groupS
 			s = &session{name: fmt.Sprintf("group session %d", gs.assigned), last: map[int32]int64{}}
 			gs.mu.Unlock()
 			mu.Unlock()
-		}))
+		}))...)
 	if err != nil {
 		return err
 	}

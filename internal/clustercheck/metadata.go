@@ -13,10 +13,11 @@ import (
 )
 
 // MetadataFrom asks the broker at addr itself (not whichever broker a
-// client would pick) for the metadata of every topic.
-func MetadataFrom(ctx context.Context, addr string) (*kmsg.MetadataResponse, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0),
-		kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second))
+// client would pick) for the metadata of every topic. opts add to the
+// client's options (TLS, SASL for a secure listener).
+func MetadataFrom(ctx context.Context, addr string, opts ...kgo.Opt) (*kmsg.MetadataResponse, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.RequestRetries(0),
+		kgo.RetryTimeout(time.Second), kgo.DialTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -30,13 +31,13 @@ func MetadataFrom(ctx context.Context, addr string) (*kmsg.MetadataResponse, err
 // Converged asks every broker in addrs for its metadata and returns the
 // first answer when all describe topic (every topic when empty) the same
 // way; otherwise an error quoting the disagreement.
-func Converged(ctx context.Context, addrs []string, topic string) (*kmsg.MetadataResponse, error) {
+func Converged(ctx context.Context, addrs []string, topic string, opts ...kgo.Opt) (*kmsg.MetadataResponse, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("no running broker to ask")
 	}
 	var first *kmsg.MetadataResponse
 	for _, addr := range addrs {
-		m, err := MetadataFrom(ctx, addr)
+		m, err := MetadataFrom(ctx, addr, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("metadata from %s: %w", addr, err)
 		}
@@ -124,8 +125,8 @@ func FullISR(topic string, parts, isrSize int, alive func(id int32) bool) func(*
 
 // Ready returns nil once the broker at addr answers Metadata with a list
 // of brokers (it has joined a cluster), else why not.
-func Ready(ctx context.Context, addr string) error {
-	m, err := MetadataFrom(ctx, addr)
+func Ready(ctx context.Context, addr string, opts ...kgo.Opt) error {
+	m, err := MetadataFrom(ctx, addr, opts...)
 	if err != nil {
 		return err
 	}

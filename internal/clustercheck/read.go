@@ -12,8 +12,10 @@ import (
 )
 
 // EndOffsets lists the high watermark of every partition of topic.
-func EndOffsets(ctx context.Context, seeds []string, topic string) (map[int32]int64, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(2*time.Second), kgo.RetryTimeout(15*time.Second))
+// opts add to the client's options (TLS, SASL).
+func EndOffsets(ctx context.Context, seeds []string, topic string, opts ...kgo.Opt) (map[int32]int64, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(2 * time.Second),
+		kgo.RetryTimeout(15 * time.Second)}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +41,9 @@ func EndOffsets(ctx context.Context, seeds []string, topic string) (map[int32]in
 // ReadAll reads every partition of topic from offset 0 up to (not
 // including) its end offset in ends and returns the records by partition
 // in offset order. Records at or past the end offset (produced later)
-// are dropped. It fails when ctx ends first.
-func ReadAll(ctx context.Context, seeds []string, topic string, ends map[int32]int64) (map[int32][]Record, error) {
+// are dropped. It fails when ctx ends first. opts add to the client's
+// options (TLS, SASL).
+func ReadAll(ctx context.Context, seeds []string, topic string, ends map[int32]int64, opts ...kgo.Opt) (map[int32][]Record, error) {
 	start := map[int32]kgo.Offset{}
 	remaining := map[int32]bool{}
 	for p, e := range ends {
@@ -53,8 +56,8 @@ func ReadAll(ctx context.Context, seeds []string, topic string, ends map[int32]i
 	if len(remaining) == 0 {
 		return got, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DialTimeout(2*time.Second),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.DialTimeout(2 * time.Second),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start})}, opts...)...)
 	if err != nil {
 		return nil, err
 	}
