@@ -39,6 +39,8 @@ var logKeys = []brokerKey{
 		func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
 	doubleKey("log.cleaner.io.max.bytes.per.second", strconv.FormatFloat(math.MaxFloat64, 'g', -1, 64), "Bytes per second the cleaner reads and writes at most.", math.SmallestNonzeroFloat64, math.MaxFloat64,
 		func(c *Config) *float64 { return &c.LogCleanerIOMaxBytesPerSecond }),
+	intKey("log.cleaner.threads", "1", "Logs the cleaner cleans at once; the dedupe buffer is shared out among them.", 1,
+		func(c *Config) *int32 { return &c.LogCleanerThreads }),
 	intKey("compression.gzip.level", "-1", "gzip level (1-9, or -1 for the codec's default) when the broker compresses (topic: compression.gzip.level).", -1,
 		func(c *Config) *int32 { return &c.CompressionGzipLevel }),
 	intKey("compression.lz4.level", "9", "lz4 level, 1-17, used when the broker recompresses to lz4: 9 is the fast compressor, other levels LZ4 HC, as Kafka (topic: compression.lz4.level).", minLz4Level,
