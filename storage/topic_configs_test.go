@@ -316,7 +316,7 @@ func TestCleanerIOThrottle(t *testing.T) {
 	clock := time.Unix(0, 0)
 	var slept time.Duration
 	th := newIOThrottle(CleanerLimits{IOMaxBytesPerSecond: 1000})
-	th.start, th.now = clock, func() time.Time { return clock }
+	th.state.start, th.now = clock, func() time.Time { return clock }
 	th.sleep = func(d time.Duration, _ <-chan struct{}) { slept += d; clock = clock.Add(d) }
 	th.add(5) // 5 ms of transfer: within the slack
 	if slept != 0 {
