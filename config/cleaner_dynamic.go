@@ -8,6 +8,9 @@ package config
 // already) and log.cleaner.io.buffer.size / io.buffer.load.factor, which
 // kbroker accepts and ignores.
 
+// CleanerDynamicKeys are the cleaner keys ValidateClusterConfigs accepts.
+var CleanerDynamicKeys = []string{"log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.max.bytes.per.second"}
+
 // CleanerSettings are the cleaner keys in effect on this broker.
 type CleanerSettings struct {
 	Threads             int32
@@ -26,7 +29,7 @@ func (c *Config) CleanerSettingsIn(cluster map[string]string) CleanerSettings {
 		LogCleanerDedupeBufferSize:    c.LogCleanerDedupeBufferSize,
 		LogCleanerIOMaxBytesPerSecond: c.LogCleanerIOMaxBytesPerSecond,
 	}}
-	for _, name := range []string{"log.cleaner.threads", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.max.bytes.per.second"} {
+	for _, name := range CleanerDynamicKeys {
 		if v, ok := cluster[name]; ok && checkDynamicBrokerKey(name, v) == nil {
 			_ = keyIndex[name].parse(&b, v)
 		}

@@ -149,3 +149,23 @@ func (s *throttleState) setRate(rate float64, now time.Time) {
 	defer s.mu.Unlock()
 	s.rate, s.start, s.bytes = rate, now, 0
 }
+
+// CleanerState is the cleaner settings a Manager runs with now.
+type CleanerState struct {
+	Enabled             bool
+	Threads             int
+	Backoff             time.Duration
+	DedupeBufferSize    int64
+	IOMaxBytesPerSecond float64 // the throttle's rate
+}
+
+// CleanerState returns the cleaner settings in effect.
+func (m *Manager) CleanerState() CleanerState {
+	m.mu.Lock()
+	s := CleanerState{Enabled: !m.mu.cleanerDisabled, Threads: m.mu.cleanerThreads, Backoff: m.mu.cleanerBackoff, DedupeBufferSize: m.mu.cleanerLimits.DedupeBufferSize}
+	m.mu.Unlock()
+	m.cleanerThrottle.mu.Lock()
+	s.IOMaxBytesPerSecond = m.cleanerThrottle.rate
+	m.cleanerThrottle.mu.Unlock()
+	return s
+}
