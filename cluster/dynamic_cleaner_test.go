@@ -68,7 +68,7 @@ func TestDynamicCleanerConfigs(t *testing.T) {
 			}
 			rc, err := rcs.On(strconv.Itoa(int(n.cfg.NodeID)), nil)
 			if err != nil || rc.Err != nil {
-				return fmt.Errorf("describe: %v %v", err, rc.Err)
+				return fmt.Errorf("describe: %w %w", err, rc.Err)
 			}
 			seen := 0
 			for _, c := range rc.Configs {

@@ -315,7 +315,8 @@
 // truncation, retention, Flush and Close hold it exclusively (so offsets are assigned and bytes
 // written in one order), Read and OffsetForTimestamp share it.
 //
-// The package starts no goroutines. Manager.Run is meant to be run by the
+// The package starts no goroutines except CleanLogs' workers, which it
+// waits for before returning. Manager.Run is meant to be run by the
 // caller in one goroutine; it flushes logs due a flush.ms flush, applies
 // retention every retention check interval (SetRetentionCheckInterval,
 // default 5 minutes), writes the log start offset and high watermark
@@ -323,10 +324,13 @@
 // files whose file.delete.delay.ms passed, cleans compacted logs whose
 // dirty ratio reached min.cleanable.dirty.ratio or whose oldest dirty
 // record passed max.compaction.lag.ms every cleaner backoff
-// (SetCleanerBackoff, default 15 seconds; SetCleaner for
-// log.cleaner.enable and the dedupe buffer and I/O limits; CleanLogs,
-// dirtiest log first, one at a time, in Run's goroutine, without the
-// Manager's lock), and returns when its context is done.
+// (SetCleanerBackoff, default 15 seconds, re-arming a running Run;
+// SetCleaner for log.cleaner.enable and the dedupe buffer and I/O limits,
+// SetCleanerThreads for log.cleaner.threads, all changeable while Run
+// runs; CleanLogs, dirtiest log first, up to log.cleaner.threads logs at
+// once in workers of its own that share the dedupe buffer and one I/O
+// throttle, without the Manager's lock), and returns when its context is
+// done.
 //
 // Log.cleanMu serializes Clean and DirtyRatio on one log; it is taken
 // before Log.mu, never while holding it.
