@@ -214,7 +214,7 @@
 // from the .txnindex entries) and does not let them supersede committed
 // records in the key map. As Kafka's cleaner, it drops a marker only in a
 // pass that read no data of its transaction (so never while any is left),
-// once its segment is past delete.retention.ms (the tombstone rule), if
+// once past its batch's delete horizon (the tombstone rule below), if
 // it lies below the newest producer snapshot (a replay from it would
 // miss it) and is not possibly the producer's last record (a producer
 // whose state holds no batch keeps the markers of its epoch). A cleaned
@@ -256,8 +256,12 @@
 // text format above, to the cleanable end) to its latest offset, then
 // rewrites each segment below the cleanable end keeping, per key, only
 // the record at that offset. Null-key records are kept. A tombstone (null
-// value) goes once its segment's largest timestamp is older than
-// delete.retention.ms. Offsets never change: a batch that loses records
+// value) is kept by the first cleaning that reaches it, which rewrites its
+// batch with Kafka's delete horizon (KIP-534): attribute bit 6 set and the
+// base timestamp the cleaning time + delete.retention.ms, the records'
+// timestamp deltas rebased so each keeps its timestamp; a later cleaning
+// at or past the horizon drops it (a removable transaction marker's batch
+// the same). Offsets never change: a batch that loses records
 // is rebuilt (record.Build) with its base offset, producer id, epoch, base
 // sequence, attributes, codec and partition leader epoch, its records'
 // original offset deltas (gaps allowed: read them with
