@@ -8,6 +8,8 @@ package cluster
 // controller; validateOnly checks without committing. Brokers (type 4):
 // the cluster-wide default (empty name) of the broker keys behind topic
 // configs (log.retention.ms, compression.type, min.insync.replicas, ...)
+// and the other dynamic broker keys (replication throttle rates, the log
+// cleaner's threads, backoff, dedupe buffer and I/O rate)
 // can be set and deleted at runtime; other broker keys and per-broker
 // overrides are refused (INVALID_CONFIG / INVALID_REQUEST).
 

@@ -291,6 +291,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	wg.Go(func() { n.replicas.Run(bg, n.store) })
 	wg.Go(func() { n.reportUnreachable(bg) })
 	wg.Go(func() { n.logs.Run(bg) })
+	wg.Go(func() { n.watchCleanerConfigs(bg) })
 	wg.Go(func() { n.groups.run(bg) })
 	wg.Go(func() { n.txns.run(bg); n.txnClients.close() })
 	if cfg.AdminListener != "" {

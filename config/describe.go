@@ -121,6 +121,7 @@ func (c *Config) BrokerConfigEntriesIn(cluster map[string]string) []ConfigEntry 
 	for i := range keys {
 		k := &keys[i]
 		_, dynamic := topicKeyByBrokerKey[k.name]
+		dynamic = dynamic || dynamicBrokerKeys[k.name]
 		e := ConfigEntry{Name: k.name, Value: k.format(c), ReadOnly: !dynamic, Type: k.typ, Doc: k.doc, Sensitive: k.sensitive}
 		if e.Type == 0 {
 			e.Type = TypeString

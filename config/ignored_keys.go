@@ -49,7 +49,6 @@ var ignoredKeys = []ignoredKey{
 	{"num.replica.alter.log.dirs.threads", TypeInt, whyThreads},
 	{"num.recovery.threads.per.data.dir", TypeInt, whyThreads},
 	{"background.threads", TypeInt, whyThreads},
-	{"log.cleaner.threads", TypeInt, "kbroker runs one log cleaner"},
 	{"log.cleaner.io.buffer.size", TypeInt, "the cleaner reads and writes through its own buffers"},
 	{"log.cleaner.io.buffer.load.factor", TypeDouble, "the key map's load factor is fixed (0.9, as Kafka's default)"},
 	{"queued.max.requests", TypeInt, "requests are bounded in bytes by queued.max.request.bytes"},

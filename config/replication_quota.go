@@ -30,10 +30,16 @@ var replicationQuotaKeys = []brokerKey{
 }
 
 // dynamicBrokerKeys are the broker keys not behind a topic key that
-// ValidateClusterConfigs accepts as cluster-wide dynamic values.
+// ValidateClusterConfigs accepts as cluster-wide dynamic values: the
+// replication throttle rates and the log cleaner's keys
+// (cleaner_dynamic.go).
 var dynamicBrokerKeys = map[string]bool{
-	LeaderReplicationThrottledRate:   true,
-	FollowerReplicationThrottledRate: true,
+	LeaderReplicationThrottledRate:        true,
+	FollowerReplicationThrottledRate:      true,
+	"log.cleaner.threads":                 true,
+	"log.cleaner.dedupe.buffer.size":      true,
+	"log.cleaner.io.max.bytes.per.second": true,
+	"log.cleaner.backoff.ms":              true,
 }
 
 // checkDynamicBrokerKey checks a cluster-wide value of a dynamic broker

@@ -264,7 +264,7 @@ func ValidateClusterConfigs(cluster map[string]string) error {
 // compression.type, min.insync.replicas, ...), with a value that topic key
 // accepts on this node (message.max.bytes <= socket.request.max.bytes), or
 // one of the few other dynamic broker keys (the replication throttle
-// rates).
+// rates, the log cleaner's keys of cleaner_dynamic.go).
 // These change topic defaults across the cluster at runtime.
 func (c *Config) ValidateClusterConfigs(cluster map[string]string) error {
 	for _, name := range slices.Sorted(maps.Keys(cluster)) {
@@ -277,7 +277,7 @@ func (c *Config) ValidateClusterConfigs(cluster map[string]string) error {
 		}
 		if !ok {
 			if _, static := keyIndex[name]; static {
-				return &Error{Key: name, Msg: "is not dynamically updatable (only the broker keys behind topic configs are)", Err: ErrInvalid}
+				return &Error{Key: name, Msg: "is not dynamically updatable (only the broker keys behind topic configs, the replication throttle rates and log.cleaner.threads/backoff.ms/dedupe.buffer.size/io.max.bytes.per.second are)", Err: ErrInvalid}
 			}
 			if _, ignored := ignoredIndex[name]; ignored {
 				return &Error{Key: name, Msg: "is a Kafka broker key kbroker ignores; it cannot be altered", Err: ErrInvalid}

@@ -108,7 +108,7 @@ var topicKeys = []topicKey{
 		format:  func(t *TopicConfig) string { return formatDouble(t.MinCleanableDirtyRatio) },
 		inherit: func(t *TopicConfig, c *Config) { t.MinCleanableDirtyRatio = c.LogCleanerMinCleanableRatio },
 	},
-	topicInt("delete.retention.ms", "log.cleaner.delete.retention.ms", "Compacted topics: how long a tombstone is kept after its segment's newest record, for consumers to see it.", 0,
+	topicInt("delete.retention.ms", "log.cleaner.delete.retention.ms", "Compacted topics: how long a tombstone (or removable transaction marker) is kept after the cleaning that first reaches it (its batch's delete horizon), for consumers to see it.", 0,
 		func(t *TopicConfig) *int64 { return &t.DeleteRetentionMs },
 		func(c *Config) int64 { return c.LogCleanerDeleteRetentionMs }),
 	topicInt("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms", "Compacted topics: a record stays uncompacted at least this long.", 0,

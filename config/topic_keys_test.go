@@ -154,7 +154,7 @@ controller.quorum.voters=1@localhost:9093
 num.network.threads=3
 num.io.threads=8
 socket.send.buffer.bytes=102400
-log.cleaner.threads=1
+log.cleaner.threads=2
 group.coordinator.threads=1
 controller.quorum.election.timeout.ms=1000
 log.cleaner.dedupe.buffer.size=1048576
@@ -167,12 +167,12 @@ log.cleaner.dedupe.buffer.size=1048576
 	for _, s := range c.Ignored {
 		names = append(names, s.Name+"="+s.Value)
 	}
-	want := "controller.quorum.election.timeout.ms=1000 group.coordinator.threads=1 log.cleaner.threads=1 metric.reporters= num.io.threads=8 num.network.threads=3 num.replica.fetchers=2 socket.send.buffer.bytes=102400"
+	want := "controller.quorum.election.timeout.ms=1000 group.coordinator.threads=1 metric.reporters= num.io.threads=8 num.network.threads=3 num.replica.fetchers=2 socket.send.buffer.bytes=102400"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("ignored:\n got %s\nwant %s", got, want)
 	}
-	if c.LogCleanerDedupeBufferSize != 1048576 {
-		t.Fatal("log.cleaner.dedupe.buffer.size not applied")
+	if c.LogCleanerDedupeBufferSize != 1048576 || c.LogCleanerThreads != 2 {
+		t.Fatal("log.cleaner.dedupe.buffer.size or log.cleaner.threads not applied")
 	}
 	w := c.IgnoredWarning()
 	if strings.Count(w, "num.io.threads") != 1 || !strings.Contains(w, "ignored") {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -291,7 +292,7 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	st.Keys = keys.Len()
 	c := &segmentCleaner{l: l, keys: keys, mapEnd: mapEnd, throttle: th, producerLast: p.producerLastOffsets, aborted: p.aborted, st: &st,
 		markerOnly: p.markerOnlyEpochs, markerLimit: p.markerLimit, txnData: map[int64]bool{},
-		tombstoneHorizon: now.UnixMilli() - l.config().DeleteRetentionMs}
+		now: now.UnixMilli(), deleteRetentionMs: l.config().DeleteRetentionMs}
 	for _, cs := range p.segs {
 		st.SegmentsScanned++
 		st.BytesRead += cs.size
@@ -333,9 +334,12 @@ type segmentCleaner struct {
 	// txnData marks the producers with data batches read since their
 	// last marker: their next marker must stay.
 	txnData          map[int64]bool
-	removedAborts    map[int64]bool // ABORT markers dropped from the current segment, by offset
-	st               *CleanStats
-	tombstoneHorizon int64 // tombstones in segments whose max timestamp is below it are dropped
+	removedAborts map[int64]bool // ABORT markers dropped from the current segment, by offset
+	st            *CleanStats
+	// now is the cleaning time (ms). A batch that keeps a tombstone or a
+	// removable marker gets the delete horizon now + deleteRetentionMs
+	// (Kafka's KIP-534); a later cleaning past it drops them.
+	now, deleteRetentionMs int64
 
 	recs   []record.Record // kept records of the current batch
 	arena  []byte          // their keys and values
@@ -348,7 +352,6 @@ type segmentCleaner struct {
 // as swapped.
 func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, err error) {
 	l := c.l
-	dropTombstones := cs.maxTimestamp >= 0 && cs.maxTimestamp < c.tombstoneHorizon
 	c.removedAborts = map[int64]bool{}
 	var w *cleanedWriter
 	defer func() {
@@ -362,7 +365,7 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 		if !ok {
 			break
 		}
-		out, changed := c.filter(b, dropTombstones)
+		out, changed := c.filter(b)
 		c.throttle.add(len(b) + len(out))
 		if !changed && w == nil {
 			continue
@@ -428,13 +431,16 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 }
 
 // filter returns b without its superseded records and expired
-// tombstones: b itself when nothing goes (changed false), nil when
-// everything goes, else a rebuilt batch. A batch that cannot be decoded
-// or rebuilt is kept as it is.
-func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Batch, bool) {
+// tombstones: b itself when nothing changes (changed false), nil when
+// everything goes, else a rebuilt batch (also when it keeps a tombstone
+// and has no delete horizon yet: it gets one). A batch that cannot be
+// decoded or rebuilt is kept as it is.
+func (c *segmentCleaner) filter(b record.Batch) (record.Batch, bool) {
 	if b.IsControl() {
-		return c.filterMarker(b, dropTombstones)
+		return c.filterMarker(b)
 	}
+	hasHorizon := b.Attributes()&record.DeleteHorizonFlag != 0
+	dropTombstones := hasHorizon && c.now >= b.BaseTimestamp()
 	if b.IsTransactional() {
 		c.txnData[b.ProducerID()] = true
 	}
@@ -448,7 +454,7 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 			keepLast = true
 		}
 	}
-	var read, removed, tombstones int64
+	var read, removed, tombstones, keptTombstones int64
 	var maxDelta int64
 	err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
 		read++
@@ -471,6 +477,9 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 			}
 			return nil
 		}
+		if r.Key != nil && r.Value == nil && off < c.mapEnd {
+			keptTombstones++
+		}
 		kr := record.Record{Attributes: r.Attributes, TimestampDelta: r.TimestampDelta, OffsetDelta: r.OffsetDelta}
 		if len(c.recs) == 0 || r.TimestampDelta > maxDelta {
 			maxDelta = r.TimestampDelta
@@ -492,7 +501,8 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 		return b, false
 	}
 	c.st.RecordsRead += read
-	if removed == 0 {
+	setHorizon := !hasHorizon && keptTombstones > 0 && b.LastOffset() < c.mapEnd
+	if removed == 0 && !setHorizon {
 		return b, false
 	}
 	if len(c.recs) == 0 {
@@ -504,11 +514,15 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 	if b.LogAppendTime() {
 		maxTs = b.MaxTimestamp()
 	}
+	attrs, baseTs := b.Attributes(), b.BaseTimestamp()
+	if setHorizon {
+		attrs, baseTs = c.withHorizon(attrs, baseTs, c.recs)
+	}
 	nb, err := record.Build(record.BatchSpec{
 		BaseOffset:           base,
 		PartitionLeaderEpoch: b.PartitionLeaderEpoch(),
-		Attributes:           b.Attributes(),
-		BaseTimestamp:        b.BaseTimestamp(),
+		Attributes:           attrs,
+		BaseTimestamp:        baseTs,
 		MaxTimestamp:         maxTs,
 		ProducerID:           pid,
 		ProducerEpoch:        b.ProducerEpoch(),
@@ -521,6 +535,21 @@ func (c *segmentCleaner) filter(b record.Batch, dropTombstones bool) (record.Bat
 	c.st.RecordsRemoved += removed
 	c.st.TombstonesRemoved += tombstones
 	return nb, true
+}
+
+// withHorizon returns a batch's attributes and base timestamp with the
+// delete horizon set: as Kafka, the base timestamp becomes the horizon and
+// the records' timestamp deltas are rebased on it, so that every record
+// keeps its timestamp.
+func (c *segmentCleaner) withHorizon(attrs int16, baseTs int64, recs []record.Record) (int16, int64) {
+	horizon := c.now + c.deleteRetentionMs
+	if c.deleteRetentionMs > math.MaxInt64-c.now {
+		horizon = math.MaxInt64
+	}
+	for i := range recs {
+		recs[i].TimestampDelta = baseTs + recs[i].TimestampDelta - horizon
+	}
+	return attrs | record.DeleteHorizonFlag, horizon
 }
 
 // copyBytes copies p into the arena, keeping nil as nil. Earlier copies

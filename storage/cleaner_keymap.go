@@ -4,7 +4,6 @@ import (
 	"crypto/md5"
 	"encoding/binary"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/kbroker/kbroker/wire/record"
@@ -120,6 +119,10 @@ type CleanerLimits struct {
 	IOMaxBytesPerSecond float64
 	// Stop, when closed, ends throttling sleeps (the Manager stopping).
 	Stop <-chan struct{}
+	// shared is the Manager's throttle (then IOMaxBytesPerSecond is not
+	// read); sleep replaces sleepOrStop in tests.
+	shared *throttleState
+	sleep  func(d time.Duration, stop <-chan struct{})
 }
 
 // SetCleanerLimits sets the limits the log's next Clean runs with.
@@ -180,35 +183,62 @@ func (l *Log) mapKeys(m *keyMap, segs []cleanSeg, firstDirty, cleanableEnd int64
 	return min(max(mapEnd, firstDirty), cleanableEnd), false, nil
 }
 
-// ioThrottle holds the cleaner to log.cleaner.io.max.bytes.per.second
+// ioThrottle holds a cleaning to log.cleaner.io.max.bytes.per.second
 // over the bytes it reads and writes, as Kafka's Throttler: when ahead of
 // the rate it sleeps until the rate is met.
 type ioThrottle struct {
-	rate  float64 // bytes per second
-	start time.Time
-	bytes float64
+	state *throttleState
 	stop  <-chan struct{}
 	now   func() time.Time
 	sleep func(d time.Duration, stop <-chan struct{})
 }
 
-// newIOThrottle returns nil (no throttling) for no limit.
+// newIOThrottle returns nil (no throttling) for no limit and no shared
+// throttle.
 func newIOThrottle(lim CleanerLimits) *ioThrottle {
-	if lim.IOMaxBytesPerSecond <= 0 || lim.IOMaxBytesPerSecond >= math.MaxFloat64/2 {
-		return nil
+	st := lim.shared
+	if st == nil {
+		if unlimitedRate(lim.IOMaxBytesPerSecond) {
+			return nil
+		}
+		st = &throttleState{rate: lim.IOMaxBytesPerSecond, start: time.Now()}
 	}
-	return &ioThrottle{rate: lim.IOMaxBytesPerSecond, start: time.Now(), stop: lim.Stop, now: time.Now, sleep: sleepOrStop}
+	th := &ioThrottle{state: st, stop: lim.Stop, now: time.Now, sleep: lim.sleep}
+	if th.sleep == nil {
+		th.sleep = sleepOrStop
+	}
+	return th
 }
 
-// add accounts n bytes and sleeps while the cleaner is ahead of the rate
-// by more than 10 ms of transfer.
+// add accounts n bytes and sleeps while the cleanings sharing the
+// throttle are ahead of the rate by more than 10 ms of transfer.
 func (t *ioThrottle) add(n int) {
 	if t == nil {
 		return
 	}
-	t.bytes += float64(n)
-	ahead := time.Duration(t.bytes/t.rate*float64(time.Second)) - t.now().Sub(t.start)
-	if ahead > 10*time.Millisecond {
+	s := t.state
+	s.mu.Lock()
+	if unlimitedRate(s.rate) {
+		s.mu.Unlock()
+		return
+	}
+	now := t.now()
+	s.bytes += float64(n)
+	elapsed := now.Sub(s.start)
+	ahead := time.Duration(s.bytes/s.rate*float64(time.Second)) - elapsed
+	switch {
+	case ahead > 10*time.Millisecond:
+		// This sleep pays for the bytes so far: whoever adds next is
+		// measured from its end.
+		s.start, s.bytes = now.Add(ahead), 0
+	case elapsed > throttlePeriod:
+		s.start, s.bytes = now, 0
+		ahead = 0
+	default:
+		ahead = 0
+	}
+	s.mu.Unlock()
+	if ahead > 0 {
 		t.sleep(ahead, t.stop)
 	}
 }

@@ -247,18 +247,23 @@ func checkFetchFromEveryOffset(t *testing.T, l *Log, surviving []logRec) {
 	}
 }
 
+// Delete horizon (Kafka's KIP-534): the cleaning that keeps a tombstone
+// rewrites its batch with the delete-horizon flag and base timestamp
+// cleaning time + delete.retention.ms (the records keep their
+// timestamps); a later cleaning drops the tombstone once past the
+// horizon, however old the tombstone itself is.
 func TestCleanTombstones(t *testing.T) {
 	day := (24 * time.Hour).Milliseconds()
 	tests := []struct {
 		name        string
-		age         int64 // how old the tombstone's segment is
 		retention   int64 // delete.retention.ms
+		later       int64 // how long after the first cleaning the second runs
 		wantRemoved bool
 	}{
-		{"recent: kept", day / 2, day, false},
-		{"older than delete.retention.ms: removed", 2 * day, day, true},
-		{"zero retention: removed", 10, 0, true},
-		{"long retention: kept", 2 * day, 7 * day, false},
+		{"before the horizon: kept", day, day - 1, false},
+		{"at the horizon: removed", day, day, true},
+		{"zero retention: removed at the next cleaning", 0, 0, true},
+		{"long retention: kept", 7 * day, 2 * day, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -266,21 +271,53 @@ func TestCleanTombstones(t *testing.T) {
 			cfg.SegmentBytes = 100 // one batch per segment
 			cfg.DeleteRetentionMs = tc.retention
 			_, l := openTestManager(t, OSFS{}, t.TempDir(), cfg)
-			ts := testNow - tc.age
-			appendKeyed(t, l, record.CodecNone, ts, k("a", "1"), k("b", "1"))
-			appendKeyed(t, l, record.CodecNone, ts, tombstone("a"), k("c", "1"))
-			appendKeyed(t, l, record.CodecNone, testNow, k("d", "active"))
-			st, err := l.Clean(time.UnixMilli(testNow))
+			old := testNow - 30*day // far older than any retention: age does not matter
+			appendKeyed(t, l, record.CodecNone, old, k("a", "1"), k("b", "1"))
+			appendKeyed(t, l, record.CodecNone, old+5, tombstone("a"), k("c", "1"))
+			appendKeyed(t, l, record.CodecNone, testNow, k("d", "1"))
+			first := testNow + 1000
+			st, err := l.Clean(time.UnixMilli(first))
+			if err != nil || st.TombstonesRemoved != 0 {
+				t.Fatalf("first cleaning: %+v, %v", st, err)
+			}
+			want := []logRec{{off: 1, key: "b", value: "1"}, {off: 2, key: "a", nullValue: true},
+				{off: 3, key: "c", value: "1"}, {off: 4, key: "d", value: "1"}}
+			if got := records(t, l); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("after the first cleaning: got %v\nwant %v", got, want)
+			}
+			// The tombstone's batch carries the horizon; its records
+			// their own timestamps.
+			for _, b := range readAll(t, l) {
+				if b.BaseOffset() != 2 {
+					continue
+				}
+				if b.Attributes()&record.DeleteHorizonFlag == 0 || b.BaseTimestamp() != first+tc.retention {
+					t.Fatalf("tombstone batch: attributes %#x, base timestamp %d, want horizon %d", b.Attributes(), b.BaseTimestamp(), first+tc.retention)
+				}
+				var ts []int64
+				if err := record.IterateCompacted(b, 1<<20, func(r *record.Record) error {
+					ts = append(ts, b.BaseTimestamp()+r.TimestampDelta)
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if fmt.Sprint(ts) != fmt.Sprint([]int64{old + 5, old + 6}) || b.MaxTimestamp() != old+6 {
+					t.Fatalf("record timestamps %v, max %d, want from %d", ts, b.MaxTimestamp(), old+5)
+				}
+			}
+			// More dirty data, and a second cleaning.
+			appendKeyed(t, l, record.CodecNone, testNow, k("d", "2"))
+			appendKeyed(t, l, record.CodecNone, testNow, k("e", "1"))
+			st, err = l.Clean(time.UnixMilli(first + tc.later))
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := []logRec{{off: 1, key: "b", value: "1"}, {off: 2, key: "a", nullValue: true},
-				{off: 3, key: "c", value: "1"}, {off: 4, key: "d", value: "active"}}
+			want = append(want[:3], logRec{off: 5, key: "d", value: "2"}, logRec{off: 6, key: "e", value: "1"})
 			if tc.wantRemoved {
 				want = append(want[:1], want[2:]...)
 			}
 			if got := records(t, l); fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Fatalf("got %v\nwant %v", got, want)
+				t.Fatalf("after the second cleaning: got %v\nwant %v", got, want)
 			}
 			if wantTomb := map[bool]int64{true: 1}[tc.wantRemoved]; st.TombstonesRemoved != wantTomb {
 				t.Fatalf("stats %+v", st)

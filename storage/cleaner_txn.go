@@ -45,13 +45,14 @@ func (r abortedRanges) aborted(b record.Batch) bool {
 
 // filterMarker decides a transaction marker's fate (Kafka's
 // CleanedTransactionMetadata.onControlBatchRead and delete horizon): it
-// goes only once no data of its transaction is left (none was read since
-// the producer's previous marker), its segment is past
-// delete.retention.ms (as tombstones), it lies below the newest producer
-// snapshot, and it cannot be the producer's last record (a producer
-// whose state holds no batch keeps the markers of its current epoch, for
-// the epoch a replay restores). Other control records stay.
-func (c *segmentCleaner) filterMarker(b record.Batch, pastHorizon bool) (record.Batch, bool) {
+// may go only once no data of its transaction is left (none was read
+// since the producer's previous marker), it lies below the newest
+// producer snapshot, and it cannot be the producer's last record (a
+// producer whose state holds no batch keeps the markers of its current
+// epoch, for the epoch a replay restores). Such a marker first gets a
+// delete horizon (now + delete.retention.ms, as tombstones) and goes at a
+// cleaning past it. Other control records stay.
+func (c *segmentCleaner) filterMarker(b record.Batch) (record.Batch, bool) {
 	pid := b.ProducerID()
 	m, ok, err := record.ParseControl(b)
 	if err != nil || !ok || (m.Type != record.ControlAbort && m.Type != record.ControlCommit) {
@@ -59,10 +60,16 @@ func (c *segmentCleaner) filterMarker(b record.Batch, pastHorizon bool) (record.
 	}
 	hadData := c.txnData[pid]
 	delete(c.txnData, pid)
-	if hadData || !pastHorizon || b.BaseOffset() >= c.markerLimit {
+	if hadData || b.BaseOffset() >= c.markerLimit || b.LastOffset() >= c.mapEnd {
 		return b, false
 	}
 	if epoch, ok := c.markerOnly[pid]; ok && epoch == b.ProducerEpoch() {
+		return b, false
+	}
+	if b.Attributes()&record.DeleteHorizonFlag == 0 {
+		return c.markerWithHorizon(b)
+	}
+	if c.now < b.BaseTimestamp() {
 		return b, false
 	}
 	c.st.MarkersRemoved++
@@ -70,6 +77,36 @@ func (c *segmentCleaner) filterMarker(b record.Batch, pastHorizon bool) (record.
 		c.removedAborts[b.BaseOffset()] = true
 	}
 	return nil, true
+}
+
+// markerWithHorizon rebuilds a marker batch with the delete horizon set;
+// it is kept as it is if it cannot be.
+func (c *segmentCleaner) markerWithHorizon(b record.Batch) (record.Batch, bool) {
+	var recs []record.Record
+	err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
+		recs = append(recs, record.Record{Attributes: r.Attributes, TimestampDelta: r.TimestampDelta, OffsetDelta: r.OffsetDelta,
+			Key: append([]byte(nil), r.Key...), Value: append([]byte(nil), r.Value...)})
+		return nil
+	})
+	if err != nil || len(recs) == 0 {
+		return b, false
+	}
+	attrs, baseTs := c.withHorizon(b.Attributes(), b.BaseTimestamp(), recs)
+	nb, err := record.Build(record.BatchSpec{
+		BaseOffset:           b.BaseOffset(),
+		PartitionLeaderEpoch: b.PartitionLeaderEpoch(),
+		Attributes:           attrs,
+		BaseTimestamp:        baseTs,
+		MaxTimestamp:         b.MaxTimestamp(),
+		ProducerID:           b.ProducerID(),
+		ProducerEpoch:        b.ProducerEpoch(),
+		BaseSequence:         b.BaseSequence(),
+	}, recs)
+	if err != nil {
+		c.l.logger.Warn("cleaner keeps a marker it cannot rebuild", "dir", c.l.dir, "offset", b.BaseOffset(), "err", err)
+		return b, false
+	}
+	return nb, true
 }
 
 // writeTxnIndex writes the cleaned segment's .txnindex.cleaned, swapped

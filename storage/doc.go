@@ -214,7 +214,7 @@
 // from the .txnindex entries) and does not let them supersede committed
 // records in the key map. As Kafka's cleaner, it drops a marker only in a
 // pass that read no data of its transaction (so never while any is left),
-// once its segment is past delete.retention.ms (the tombstone rule), if
+// once past its batch's delete horizon (the tombstone rule below), if
 // it lies below the newest producer snapshot (a replay from it would
 // miss it) and is not possibly the producer's last record (a producer
 // whose state holds no batch keeps the markers of its epoch). A cleaned
@@ -256,8 +256,12 @@
 // text format above, to the cleanable end) to its latest offset, then
 // rewrites each segment below the cleanable end keeping, per key, only
 // the record at that offset. Null-key records are kept. A tombstone (null
-// value) goes once its segment's largest timestamp is older than
-// delete.retention.ms. Offsets never change: a batch that loses records
+// value) is kept by the first cleaning that reaches it, which rewrites its
+// batch with Kafka's delete horizon (KIP-534): attribute bit 6 set and the
+// base timestamp the cleaning time + delete.retention.ms, the records'
+// timestamp deltas rebased so each keeps its timestamp; a later cleaning
+// at or past the horizon drops it (a removable transaction marker's batch
+// the same). Offsets never change: a batch that loses records
 // is rebuilt (record.Build) with its base offset, producer id, epoch, base
 // sequence, attributes, codec and partition leader epoch, its records'
 // original offset deltas (gaps allowed: read them with
@@ -315,7 +319,8 @@
 // truncation, retention, Flush and Close hold it exclusively (so offsets are assigned and bytes
 // written in one order), Read and OffsetForTimestamp share it.
 //
-// The package starts no goroutines. Manager.Run is meant to be run by the
+// The package starts no goroutines except CleanLogs' workers, which it
+// waits for before returning. Manager.Run is meant to be run by the
 // caller in one goroutine; it flushes logs due a flush.ms flush, applies
 // retention every retention check interval (SetRetentionCheckInterval,
 // default 5 minutes), writes the log start offset and high watermark
@@ -323,10 +328,13 @@
 // files whose file.delete.delay.ms passed, cleans compacted logs whose
 // dirty ratio reached min.cleanable.dirty.ratio or whose oldest dirty
 // record passed max.compaction.lag.ms every cleaner backoff
-// (SetCleanerBackoff, default 15 seconds; SetCleaner for
-// log.cleaner.enable and the dedupe buffer and I/O limits; CleanLogs,
-// dirtiest log first, one at a time, in Run's goroutine, without the
-// Manager's lock), and returns when its context is done.
+// (SetCleanerBackoff, default 15 seconds, re-arming a running Run;
+// SetCleaner for log.cleaner.enable and the dedupe buffer and I/O limits,
+// SetCleanerThreads for log.cleaner.threads, all changeable while Run
+// runs; CleanLogs, dirtiest log first, up to log.cleaner.threads logs at
+// once in workers of its own that share the dedupe buffer and one I/O
+// throttle, without the Manager's lock), and returns when its context is
+// done.
 //
 // Log.cleanMu serializes Clean and DirtyRatio on one log; it is taken
 // before Log.mu, never while holding it.

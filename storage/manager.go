@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,29 +47,17 @@ type Manager struct {
 		// cleanerDisabled is log.cleaner.enable=false.
 		cleanerDisabled bool
 		cleanerLimits   CleanerLimits
+		// cleanerThreads is how many logs CleanLogs cleans at once
+		// (log.cleaner.threads).
+		cleanerThreads int
 	}
-}
-
-// SetCleanerBackoff sets how often Run looks for compacted logs to clean
-// (log.cleaner.backoff.ms, DefaultCleanerBackoff unless set). It takes
-// effect when Run starts.
-func (m *Manager) SetCleanerBackoff(d time.Duration) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if d > 0 {
-		m.mu.cleanerBackoff = d
-	}
-}
-
-// SetCleaner sets log.cleaner.enable (false: Run cleans nothing) and the
-// limits every cleaning runs with (log.cleaner.dedupe.buffer.size,
-// log.cleaner.io.max.bytes.per.second). It takes effect at the next
-// cleaning.
-func (m *Manager) SetCleaner(enable bool, lim CleanerLimits) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.mu.cleanerDisabled = !enable
-	m.mu.cleanerLimits = lim
+	// cleanerThrottle is log.cleaner.io.max.bytes.per.second, shared by
+	// the logs cleaned at once (cleaner_pool.go).
+	cleanerThrottle *throttleState
+	// cleanerBackoffChanged wakes Run to re-arm its cleaner ticker.
+	cleanerBackoffChanged chan struct{}
+	// cleanerSleep replaces the throttle's sleep in tests.
+	cleanerSleep func(d time.Duration, stop <-chan struct{})
 }
 
 // SetRetentionCheckInterval sets how often Run applies each log's
@@ -115,6 +104,9 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	m.mu.retentionCheck = DefaultRetentionCheckInterval
 	m.mu.checkpointEvery = 5 * time.Second
 	m.mu.cleanerBackoff = DefaultCleanerBackoff
+	m.mu.cleanerThreads = 1
+	m.cleanerThrottle = &throttleState{rate: math.MaxFloat64}
+	m.cleanerBackoffChanged = make(chan struct{}, 1)
 	for _, path := range dirs {
 		d, err := openLogDir(fsys, path, logger)
 		if err != nil {
@@ -343,6 +335,10 @@ func (m *Manager) Run(ctx context.Context) {
 			m.applyRetention(now)
 		case <-ct.C:
 			m.checkpointOffsets()
+		case <-m.cleanerBackoffChanged:
+			m.mu.Lock()
+			clt.Reset(m.mu.cleanerBackoff)
+			m.mu.Unlock()
 		case now := <-clt.C:
 			m.mu.Lock()
 			disabled := m.mu.cleanerDisabled
@@ -352,57 +348,6 @@ func (m *Manager) Run(ctx context.Context) {
 			}
 		}
 	}
-}
-
-// CleanLogs cleans the open logs whose cleanup.policy includes compact
-// and that need it (a dirty ratio at least their min.cleanable.dirty.ratio,
-// or a record older than max.compaction.lag.ms still dirty), dirtiest
-// first, one at a time, without holding the Manager's lock while
-// cleaning. A log with more dirty keys than the dedupe buffer holds gets
-// one pass here and the rest on later calls. Run calls it every cleaner
-// backoff unless the cleaner is disabled. It returns how many logs it
-// cleaned.
-func (m *Manager) CleanLogs(ctx context.Context, now time.Time) int {
-	m.mu.Lock()
-	if m.mu.closed {
-		m.mu.Unlock()
-		return 0
-	}
-	var logs []*Log
-	for _, l := range m.mu.logs {
-		if l.config().Compact() {
-			logs = append(logs, l)
-		}
-	}
-	lim := m.mu.cleanerLimits
-	m.mu.Unlock()
-	lim.Stop = ctx.Done()
-	cands := make([]cleanCandidate, 0, len(logs))
-	for _, l := range logs {
-		c, err := l.cleanability(now)
-		if err != nil {
-			if !errors.Is(err, ErrClosed) {
-				m.logger.Error("dirty ratio failed", "dir", l.Dir(), "err", err)
-			}
-			continue
-		}
-		cands = append(cands, c)
-	}
-	cleaned := 0
-	for _, c := range cleanOrder(cands) {
-		if ctx.Err() != nil {
-			break
-		}
-		c.l.SetCleanerLimits(lim)
-		if _, err := c.l.Clean(now); err != nil {
-			if !errors.Is(err, ErrClosed) {
-				m.logger.Error("cleaning failed", "dir", c.l.Dir(), "err", err)
-			}
-			continue
-		}
-		cleaned++
-	}
-	return cleaned
 }
 
 // checkpointOffsets writes the log start offset and high watermark

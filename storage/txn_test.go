@@ -676,11 +676,14 @@ func (sc *markerScenario) markers(t *testing.T) map[int64]bool {
 	return m
 }
 
-// pass appends a new dirty section and cleans.
+// pass appends a new dirty section and cleans; the next pass is past the
+// delete horizon this one sets.
 func (sc *markerScenario) pass(t *testing.T) (CleanStats, error) {
 	fillKeyed(t, sc.l, record.CodecNone, 30, 5, testNow)
 	sc.l.SetHighWatermarkCheckpoint(sc.l.LogEndOffset())
-	return sc.l.Clean(sc.future)
+	st, err := sc.l.Clean(sc.future)
+	sc.future = sc.future.Add(time.Duration(sc.l.config().DeleteRetentionMs+3600_000) * time.Millisecond)
+	return st, err
 }
 
 // checkAbortsHaveMarkers checks that every .txnindex entry's ABORT marker
@@ -719,9 +722,17 @@ func TestTxnCleanerRemovesMarkersOnceDataIsGone(t *testing.T) {
 	if ab, _ := l.AbortedTransactions(0, l.LogEndOffset()); len(ab) != 1 {
 		t.Fatalf("aborted after the first pass: %+v", ab)
 	}
-	// Second pass: nothing of the two transactions is left.
-	if st, err := sc.pass(t); err != nil || st.MarkersRemoved != 2 {
+	// Second pass: nothing of the two transactions is left; their
+	// markers get a delete horizon and stay until it passes.
+	if st, err := sc.pass(t); err != nil || st.MarkersRemoved != 0 {
 		t.Fatalf("second pass: %+v, %v", st, err)
+	}
+	if m := sc.markers(t); !m[sc.commit] || !m[sc.abort] {
+		t.Fatalf("markers removed before their delete horizon: %v", m)
+	}
+	// Third pass, past the horizon: they go.
+	if st, err := sc.pass(t); err != nil || st.MarkersRemoved != 2 {
+		t.Fatalf("third pass: %+v, %v", st, err)
 	}
 	if m := sc.markers(t); m[sc.commit] || m[sc.abort] || !m[sc.last] || !m[sc.last1] {
 		t.Fatalf("markers after the second pass: %v (%+v)", m, sc)
@@ -750,8 +761,10 @@ func TestTxnCleanerCrashDuringSwap(t *testing.T) {
 		dir := t.TempDir()
 		fsys := &faultFS{}
 		sc := newMarkerScenario(t, dir, fsys)
-		if st, err := sc.pass(t); err != nil || st.Aborted {
-			t.Fatalf("first pass: %+v, %v", st, err)
+		for range 2 { // the data goes, then the markers get their delete horizon
+			if st, err := sc.pass(t); err != nil || st.Aborted {
+				t.Fatalf("first passes: %+v, %v", st, err)
+			}
 		}
 		fillKeyed(t, sc.l, record.CodecNone, 30, 5, testNow)
 		sc.l.SetHighWatermarkCheckpoint(sc.l.LogEndOffset())
