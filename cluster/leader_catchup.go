@@ -1,0 +1,54 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/kbroker/kbroker/replication"
+)
+
+// maxLeadershipWait bounds how long a Produce for a partition this broker
+// does not lead waits for metadata already in its Raft log: well under a
+// client's request timeout, far below franz-go's metadata min age (5s).
+const maxLeadershipWait = time.Second
+
+// awaitLeadership is called when a Produce finds this broker not leading
+// tp. While this node's Raft log holds entries it has not applied yet (the
+// election that makes it leader may be one of them, and a client may have
+// learnt of it from a broker that applied it sooner), it waits up to
+// maxLeadershipWait for them, applying each new image to the replicas at
+// once, and returns the partition if this broker leads it then.
+//
+// Answered NOT_LEADER_OR_FOLLOWER instead, a franz-go client that has just
+// refreshed its metadata and been sent here waits its metadata min age
+// before it asks again: after a kill of the controller's node, partitions
+// stayed unwritable for ~5s after their new leader was elected.
+func (n *Node) awaitLeadership(ctx context.Context, tp replication.TopicPartition) (*replication.Partition, bool) {
+	if n.sessionLost() || !n.store.Unapplied() {
+		return nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxLeadershipWait)
+	defer cancel()
+	for {
+		changed := n.store.Changed()
+		if err := n.replicas.Apply(n.store.Image()); err == nil {
+			if p, err := n.replicas.Partition(tp); err == nil && p.IsLeader() {
+				return p, true
+			}
+		}
+		if !n.store.Unapplied() {
+			return nil, false
+		}
+		// Changed fires when an entry is applied; the tick catches the
+		// last one, after which Unapplied turns false.
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, false
+		}
+		t.Stop()
+	}
+}
