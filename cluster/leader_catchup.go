@@ -24,20 +24,49 @@ const maxLeadershipWait = time.Second
 // before it asks again: after a kill of the controller's node, partitions
 // stayed unwritable for ~5s after their new leader was elected.
 func (n *Node) awaitLeadership(ctx context.Context, tp replication.TopicPartition) (*replication.Partition, bool) {
-	if n.sessionLost() || !n.store.Unapplied() {
+	if n.sessionLost() {
 		return nil, false
+	}
+	var part *replication.Partition
+	leads := func() bool {
+		if err := n.replicas.Apply(n.store.Image()); err != nil {
+			return false
+		}
+		p, err := n.replicas.Partition(tp)
+		if err != nil || !p.IsLeader() {
+			return false
+		}
+		part = p
+		return true
+	}
+	if !awaitApplied(ctx, n.store, leads) {
+		return nil, false
+	}
+	return part, true
+}
+
+// appliedSource is what awaitApplied needs of the metadata store.
+type appliedSource interface {
+	Unapplied() bool
+	Changed() <-chan struct{}
+}
+
+// awaitApplied reports whether leads holds, checking it again as the
+// store applies entries, for as long as the store has unapplied ones and
+// at most maxLeadershipWait.
+func awaitApplied(ctx context.Context, s appliedSource, leads func() bool) bool {
+	if !s.Unapplied() {
+		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, maxLeadershipWait)
 	defer cancel()
 	for {
-		changed := n.store.Changed()
-		if err := n.replicas.Apply(n.store.Image()); err == nil {
-			if p, err := n.replicas.Partition(tp); err == nil && p.IsLeader() {
-				return p, true
-			}
+		changed := s.Changed()
+		if leads() {
+			return true
 		}
-		if !n.store.Unapplied() {
-			return nil, false
+		if !s.Unapplied() {
+			return false
 		}
 		// Changed fires when an entry is applied; the tick catches the
 		// last one, after which Unapplied turns false.
@@ -47,7 +76,7 @@ func (n *Node) awaitLeadership(ctx context.Context, tp replication.TopicPartitio
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, false
+			return false
 		}
 		t.Stop()
 	}
