@@ -155,7 +155,14 @@ func (m *Membership) Run(ctx context.Context) error {
 	defer close(m.events)
 	defer m.stop()
 
-	conf, err := m.memberlistConfig(ctx, "", m.bindPort)
+	// Bound to all interfaces, advertise the address the watcher
+	// computes (when it finds one), not memberlist's own pick, so the two
+	// agree.
+	var ip string
+	if m.addrOf != nil && m.advHost == "" {
+		ip, _ = m.addrOf(ctx)
+	}
+	conf, err := m.memberlistConfig(ctx, ip, m.bindPort)
 	if err != nil {
 		return err
 	}

@@ -3,10 +3,10 @@ package membership
 import (
 	"context"
 	"fmt"
+	"net"
 	"sync"
 	"time"
 
-	sockaddr "github.com/hashicorp/go-sockaddr"
 	"github.com/hashicorp/memberlist"
 )
 
@@ -19,19 +19,44 @@ const addrCheckInterval = time.Second
 // a rejoin: on a node that was cut off it may reach nobody.
 const rejoinLeaveTimeout = time.Second
 
-// defaultAddrOf returns how to find the address memberlist would pick now,
-// by its own rule: AdvertiseAddr resolved again (a name may move), else
-// the private IP when bound to all interfaces. Bound to one IP, the
-// address cannot change: nil.
+// defaultAddrOf returns how to find the address to advertise now:
+// AdvertiseAddr resolved again (a name may move), else, bound to all
+// interfaces, the first private IPv4 address of an interface that is up.
+// Run advertises what it returns from the start, so the watcher compares
+// like with like. Bound to one IP, the address cannot change: nil.
 func (m *Membership) defaultAddrOf() func(context.Context) (string, error) {
 	switch {
 	case m.advHost != "":
 		return func(ctx context.Context) (string, error) { return resolveIP(ctx, m.advHost) }
 	case m.bindHost == "0.0.0.0":
-		return func(context.Context) (string, error) { return sockaddr.GetPrivateIP() }
+		return func(context.Context) (string, error) { return privateIP() }
 	default:
 		return nil
 	}
+}
+
+// privateIP is the first private IPv4 address of an up, non-loopback
+// interface, "" if there is none (the network is disconnected).
+func privateIP() (string, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return "", fmt.Errorf("listing interfaces: %w", err)
+	}
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil && ipn.IP.IsPrivate() {
+				return ipn.IP.String(), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // startJoin joins the seeds other than list's own address in the
