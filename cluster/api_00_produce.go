@@ -174,6 +174,11 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 // produceOne appends one partition's records.
 func (n *Node) produceOne(ctx context.Context, tp replication.TopicPartition, records []byte, acks int16, txnID *string) (*replication.Partition, replication.AppendResult, error) {
 	part, err := n.hostedPartition(tp)
+	if errors.Is(err, replication.ErrNotLeader) || err == nil && !part.IsLeader() {
+		if p, ok := n.awaitLeadership(ctx, tp); ok {
+			part, err = p, nil
+		}
+	}
 	if err != nil {
 		return nil, replication.AppendResult{}, err
 	}

@@ -26,19 +26,33 @@ func (n *Node) brokerEpoch() int64 {
 // broker.heartbeat.interval.ms that this broker is alive; the controller
 // fences a broker whose heartbeats stop for broker.session.timeout.ms and
 // unfences it when they resume.
-func (n *Node) heartbeatLoop(ctx context.Context) {
+func (n *Node) heartbeatLoop(ctx context.Context) { n.heartbeats(ctx, n.store) }
+
+// heartbeatStore is what the heartbeat loop needs of the metadata store
+// (a fake in tests).
+type heartbeatStore interface {
+	BrokerHeartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (metadata.HeartbeatResult, error)
+	Image() *metadata.Image
+	Changed() <-chan struct{}
+}
+
+func (n *Node) heartbeats(ctx context.Context, s heartbeatStore) {
 	interval := time.Duration(n.cfg.BrokerHeartbeatIntervalMs) * time.Millisecond
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	n.session.start(time.Now())
 	for {
 		hctx, cancel := context.WithTimeout(ctx, interval*2)
-		res, err := n.store.BrokerHeartbeat(hctx, n.cfg.NodeID, n.brokerEpoch())
+		epoch := int64(-1)
+		if b, ok := s.Image().Brokers[n.cfg.NodeID]; ok {
+			epoch = b.Epoch
+		}
+		res, err := s.BrokerHeartbeat(hctx, n.cfg.NodeID, epoch)
 		if err == nil && !res.Fenced {
 			// Lead again only with the controller's metadata applied:
 			// a broker back from a pause or a partition would otherwise
 			// serve, for a moment, the leaderships it was fenced out of.
-			err = n.awaitMetadata(hctx, res.MetadataOffset)
+			err = awaitMetadata(hctx, s, res.MetadataOffset)
 		}
 		cancel()
 		switch {
@@ -66,18 +80,18 @@ func (n *Node) heartbeatLoop(ctx context.Context) {
 	}
 }
 
-// awaitMetadata waits until this node's image is at offset or later.
-func (n *Node) awaitMetadata(ctx context.Context, offset uint64) error {
+// awaitMetadata waits until s's image is at offset or later.
+func awaitMetadata(ctx context.Context, s heartbeatStore, offset uint64) error {
 	for {
-		ch := n.store.Changed()
-		if got := n.store.Image().Offset; got >= offset {
+		ch := s.Changed()
+		if got := s.Image().Offset; got >= offset {
 			return nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
 			return fmt.Errorf("metadata not caught up with the controller's offset %d (at %d): %w",
-				offset, n.store.Image().Offset, ctx.Err())
+				offset, s.Image().Offset, ctx.Err())
 		}
 	}
 }

@@ -716,6 +716,12 @@ func (s *Store) propose(ctx context.Context, t recordType, payload any) (any, er
 	return s.finish(ctx, f)
 }
 
+// Unapplied reports whether this node's Raft log holds entries it has not
+// applied yet: written here but not yet known committed, or being applied.
+// A broker that another one already names leader of a partition may be
+// such a node for a moment.
+func (s *Store) Unapplied() bool { return s.raft.LastIndex() > s.raft.AppliedIndex() }
+
 // RaftStatus is what metrics and health checks show of this node's Raft.
 type RaftStatus struct {
 	State        string // Leader, Follower, Candidate, Shutdown

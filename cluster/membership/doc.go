@@ -55,6 +55,15 @@
 //     other node is a member, or ctx is done. Run waits for it before
 //     returning. A Join in progress cannot be interrupted, so Run may wait
 //     up to memberlist's TCPTimeout (10s in the LAN profile) for it.
+//   - the address watcher: started by Run unless the node is bound to one
+//     IP; every second it computes the address memberlist would advertise
+//     now (AdvertiseAddr resolved again, else the private IP) and, when it
+//     differs from the advertised one (a container reconnected to its
+//     network with a new IP), leaves under the old address, shuts that
+//     memberlist down and creates a new one on the same port advertising
+//     the new address, with its own join loop. memberlist accepts a
+//     member's new address only once the old one has left or died, so
+//     peers report the node dead once, then alive again. Stopped by ctx.
 //   - event delivery runs on Run's own goroutine.
 //
 // # Logging

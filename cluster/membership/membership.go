@@ -42,6 +42,11 @@ type Membership struct {
 	kick   chan struct{} // capacity 1: "pending events exist"
 	ran    atomic.Bool
 
+	// addrOf returns the IP this node would advertise if gossip started
+	// now ("" if unknown); nil when it cannot change (bound to one IP).
+	// Tests replace it before Run.
+	addrOf func(context.Context) (string, error)
+
 	// shutMu serializes the leave/shutdown of the memberlist (Run's and the
 	// tests' crash hook): memberlist panics on Leave after Shutdown.
 	shutMu sync.Mutex
@@ -106,6 +111,7 @@ func New(cfg Config) (*Membership, error) {
 	}
 	m.mu.alive = make(map[int32]struct{})
 	m.mu.pending = make(map[int32]bool)
+	m.addrOf = m.defaultAddrOf()
 	return m, nil
 }
 
@@ -149,7 +155,14 @@ func (m *Membership) Run(ctx context.Context) error {
 	defer close(m.events)
 	defer m.stop()
 
-	conf, err := m.memberlistConfig(ctx)
+	// Bound to all interfaces, advertise the address the watcher
+	// computes (when it finds one), not memberlist's own pick, so the two
+	// agree.
+	var ip string
+	if m.addrOf != nil && m.advHost == "" {
+		ip, _ = m.addrOf(ctx)
+	}
+	conf, err := m.memberlistConfig(ctx, ip, m.bindPort)
 	if err != nil {
 		return err
 	}
@@ -161,15 +174,15 @@ func (m *Membership) Run(ctx context.Context) error {
 	m.mu.list = list
 	m.mu.ring = conf.Keyring
 	m.mu.Unlock()
-	self := list.LocalNode().Address()
-	m.log.Info("gossip started", "name", conf.Name, "addr", self)
+	m.log.Info("gossip started", "name", conf.Name, "addr", list.LocalNode().Address())
 
 	var wg sync.WaitGroup
 	if conf.Keyring != nil {
 		wg.Go(func() { m.watchKeyFile(ctx, conf.Keyring, m.keys) })
 	}
-	if seeds := otherSeeds(m.cfg.Seeds, self, m.cfg.BindAddr, m.cfg.AdvertiseAddr); len(seeds) > 0 {
-		wg.Go(func() { m.joinLoop(ctx, list, seeds) })
+	m.startJoin(ctx, &wg, list)
+	if m.addrOf != nil {
+		wg.Go(func() { m.watchAddress(ctx, &wg) })
 	}
 
 	m.deliver(ctx)
@@ -177,14 +190,17 @@ func (m *Membership) Run(ctx context.Context) error {
 	m.shutMu.Lock()
 	m.mu.Lock()
 	crashed := m.mu.crashed
+	list = m.mu.list // a rejoin may have replaced it (or failed to: nil)
 	m.mu.Unlock()
-	if !crashed {
-		if err := list.Leave(leaveTimeout); err != nil {
-			m.log.Warn("gossip leave", "err", err)
+	if list != nil {
+		if !crashed {
+			if err := list.Leave(leaveTimeout); err != nil {
+				m.log.Warn("gossip leave", "err", err)
+			}
 		}
-	}
-	if err := list.Shutdown(); err != nil {
-		m.log.Warn("gossip shutdown", "err", err)
+		if err := list.Shutdown(); err != nil {
+			m.log.Warn("gossip shutdown", "err", err)
+		}
 	}
 	m.shutMu.Unlock()
 	wg.Wait()
@@ -203,23 +219,27 @@ func (m *Membership) stop() {
 	m.mu.order = nil
 }
 
-func (m *Membership) memberlistConfig(ctx context.Context) (*memberlist.Config, error) {
+// memberlistConfig builds the memberlist config binding bindPort. ip, when
+// not empty, is the address to advertise (a rejoin after an address
+// change); otherwise it is resolved from AdvertiseAddr, or memberlist picks
+// one from the bind address.
+func (m *Membership) memberlistConfig(ctx context.Context, ip string, bindPort int) (*memberlist.Config, error) {
 	conf := memberlist.DefaultLANConfig()
 	conf.Name = nodeName(m.cfg.NodeID)
 	conf.BindAddr = m.bindHost
-	conf.BindPort = m.bindPort
-	if m.advHost != "" {
-		ip, err := resolveIP(ctx, m.advHost)
-		if err != nil {
+	conf.BindPort = bindPort
+	if ip == "" && m.advHost != "" {
+		var err error
+		if ip, err = resolveIP(ctx, m.advHost); err != nil {
 			return nil, fmt.Errorf("membership: AdvertiseAddr=%s: %w", m.cfg.AdvertiseAddr, err)
 		}
+	}
+	conf.AdvertisePort = bindPort // memberlist replaces 0 by the bound port
+	if ip != "" {
 		conf.AdvertiseAddr = ip
-		conf.AdvertisePort = m.advPort
-		if conf.AdvertisePort == 0 {
-			conf.AdvertisePort = m.bindPort // memberlist replaces 0 by the bound port
+		if m.advPort != 0 {
+			conf.AdvertisePort = m.advPort
 		}
-	} else {
-		conf.AdvertisePort = m.bindPort
 	}
 	conf.ProbeInterval = m.conf.probeInterval
 	conf.ProbeTimeout = m.conf.probeTimeout
@@ -237,9 +257,15 @@ func (m *Membership) memberlistConfig(ctx context.Context) (*memberlist.Config, 
 	conf.Alive = d
 	conf.Logger = log.New(slogWriter{m.log.With("component", "memberlist")}, "", 0)
 	if m.keys != nil {
-		ring, err := newKeyring(m.keys)
-		if err != nil {
-			return nil, fmt.Errorf("membership: %s: %w", m.cfg.KeyFile, err)
+		// A rejoin keeps the ring: watchKeyFile updates that one.
+		m.mu.Lock()
+		ring := m.mu.ring
+		m.mu.Unlock()
+		if ring == nil {
+			var err error
+			if ring, err = newKeyring(m.keys); err != nil {
+				return nil, fmt.Errorf("membership: %s: %w", m.cfg.KeyFile, err)
+			}
 		}
 		// Both verifications default to true with a keyring; set them
 		// anyway: a message that is not encrypted with a key we hold

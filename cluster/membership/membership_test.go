@@ -68,9 +68,18 @@ type testNode struct {
 
 func start(t *testing.T, cfg Config) *testNode {
 	t.Helper()
+	return startWith(t, cfg, nil)
+}
+
+// startWith is start with prep applied to the Membership before Run.
+func startWith(t *testing.T, cfg Config, prep func(*Membership)) *testNode {
+	t.Helper()
 	m, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if prep != nil {
+		prep(m)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &testNode{m: m, cancel: cancel, done: make(chan error, 1), closed: make(chan struct{}), latest: map[int32]bool{}}

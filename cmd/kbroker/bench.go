@@ -37,6 +37,7 @@ type benchConfig struct {
 	rate       float64
 	durable    bool
 	nodeBin    string
+	clientLog  string
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
@@ -56,6 +57,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&c.kills, "kills", 6, "failover: kills (round robin over the three nodes)")
 	fs.Float64Var(&c.rate, "rate", 3000, "failover: records/s produced during the kills")
 	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
+	fs.StringVar(&c.clientLog, "client-log", "", "failover: write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
 	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
 	if err := fs.Parse(args); err != nil {
 		return c, parseError{err}

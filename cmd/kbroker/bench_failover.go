@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"time"
 
@@ -98,11 +99,23 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 	if err := createBenchTopic(ctx, cl.seeds(), failoverTopic, int32(c.partitions), 3, nil); err != nil {
 		return err
 	}
-	prod, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(cl.seeds()...),
 		kgo.DefaultProduceTopic(failoverTopic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-	)
+	}
+	if c.clientLog != "" {
+		// To tell a broker that answers Metadata late or wrongly from the
+		// client's own refresh pacing (metadata min age) after a kill.
+		f, err := os.Create(c.clientLog)
+		if err != nil {
+			return fmt.Errorf("--client-log: %w", err)
+		}
+		defer f.Close()
+		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug,
+			func() string { return time.Now().UTC().Format("15:04:05.000 ") })))
+	}
+	prod, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}

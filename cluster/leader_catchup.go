@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"context"
+	"time"
+
+	"github.com/kbroker/kbroker/replication"
+)
+
+// maxLeadershipWait bounds how long a Produce for a partition this broker
+// does not lead waits for metadata already in its Raft log: well under a
+// client's request timeout, far below franz-go's metadata min age (5s).
+const maxLeadershipWait = time.Second
+
+// awaitLeadership is called when a Produce finds this broker not leading
+// tp. While this node's Raft log holds entries it has not applied yet (the
+// election that makes it leader may be one of them, and a client may have
+// learnt of it from a broker that applied it sooner), it waits up to
+// maxLeadershipWait for them, applying each new image to the replicas at
+// once, and returns the partition if this broker leads it then.
+//
+// Answered NOT_LEADER_OR_FOLLOWER instead, a franz-go client that has just
+// refreshed its metadata and been sent here waits its metadata min age
+// before it asks again: after a kill of the controller's node, partitions
+// stayed unwritable for ~5s after their new leader was elected.
+func (n *Node) awaitLeadership(ctx context.Context, tp replication.TopicPartition) (*replication.Partition, bool) {
+	if n.sessionLost() {
+		return nil, false
+	}
+	var part *replication.Partition
+	leads := func() bool {
+		if err := n.replicas.Apply(n.store.Image()); err != nil {
+			return false
+		}
+		p, err := n.replicas.Partition(tp)
+		if err != nil || !p.IsLeader() {
+			return false
+		}
+		part = p
+		return true
+	}
+	if !awaitApplied(ctx, n.store, leads) {
+		return nil, false
+	}
+	return part, true
+}
+
+// appliedSource is what awaitApplied needs of the metadata store.
+type appliedSource interface {
+	Unapplied() bool
+	Changed() <-chan struct{}
+}
+
+// awaitApplied reports whether leads holds, checking it again as the
+// store applies entries, for as long as the store has unapplied ones and
+// at most maxLeadershipWait.
+func awaitApplied(ctx context.Context, s appliedSource, leads func() bool) bool {
+	if !s.Unapplied() {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxLeadershipWait)
+	defer cancel()
+	for {
+		changed := s.Changed()
+		if leads() {
+			return true
+		}
+		if !s.Unapplied() {
+			return false
+		}
+		// Changed fires when an entry is applied; the tick catches the
+		// last one, after which Unapplied turns false.
+		t := time.NewTimer(10 * time.Millisecond)
+		select {
+		case <-changed:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+		t.Stop()
+	}
+}
