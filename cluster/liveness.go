@@ -32,6 +32,7 @@ func (n *Node) heartbeatLoop(ctx context.Context) { n.heartbeats(ctx, n.store) }
 // (a fake in tests).
 type heartbeatStore interface {
 	BrokerHeartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (metadata.HeartbeatResult, error)
+	ReportOfflineReplicas(ctx context.Context, brokerID int32, epoch int64, partitions []metadata.TopicPartitions) (int, error)
 	Image() *metadata.Image
 	Changed() <-chan struct{}
 }
@@ -70,7 +71,7 @@ func (n *Node) heartbeats(ctx context.Context, s heartbeatStore) {
 			if n.session.renewed(time.Now()) {
 				n.logger.Info("heartbeat succeeded again; leading partitions as the metadata says")
 			}
-			n.reportOfflineReplicas(ctx, interval*2)
+			n.reportOfflineReplicas(ctx, s, epoch, interval*2)
 		}
 		select {
 		case <-t.C:
@@ -396,8 +397,8 @@ func (n *Node) startMembership(ctx context.Context, wg *sync.WaitGroup) error {
 // this broker's replicas that cannot open their logs while the metadata
 // still has it as their leader or in their ISR, so that leadership moves
 // to a replica that can serve (metadata offline_replicas.go).
-func (n *Node) reportOfflineReplicas(ctx context.Context, timeout time.Duration) {
-	img := n.store.Image()
+func (n *Node) reportOfflineReplicas(ctx context.Context, s heartbeatStore, brokerEpoch int64, timeout time.Duration) {
+	img := s.Image()
 	var report []metadata.TopicPartitions
 	for _, tp := range n.replicas.OfflineReplicas() {
 		p, ok := img.Partition(tp.Topic, tp.Partition)
@@ -415,7 +416,7 @@ func (n *Node) reportOfflineReplicas(ctx context.Context, timeout time.Duration)
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	changed, err := n.store.ReportOfflineReplicas(rctx, n.cfg.NodeID, n.brokerEpoch(), report)
+	changed, err := s.ReportOfflineReplicas(rctx, n.cfg.NodeID, brokerEpoch, report)
 	if err != nil {
 		n.logger.Warn("reporting offline replicas to the controller", "partitions", len(report), "err", err)
 		return

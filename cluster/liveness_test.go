@@ -10,6 +10,7 @@ import (
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/metadata"
+	"github.com/kbroker/kbroker/replication"
 )
 
 // fakeHeartbeatStore is a controller that answers heartbeats (or fails
@@ -29,6 +30,10 @@ func (f *fakeHeartbeatStore) BrokerHeartbeat(context.Context, int32, int64) (met
 		return metadata.HeartbeatResult{}, errors.New("controller unreachable")
 	}
 	return metadata.HeartbeatResult{MetadataOffset: f.ctrlOffset}, nil
+}
+
+func (f *fakeHeartbeatStore) ReportOfflineReplicas(context.Context, int32, int64, []metadata.TopicPartitions) (int, error) {
+	return 0, nil
 }
 
 func (f *fakeHeartbeatStore) Image() *metadata.Image {
@@ -68,7 +73,11 @@ func TestHeartbeatRenewsSessionOnlyWithMetadataCaughtUp(t *testing.T) {
 		changed: make(chan struct{}),
 		down:    true,
 	}
-	n := &Node{cfg: config.Config{NodeID: 1, BrokerHeartbeatIntervalMs: 20}, logger: testLogger(t)}
+	n := &Node{
+		cfg:      config.Config{NodeID: 1, BrokerHeartbeatIntervalMs: 20},
+		logger:   testLogger(t),
+		replicas: replication.NewManager(replication.ManagerConfig{}),
+	}
 	n.session.timeout = 200 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
