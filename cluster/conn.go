@@ -179,9 +179,12 @@ func (c *conn) serve(ctx context.Context) {
 // drop closes the socket now and abandons every pending request.
 func (c *conn) drop() {
 	c.goneOnce.Do(func() {
-		close(c.gone)
-		c.nc.Close()
+		// Collect the drop callbacks in the same critical section that
+		// marks the connection gone: once gone is closed the writer may
+		// retire pending slots (clearing their callbacks), and onDrop
+		// must either register before this or see the connection gone.
 		c.mu.Lock()
+		close(c.gone)
 		var undo []func()
 		for s := range c.pending {
 			if s.onDrop != nil {
@@ -190,6 +193,7 @@ func (c *conn) drop() {
 			}
 		}
 		c.mu.Unlock()
+		c.nc.Close()
 		for _, f := range undo {
 			f()
 		}

@@ -64,7 +64,7 @@ func TestPeerCloseDropsParkedRequests(t *testing.T) {
 	c.nc.Close()
 	start := time.Now()
 	testutil.Eventually(t, 5*time.Second, func() bool { return ts.limits.open() == 0 }, "the server to close the socket")
-	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 0 }, "the parked produces to leave the purgatory")
+	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 0 }, "the parked produces to leave the purgatory (len %d)", waiters.Len())
 	t.Logf("socket closed and purgatory emptied %v after the client left", time.Since(start))
 	if got := queued(); got != 0 {
 		t.Errorf("%v request bytes still queued", got)

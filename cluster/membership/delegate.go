@@ -64,7 +64,15 @@ func (d delegate) NotifyAlive(n *memberlist.Node) error {
 
 func (d delegate) NotifyJoin(n *memberlist.Node)  { d.notify(n, true) }
 func (d delegate) NotifyLeave(n *memberlist.Node) { d.notify(n, false) }
-func (delegate) NotifyUpdate(*memberlist.Node)    {}
+
+// NotifyUpdate keeps the member's address current. memberlist calls the
+// event delegate with its node lock held, so n's fields are read safely
+// here and nowhere else.
+func (d delegate) NotifyUpdate(n *memberlist.Node) {
+	if id, err := nodeID(n); err == nil {
+		d.m.setAddr(id, n.Addr.String())
+	}
+}
 
 func (d delegate) notify(n *memberlist.Node, alive bool) {
 	id, err := nodeID(n)
@@ -72,5 +80,5 @@ func (d delegate) notify(n *memberlist.Node, alive bool) {
 		d.m.log.Warn("ignoring membership event", "err", err)
 		return
 	}
-	d.m.record(id, alive)
+	d.m.record(id, n.Addr.String(), alive)
 }

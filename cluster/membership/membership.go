@@ -58,8 +58,9 @@ type Membership struct {
 		crashed bool                   // set by the test hook: skip Leave
 		stopped bool                   // Run returned: ignore late delegate calls
 		alive   map[int32]struct{}
-		pending map[int32]bool // coalesced undelivered events, latest wins
-		order   []int32        // ids in pending, oldest first
+		addrs   map[int32]string // gossip address of each alive member
+		pending map[int32]bool   // coalesced undelivered events, latest wins
+		order   []int32          // ids in pending, oldest first
 	}
 }
 
@@ -110,6 +111,7 @@ func New(cfg Config) (*Membership, error) {
 		kick:     make(chan struct{}, 1),
 	}
 	m.mu.alive = make(map[int32]struct{})
+	m.mu.addrs = make(map[int32]string)
 	m.mu.pending = make(map[int32]bool)
 	m.addrOf = m.defaultAddrOf()
 	return m, nil
@@ -338,7 +340,7 @@ func (m *Membership) joinLoop(ctx context.Context, list *memberlist.Memberlist, 
 
 // record is called by the delegate: it updates the alive set and queues
 // the event, coalesced per node. It never blocks.
-func (m *Membership) record(id int32, alive bool) {
+func (m *Membership) record(id int32, addr string, alive bool) {
 	m.mu.Lock()
 	if m.mu.stopped {
 		m.mu.Unlock()
@@ -346,8 +348,10 @@ func (m *Membership) record(id int32, alive bool) {
 	}
 	if alive {
 		m.mu.alive[id] = struct{}{}
+		m.mu.addrs[id] = addr
 	} else {
 		delete(m.mu.alive, id)
+		delete(m.mu.addrs, id)
 	}
 	if _, queued := m.mu.pending[id]; !queued {
 		m.mu.order = append(m.mu.order, id)
@@ -359,6 +363,24 @@ func (m *Membership) record(id int32, alive bool) {
 	case m.kick <- struct{}{}:
 	default:
 	}
+}
+
+// setAddr records a live member's new address (memberlist's update
+// event: the node rejoined elsewhere without being declared dead first).
+func (m *Membership) setAddr(id int32, addr string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.mu.alive[id]; ok && !m.mu.stopped {
+		m.mu.addrs[id] = addr
+	}
+}
+
+// MemberAddr is the gossip address (IP) of alive member id, "" if id is
+// not alive.
+func (m *Membership) MemberAddr(id int32) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.mu.addrs[id]
 }
 
 // nextPending pops the oldest pending event.

@@ -9,21 +9,6 @@ import (
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
-// memberAddr is the address n's memberlist has for node id ("" if none).
-func (n *testNode) memberAddr(id int32) string {
-	n.m.mu.Lock()
-	defer n.m.mu.Unlock()
-	if n.m.mu.list == nil {
-		return ""
-	}
-	for _, mem := range n.m.mu.list.Members() {
-		if mem.Name == nodeName(id) {
-			return mem.Addr.String()
-		}
-	}
-	return ""
-}
-
 // A node whose address changes (a container reconnected with a new IP)
 // rejoins under the new one: its peers learn the new address and keep it
 // alive. 127.0.0.2 reaches a socket bound to 0.0.0.0 through loopback.
@@ -45,7 +30,7 @@ func TestRejoinAfterAddressChange(t *testing.T) {
 
 	ip.Store("127.0.0.2")
 	for _, n := range []*testNode{n1, n2} {
-		testutil.Eventually(t, 20*time.Second, func() bool { return n.memberAddr(3) == "127.0.0.2" },
+		testutil.Eventually(t, 20*time.Second, func() bool { return n.m.MemberAddr(3) == "127.0.0.2" },
 			"node %d to learn node 3's new address", n.m.cfg.NodeID)
 	}
 	for _, n := range []*testNode{n1, n2, n3} {
@@ -53,6 +38,6 @@ func TestRejoinAfterAddressChange(t *testing.T) {
 	}
 	// It stays alive at the new address: the peers probe it there.
 	testutil.CheckFor(t, 2*time.Second, func() bool {
-		return n1.memberAddr(3) == "127.0.0.2" && len(n1.m.Alive()) == 3 && len(n2.m.Alive()) == 3
+		return n1.m.MemberAddr(3) == "127.0.0.2" && len(n1.m.Alive()) == 3 && len(n2.m.Alive()) == 3
 	}, "node 3 alive at its new address")
 }
