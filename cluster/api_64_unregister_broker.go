@@ -1,6 +1,6 @@
 package cluster
 
-// UnregisterBroker (key 64), v0.
+// UnregisterBroker (key 64).
 //
 // An operator removes a broker that is gone for good from the cluster
 // (Kafka's UnregisterBroker, KIP-631): the broker forwards it to the
@@ -21,6 +21,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -32,9 +33,13 @@ func init() {
 // carries no timeout of its own.
 const unregisterBrokerTimeout = 30 * time.Second
 
-func (n *Node) handleUnregisterBroker(ctx context.Context, _ *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleUnregisterBroker(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.UnregisterBrokerRequest)
 	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+	if !rc.AuthorizedCluster(kmsg.ACLOperationAlter) {
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, unregisterBrokerTimeout)
 	defer cancel()
 	if err := n.store.UnregisterBroker(ctx, req.BrokerID); err != nil {
