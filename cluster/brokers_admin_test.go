@@ -191,7 +191,8 @@ func describedBrokers(ctx context.Context, cl *kgo.Client) ([]int32, error) {
 // unregistered, disappears from DescribeCluster (even with fenced brokers
 // included) and from kadm's broker metadata on every broker, while the
 // partition that lists it as a replica keeps it listed; unregistering it
-// again is BROKER_ID_NOT_REGISTERED.
+// again is BROKER_ID_NOT_REGISTERED; the node started again registers as
+// a new broker.
 func TestUnregisterBroker(t *testing.T) {
 	nodes := startQuorum(t, 3, nil, "offsets.topic.replication.factor=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
@@ -225,6 +226,7 @@ func TestUnregisterBroker(t *testing.T) {
 		return nil
 	}, "stopped broker 3 fenced and still described")
 
+	oldEpoch := nodes[0].store.Image().Brokers[3].Epoch
 	if err := unregisterBroker(ctx, t, cl.Broker(2), 3); err != nil {
 		t.Fatalf("unregister stopped broker 3: %v", err)
 	}
@@ -265,4 +267,39 @@ func TestUnregisterBroker(t *testing.T) {
 	if err := unregisterBroker(ctx, t, cl.Broker(1), 3); !errors.Is(err, kerr.BrokerIDNotRegistered) {
 		t.Fatalf("unregistering again: %v, want BROKER_ID_NOT_REGISTERED", err)
 	}
+
+	// The same node id started again registers as a new broker.
+	restartNode(t, nodes[2])
+	testutil.Eventually(t, 20*time.Second, func() error {
+		b, ok := nodes[0].store.Image().Brokers[3]
+		if !ok || b.Fenced || b.Epoch <= oldEpoch {
+			return fmt.Errorf("broker 3 after its restart: %+v", b)
+		}
+		ids, err := describedBrokers(ctx, cl)
+		if err != nil || !slices.Equal(ids, []int32{1, 2, 3}) {
+			return fmt.Errorf("DescribeCluster lists %v (%v)", ids, err)
+		}
+		return nil
+	}, "broker 3 registered again after its restart")
+}
+
+// restartNode starts a stopped node again with its config (same node id,
+// controller address and log directories).
+func restartNode(t *testing.T, tn *testNode) {
+	t.Helper()
+	node, err := NewNode(tn.cfg, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	tn.Node, tn.cancel, tn.done = node, cancel, make(chan error, 1)
+	go func() { tn.done <- node.Run(ctx) }()
+	select {
+	case <-node.Ready():
+	case err := <-tn.done:
+		t.Fatalf("node exited before ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("node not ready after 30s")
+	}
+	tn.addr, _ = node.Addr("PLAINTEXT")
 }
