@@ -479,4 +479,24 @@ func TestAdminBrokers(t *testing.T) {
 	if len(listed) != 1 {
 		t.Fatalf("the refused unregistrations changed the brokers: %+v", listed)
 	}
+
+	// A per-broker value is described as broker 1's own.
+	mustAdmin(t, addr, "configs", "alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.retention.ms=5000")
+	var configs []struct {
+		Configs []struct {
+			Name   string  `json:"name"`
+			Value  *string `json:"value"`
+			Source string  `json:"source"`
+		} `json:"configs"`
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		configs = nil
+		mustJSON(t, mustAdmin(t, addr, "configs", "describe", "--entity-type", "brokers", "--entity-name", "1", "--output", "json"), &configs)
+		for _, c := range configs[0].Configs {
+			if c.Name == "log.retention.ms" && c.Value != nil && *c.Value == "5000" && c.Source == "DYNAMIC_BROKER_CONFIG" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no per-broker log.retention.ms=5000 in %+v", configs)
+	}, "broker 1's own log.retention.ms described")
 }
