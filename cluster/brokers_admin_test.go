@@ -108,7 +108,7 @@ func TestPerBrokerDynamicConfigs(t *testing.T) {
 	b1 := cl.Broker(1)
 	for _, tc := range []struct {
 		name, resource, key string
-		want               *kerr.Error
+		want                *kerr.Error
 	}{
 		{"another broker", "2", key, kerr.InvalidRequest},
 		{"an unknown broker", "9", key, kerr.InvalidRequest},
@@ -277,7 +277,7 @@ func TestUnregisterBroker(t *testing.T) {
 		}
 		ids, err := describedBrokers(ctx, cl)
 		if err != nil || !slices.Equal(ids, []int32{1, 2, 3}) {
-			return fmt.Errorf("DescribeCluster lists %v (%v)", ids, err)
+			return fmt.Errorf("DescribeCluster lists %v (%w)", ids, err)
 		}
 		return nil
 	}, "broker 3 registered again after its restart")
