@@ -129,6 +129,24 @@ func TestAPIsAuthorize(t *testing.T) {
 			return r
 		}, func(r kmsg.Response) int16 { return r.(*kmsg.AlterConfigsResponse).Resources[0].ErrorCode },
 			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
+		{"IncrementalAlterConfigs this broker", func() kmsg.Request {
+			r := kmsg.NewPtrIncrementalAlterConfigsRequest()
+			r.ValidateOnly = true
+			rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+			rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+			c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+			c.Name, c.Value = "log.retention.ms", kmsg.StringPtr("1000")
+			rr.Configs = append(rr.Configs, c)
+			r.Resources = append(r.Resources, rr)
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode },
+			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
+		{"UnregisterBroker", func() kmsg.Request {
+			r := kmsg.NewPtrUnregisterBrokerRequest()
+			r.BrokerID = 9 // authorized, this would be BROKER_ID_NOT_REGISTERED
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode },
+			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
 		{"DescribeTopicPartitions", func() kmsg.Request {
 			r := kmsg.NewPtrDescribeTopicPartitionsRequest()
 			rt := kmsg.NewDescribeTopicPartitionsRequestTopic()

@@ -103,7 +103,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq 
 				resp.Topics = append(resp.Topics, rt)
 				continue
 			}
-			for _, e := range n.cfg.TopicConfigEntriesIn(img.ClusterConfigs, created.Configs) {
+			for _, e := range n.cfg.TopicConfigEntriesFor(img.ClusterConfigs, img.BrokerConfigs[n.cfg.NodeID], created.Configs) {
 				c := kmsg.NewCreateTopicsResponseTopicConfig()
 				c.Name = e.Name
 				v := e.Value

@@ -8,8 +8,11 @@ package cluster
 // IncludeSynonyms every place the value could come from, highest
 // precedence first; with IncludeDocumentation (v3+) a line of
 // documentation; the config type always (v3+). Brokers (type 4, named by node id): this broker's static
-// configuration with the cluster-wide dynamic defaults applied (an empty
-// name describes those defaults the same way), and the Kafka keys it
+// configuration with the cluster-wide dynamic defaults and its own
+// per-broker values applied, each key's source the highest of
+// DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+// STATIC_BROKER_CONFIG and DEFAULT_CONFIG (an empty name describes the
+// cluster-wide defaults the same way), and the Kafka keys it
 // accepted and ignores with their values. ConfigNames narrows the keys; null means all. Other
 // resource types get INVALID_REQUEST.
 
@@ -47,19 +50,23 @@ func (n *Node) handleDescribeConfigs(_ context.Context, rc *RequestContext, kreq
 				rr.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				break
 			}
-			entries = n.cfg.TopicConfigEntriesIn(img.ClusterConfigs, t.Configs)
+			entries = n.cfg.TopicConfigEntriesFor(img.ClusterConfigs, img.BrokerConfigs[n.cfg.NodeID], t.Configs)
 		case kmsg.ConfigResourceTypeBroker:
 			if !rc.AuthorizedCluster(kmsg.ACLOperationDescribeConfigs) {
 				rr.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 				break
 			}
-			if r.ResourceName != "" && r.ResourceName != strconv.Itoa(int(n.cfg.NodeID)) {
+			if r.ResourceName == "" {
+				entries = n.cfg.BrokerConfigEntriesIn(img.ClusterConfigs)
+				break
+			}
+			if r.ResourceName != strconv.Itoa(int(n.cfg.NodeID)) {
 				rr.ErrorCode = kerr.InvalidRequest.Code
 				msg := "describing another broker's configs must be sent to that broker"
 				rr.ErrorMessage = &msg
 				break
 			}
-			entries = n.cfg.BrokerConfigEntriesIn(img.ClusterConfigs)
+			entries = n.cfg.BrokerConfigEntriesFor(img.ClusterConfigs, img.BrokerConfigs[n.cfg.NodeID])
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 		}

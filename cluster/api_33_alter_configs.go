@@ -7,8 +7,9 @@ package cluster
 // every dynamic config of the resource the request does not name is
 // removed (a null value removes its key too). The resources, validation,
 // authorization and commit are IncrementalAlterConfigs'
-// (alterConfigResource): topics, and the cluster-wide broker default (the
-// broker resource with an empty name).
+// (alterConfigResource): topics, the cluster-wide broker default (the
+// broker resource with an empty name) and this broker's own per-broker
+// values (the resource named by its id).
 //
 // The current configs are read from this broker's metadata image and the
 // change is committed as sets and removals: an alteration of the same

@@ -10,13 +10,18 @@ package cluster
 // configs (log.retention.ms, compression.type, min.insync.replicas, ...)
 // and the other dynamic broker keys (replication throttle rates, the log
 // cleaner's threads, backoff, dedupe buffer and I/O rate)
-// can be set and deleted at runtime; other broker keys and per-broker
-// overrides are refused (INVALID_CONFIG / INVALID_REQUEST).
+// can be set and deleted at runtime; other broker keys are refused
+// (INVALID_CONFIG). The same keys can be set per broker (the resource
+// named by a broker id, Kafka's DYNAMIC_BROKER_CONFIG, over the cluster
+// default on that broker only), through the broker named, as Kafka's
+// admin clients send them: a name that is not this broker's id is
+// INVALID_REQUEST ("Unexpected broker id ..."), as in Kafka.
 
 import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,7 +102,24 @@ func (n *Node) alterConfigResource(ctx context.Context, rc *RequestContext, typ 
 			return kerr.ClusterAuthorizationFailed
 		}
 		if name != "" {
-			return fmt.Errorf("%w: per-broker dynamic configs are not supported; alter the cluster-wide default (the broker resource with an empty name) or set the key in the broker's config", kerr.InvalidRequest)
+			id, err := n.brokerResourceID(name)
+			if err != nil {
+				return err
+			}
+			c, err := change(n.store.Image().BrokerConfigs[id])
+			if err != nil {
+				return err
+			}
+			if err := n.cfg.ValidateClusterConfigs(c.set); err != nil {
+				return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
+			}
+			if validateOnly {
+				return nil
+			}
+			if err := n.store.AlterBrokerConfigs(ctx, id, c.set, c.remove); err != nil {
+				return err
+			}
+			break
 		}
 		c, err := change(n.store.Image().ClusterConfigs)
 		if err != nil {
@@ -118,6 +140,22 @@ func (n *Node) alterConfigResource(ctx context.Context, rc *RequestContext, typ 
 	return n.replicas.Apply(n.store.Image())
 }
 
+// brokerResourceID is the broker id a BROKER resource with a non-empty
+// name names, which must be this broker's: as Kafka's
+// ConfigAdminManager.validateResourceNameIsCurrentNodeId, a per-broker
+// config is altered through the broker it is for (admin clients send it
+// there), so another id, registered or not, is INVALID_REQUEST.
+func (n *Node) brokerResourceID(name string) (int32, error) {
+	id, err := strconv.ParseInt(name, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%w: Node id must be an integer, but it is: %s", kerr.InvalidRequest, name)
+	}
+	if int32(id) != n.cfg.NodeID {
+		return 0, fmt.Errorf("%w: Unexpected broker id, expected %d, but received %s", kerr.InvalidRequest, n.cfg.NodeID, name)
+	}
+	return int32(id), nil
+}
+
 // incrementalTopicChange applies a topic's SET, DELETE, APPEND and
 // SUBTRACT operations to its current configs.
 func (n *Node) incrementalTopicChange(r kmsg.IncrementalAlterConfigsRequestResource, overrides map[string]string) (configChange, error) {
@@ -130,7 +168,8 @@ func (n *Node) incrementalTopicChange(r kmsg.IncrementalAlterConfigsRequestResou
 		if v, ok := overrides[name]; ok {
 			return v
 		}
-		for _, e := range n.cfg.TopicConfigEntriesIn(n.store.Image().ClusterConfigs, nil) {
+		img := n.store.Image()
+		for _, e := range n.cfg.TopicConfigEntriesFor(img.ClusterConfigs, img.BrokerConfigs[n.cfg.NodeID], nil) {
 			if e.Name == name {
 				return e.Value
 			}

@@ -62,6 +62,8 @@ var errorCodes = []struct {
 	{metadata.ErrUnknownACL, kerr.ResourceNotFound},
 	{metadata.ErrInvalidACL, kerr.InvalidRequest},
 	{metadata.ErrInvalidQuota, kerr.InvalidRequest},
+	{metadata.ErrBrokerNotRegistered, kerr.BrokerIDNotRegistered},
+	{metadata.ErrBrokerAlive, kerr.InvalidRequest},
 }
 
 // errorMessage is the text sent with an error code in versions that carry

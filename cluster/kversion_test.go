@@ -35,7 +35,6 @@ var kafka4Gaps = map[int16]versionGap{
 	41: {"DescribeDelegationToken: delegation tokens are not implemented", false},
 	55: {"DescribeQuorum: the metadata quorum is not KRaft, its state has no KRaft description", false},
 	57: {"UpdateFeatures: kbroker has no feature levels to change", false},
-	64: {"UnregisterBroker: brokers are removed through the admin tool, not this API", false},
 	71: {"GetTelemetrySubscriptions: client telemetry (KIP-714) is not implemented", false},
 	72: {"PushTelemetry: client telemetry (KIP-714) is not implemented", false},
 	74: {"ListConfigResources: client-metrics resources (KIP-714) are not implemented", false},

@@ -248,7 +248,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		Dialer:               n.security.dialer,
 		ISR:                  n.store,
 		ThrottledRates: func(img *metadata.Image) (int64, int64) {
-			return cfg.ReplicationThrottledRates(img.ClusterConfigs)
+			return cfg.ReplicationThrottledRates(img.DynamicBrokerConfigs(cfg.NodeID))
 		},
 		ReplicationQuota: quota.Config{
 			Samples: int(cfg.ReplicationQuotaWindowNum),
@@ -463,10 +463,12 @@ func advertisedVoterAddr(cfg *config.Config) string {
 }
 
 // resolveTopic is a topic's effective config: this node's static config,
-// then the cluster-wide dynamic defaults from the metadata image, then the
-// topic's own overrides.
+// then the cluster-wide dynamic defaults from the metadata image, then
+// this broker's own per-broker dynamic values, then the topic's own
+// overrides.
 func (n *Node) resolveTopic(overrides map[string]string) config.TopicConfig {
-	return n.cfg.ResolveTopicIn(n.store.Image().ClusterConfigs, overrides)
+	img := n.store.Image()
+	return n.cfg.ResolveTopicFor(img.ClusterConfigs, img.BrokerConfigs[n.cfg.NodeID], overrides)
 }
 
 func isController(cfg *config.Config, name string) bool {

@@ -7,6 +7,7 @@ import (
 // Kafka's ConfigSource numbering (DescribeConfigs v1+).
 const (
 	SourceDynamicTopic         int8 = 1 // DYNAMIC_TOPIC_CONFIG
+	SourceDynamicBroker        int8 = 2 // DYNAMIC_BROKER_CONFIG (per-broker)
 	SourceDynamicDefaultBroker int8 = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG
 	SourceStaticBroker         int8 = 4 // STATIC_BROKER_CONFIG
 	SourceDefaultConfig        int8 = 5 // DEFAULT_CONFIG
@@ -40,15 +41,16 @@ type ConfigEntry struct {
 	Name      string
 	Value     string
 	IsDefault bool
-	Source    int8 // SourceDynamicTopic, SourceDynamicDefaultBroker, SourceStaticBroker or SourceDefaultConfig
+	Source    int8 // SourceDynamicTopic, SourceDynamicBroker, SourceDynamicDefaultBroker, SourceStaticBroker or SourceDefaultConfig
 	Sensitive bool
 	ReadOnly  bool
 	Type      int8   // TypeBoolean ... TypePassword
 	Doc       string // one-line documentation
 	// Synonyms are the places the value could come from, highest
 	// precedence first, as Kafka lists them with IncludeSynonyms: the
-	// topic override, the cluster-wide dynamic default, the static broker
-	// keys that were set, the built-in default.
+	// topic override, the broker's own dynamic value, the cluster-wide
+	// dynamic default, the static broker keys that were set, the built-in
+	// default.
 	Synonyms []Synonym
 }
 
@@ -70,7 +72,14 @@ func (c *Config) TopicConfigEntries(overrides map[string]string) []ConfigEntry {
 // TopicConfigEntriesIn is TopicConfigEntries with cluster-wide dynamic
 // defaults.
 func (c *Config) TopicConfigEntriesIn(cluster, overrides map[string]string) []ConfigEntry {
-	resolved := c.ResolveTopicIn(cluster, overrides)
+	return c.TopicConfigEntriesFor(cluster, nil, overrides)
+}
+
+// TopicConfigEntriesFor is TopicConfigEntriesIn on a broker with its own
+// per-broker dynamic values (DYNAMIC_BROKER_CONFIG), which come before
+// the cluster-wide defaults.
+func (c *Config) TopicConfigEntriesFor(cluster, broker, overrides map[string]string) []ConfigEntry {
+	resolved := c.ResolveTopicFor(cluster, broker, overrides)
 	d := Default()
 	builtin := d.TopicDefaults()
 	out := make([]ConfigEntry, 0, len(topicKeys))
@@ -82,6 +91,10 @@ func (c *Config) TopicConfigEntriesIn(cluster, overrides map[string]string) []Co
 			e.Synonyms = append(e.Synonyms, Synonym{k.name, k.format(&scratch), SourceDynamicTopic})
 		}
 		if k.brokerKey != "" {
+			scratch = TopicConfig{}
+			if v, ok := broker[k.brokerKey]; ok && k.check(c, v) == nil && k.parse(&scratch, v) == nil {
+				e.Synonyms = append(e.Synonyms, Synonym{k.brokerKey, k.format(&scratch), SourceDynamicBroker})
+			}
 			scratch = TopicConfig{}
 			if v, ok := cluster[k.brokerKey]; ok && k.check(c, v) == nil && k.parse(&scratch, v) == nil {
 				e.Synonyms = append(e.Synonyms, Synonym{k.brokerKey, k.format(&scratch), SourceDynamicDefaultBroker})
@@ -116,6 +129,15 @@ func (c *Config) BrokerConfigEntries() []ConfigEntry {
 // Kafka keys kbroker accepts and ignores are listed too, with the value
 // they were given.
 func (c *Config) BrokerConfigEntriesIn(cluster map[string]string) []ConfigEntry {
+	return c.BrokerConfigEntriesFor(cluster, nil)
+}
+
+// BrokerConfigEntriesFor is BrokerConfigEntriesIn for a broker with its
+// own per-broker dynamic values, in Kafka's precedence: per-broker
+// (DYNAMIC_BROKER_CONFIG), cluster-wide default
+// (DYNAMIC_DEFAULT_BROKER_CONFIG), static (STATIC_BROKER_CONFIG), built-in
+// default (DEFAULT_CONFIG).
+func (c *Config) BrokerConfigEntriesFor(cluster, broker map[string]string) []ConfigEntry {
 	d := Default()
 	out := make([]ConfigEntry, 0, len(keys)+len(c.Ignored))
 	for i := range keys {
@@ -125,6 +147,9 @@ func (c *Config) BrokerConfigEntriesIn(cluster map[string]string) []ConfigEntry 
 		e := ConfigEntry{Name: k.name, Value: k.format(c), ReadOnly: !dynamic, Type: k.typ, Doc: k.doc, Sensitive: k.sensitive}
 		if e.Type == 0 {
 			e.Type = TypeString
+		}
+		if v, ok := broker[k.name]; ok && dynamic {
+			e.Synonyms = append(e.Synonyms, Synonym{k.name, v, SourceDynamicBroker})
 		}
 		if v, ok := cluster[k.name]; ok && dynamic {
 			e.Synonyms = append(e.Synonyms, Synonym{k.name, v, SourceDynamicDefaultBroker})
@@ -138,7 +163,7 @@ func (c *Config) BrokerConfigEntriesIn(cluster map[string]string) []ConfigEntry 
 		}
 		e.Synonyms = append(e.Synonyms, Synonym{k.name, k.format(&d), SourceDefaultConfig})
 		e.Source = e.Synonyms[0].Source
-		if e.Source == SourceDynamicDefaultBroker {
+		if e.Source == SourceDynamicBroker || e.Source == SourceDynamicDefaultBroker {
 			e.Value = e.Synonyms[0].Value
 		}
 		e.IsDefault = e.Source == SourceDefaultConfig

@@ -222,10 +222,20 @@ func (c *Config) ResolveTopic(overrides map[string]string) TopicConfig {
 // (see ValidateClusterConfigs) layered between the broker's static config
 // and the topic's overrides.
 func (c *Config) ResolveTopicIn(cluster, overrides map[string]string) TopicConfig {
+	return c.ResolveTopicFor(cluster, nil, overrides)
+}
+
+// ResolveTopicFor is ResolveTopicIn on a broker with its own per-broker
+// dynamic values, layered over the cluster-wide defaults.
+func (c *Config) ResolveTopicFor(cluster, broker, overrides map[string]string) TopicConfig {
 	t := c.TopicDefaults()
-	for name, v := range cluster {
-		if k, ok := topicKeyByBrokerKey[name]; ok && k.check(c, v) == nil {
-			_ = k.parse(&t, v)
+	for _, layer := range []map[string]string{cluster, broker} {
+		for name, v := range layer {
+			// An invalid value of the upper layer leaves the lower
+			// one's in effect.
+			if k, ok := topicKeyByBrokerKey[name]; ok && k.check(c, v) == nil {
+				_ = k.parse(&t, v)
+			}
 		}
 	}
 	for name, v := range overrides {

@@ -58,6 +58,10 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyAlterReassignment(next, r)
 	case *clientQuotaRecord:
 		err = applyClientQuota(next, r)
+	case *unregisterBrokerRecord:
+		err = applyUnregisterBroker(next, r)
+	case *brokerConfigChangeRecord:
+		err = applyBrokerConfigChange(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.

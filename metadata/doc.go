@@ -51,7 +51,9 @@
 //	                                server key, iterations (never the password)
 //	  14  RemoveUserScramCredential 1  remove a user's credential for a mechanism
 //	  40  AlterReassignment      1  start, replace or cancel a partition reassignment (reassign.go)
+//	  44  BrokerConfigChange     1  set/remove the per-broker dynamic configs of one broker id (brokers.go)
 //	  48  ClientQuota            1  set/remove client quota values of one entity (quotas.go)
+//	  64  UnregisterBroker       1  remove a fenced broker's registration at its current epoch (brokers.go)
 //
 // Type numbers are never reused. A record of an unknown type or a version
 // above the one this code knows is rejected (ErrUnsupportedRecord).
@@ -92,7 +94,8 @@
 // A snapshot (raft.FileSnapshotStore in <Dir>/snapshots) is the whole image
 // as one JSON document {"version":1, "offset", "clusterId",
 // "nextProducerId", "brokers" sorted by id, "topics" sorted by name,
-// "clusterConfigs", "acls" sorted by resource pattern and id,
+// "clusterConfigs", "brokerConfigs" by broker id, "acls" sorted by
+// resource pattern and id,
 // "aclVersion", "scram" sorted by user and mechanism, "quotas" sorted by
 // entity}; the ACL index is
 // rebuilt on restore. The
@@ -104,7 +107,8 @@
 // AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
 // UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
 // CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
-// (quotas.go), ElectLeaders (elect.go) and
+// (quotas.go), UnregisterBroker and AlterBrokerConfigs (brokers.go),
+// ElectLeaders (elect.go) and
 // AlterPartitionReassignments (reassign.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
 // filters (ACLFilter, Kafka's ANY/MATCH/LITERAL/PREFIXED semantics)
@@ -219,6 +223,8 @@
 //	AllocateProducerIDs  brokerId                                  {first, count}
 //	AlterTopicConfigs    {topic, set, remove}                      -
 //	AlterClusterConfigs  {set, remove}                             -
+//	AlterBrokerConfigs   {brokerId, set, remove}                   -
+//	UnregisterBroker     brokerId                                  -
 //	ChangePartition      PartitionChange                           -
 //	ElectLeaders         {type, all, partitions}                   [{topic, partition, outcome, message}, ...]
 //	AlterPartitionReassignments  {reassignments, allowReplicationFactorChange}  [error|null, ...]

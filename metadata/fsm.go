@@ -109,6 +109,9 @@ type snapshotFile struct {
 	Topics         []*Topic  `json:"topics"`
 	// ClusterConfigs: added later in version 1; absent means none.
 	ClusterConfigs map[string]string `json:"clusterConfigs,omitempty"`
+	// BrokerConfigs: the per-broker dynamic configs by broker id (JSON
+	// sorts the keys); added later in version 1, absent means none.
+	BrokerConfigs map[int32]map[string]string `json:"brokerConfigs,omitempty"`
 	// ACLs (sorted as ACLs.All), ACLVersion and Scram (sorted by user and
 	// mechanism): added later in version 1; absent means none.
 	ACLs       []*ACL             `json:"acls,omitempty"`
@@ -131,6 +134,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 			return cmp.Compare(a.Name, b.Name)
 		}),
 		ClusterConfigs: img.ClusterConfigs,
+		BrokerConfigs:  img.BrokerConfigs,
 		ACLs:           img.ACLs.All(),
 		ACLVersion:     img.ACLVersion,
 		Scram:          img.ScramCredentials(),
@@ -153,6 +157,7 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	img := emptyImage()
 	img.Offset = sf.Offset
 	img.ClusterConfigs = sf.ClusterConfigs
+	img.BrokerConfigs = sf.BrokerConfigs
 	img.ClusterID = sf.ClusterID
 	img.NextProducerID = sf.NextProducerID
 	for _, b := range sf.Brokers {

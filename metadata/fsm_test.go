@@ -50,7 +50,7 @@ func genLog(t testing.TB, seed uint64, n int) [][]byte {
 	}
 	for i := 0; i < n; i++ {
 		var data []byte
-		switch r.IntN(9) {
+		switch r.IntN(11) {
 		case 0:
 			id := int32(r.IntN(5))
 			data = mustEncode(t, recRegisterBroker, &registerBrokerRecord{
@@ -128,6 +128,19 @@ func genLog(t testing.TB, seed uint64, n int) [][]byte {
 			} else {
 				data = mustEncode(t, recSetClusterID, &setClusterIDRecord{ClusterID: encodeUUID(randomID())})
 			}
+		case 9:
+			id := int32(r.IntN(5))
+			var epoch int64
+			if b, ok := img.Brokers[id]; ok && r.IntN(4) > 0 {
+				epoch = b.Epoch
+			}
+			data = mustEncode(t, recUnregisterBroker, &unregisterBrokerRecord{BrokerID: id, BrokerEpoch: epoch})
+		case 10:
+			data = mustEncode(t, recBrokerConfigChange, &brokerConfigChangeRecord{
+				BrokerID: int32(r.IntN(5)),
+				Set:      map[string]string{"log.retention.ms": fmt.Sprint(r.IntN(100))},
+				Remove:   []string{[]string{"log.retention.ms", "log.cleaner.threads"}[r.IntN(2)]},
+			})
 		}
 		img, _ = applyEntry(img, uint64(len(log)+1), data)
 		log = append(log, data)

@@ -20,6 +20,9 @@ type Image struct {
 	// ClusterConfigs are the cluster-wide dynamic broker defaults (broker
 	// keys behind topic configs, e.g. log.retention.ms).
 	ClusterConfigs map[string]string
+	// BrokerConfigs are the per-broker dynamic configs by broker id
+	// (brokers.go), over ClusterConfigs on that broker only.
+	BrokerConfigs map[int32]map[string]string
 	// ACLs are the access control entries; never nil. ACLVersion is the
 	// raft index of the last record that changed them, so a cache of
 	// authorization decisions knows when to forget.

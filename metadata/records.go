@@ -222,6 +222,10 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &alterReassignmentRecord{}
 	case recClientQuota:
 		p = &clientQuotaRecord{}
+	case recUnregisterBroker:
+		p = &unregisterBrokerRecord{}
+	case recBrokerConfigChange:
+		p = &brokerConfigChangeRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

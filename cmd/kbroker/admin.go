@@ -19,7 +19,8 @@ import (
 // `kbroker admin` is the operator's toolbox for users without a Java
 // distribution: the everyday parts of kafka-topics.sh, kafka-configs.sh,
 // kafka-consumer-groups.sh, kafka-leader-election.sh,
-// kafka-log-dirs.sh and kafka-reassign-partitions.sh, over the Kafka
+// kafka-log-dirs.sh, kafka-reassign-partitions.sh and kafka-cluster.sh's
+// unregister, over the Kafka
 // protocol (kadm), so it works against any broker that serves the APIs.
 
 const adminUsage = `usage: kbroker admin <command> [flags]
@@ -40,6 +41,8 @@ Commands (each takes --bootstrap-server H:P[,H:P] and --output table|json):
   log-dirs describe [--broker B]... [--topic T]...
   reassign --generate --brokers 1,2,3 --topics t1,t2
   reassign --execute FILE | --verify FILE | --cancel FILE
+  brokers list
+  brokers unregister --id N   (a stopped broker: fenced, gone for good)
 
 Brokers without a name in configs mean the cluster-wide default.`
 
@@ -53,6 +56,7 @@ type adminCommand struct {
 // adminEnv is what every command gets: the client and the output.
 type adminEnv struct {
 	adm  *kadm.Client
+	cl   *kgo.Client // for the requests kadm has no call for
 	out  io.Writer
 	json bool
 }
@@ -74,6 +78,8 @@ func adminCommands() map[string]func() adminCommand {
 		"elect-leaders":        electLeadersCmd,
 		"log-dirs describe":    logDirsDescribe,
 		"reassign":             reassignCmd,
+		"brokers list":         brokersList,
+		"brokers unregister":   brokersUnregister,
 	}
 }
 
@@ -134,7 +140,7 @@ func admin(args []string, stdout, stderr io.Writer) int {
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	env := &adminEnv{adm: kadm.NewClient(cl), out: stdout, json: *output == "json"}
+	env := &adminEnv{adm: kadm.NewClient(cl), cl: cl, out: stdout, json: *output == "json"}
 	if err := cmd.run(ctx, env); err != nil {
 		fmt.Fprintf(stderr, "kbroker admin %s: %v\n", name, err)
 		var ue usageError

@@ -439,3 +439,64 @@ func TestAdminUsage(t *testing.T) {
 		}
 	}
 }
+
+// brokers list shows the broker, alive and controller, as a table and as
+// JSON; brokers unregister refuses the live broker (INVALID_REQUEST) and
+// an unknown id (BROKER_ID_NOT_REGISTERED) with exit 1, and a missing
+// --id with exit 2.
+func TestAdminBrokers(t *testing.T) {
+	addr := startInProcessBroker(t)
+	out := mustAdmin(t, addr, "brokers", "list")
+	if !strings.Contains(out, "STATE") || !strings.Contains(out, "alive") || !strings.Contains(out, addr) {
+		t.Fatalf("brokers list:\n%s", out)
+	}
+	var listed []struct {
+		ID         int32  `json:"id"`
+		Host       string `json:"host"`
+		Fenced     bool   `json:"fenced"`
+		Controller bool   `json:"controller"`
+	}
+	mustJSON(t, mustAdmin(t, addr, "brokers", "list", "--output", "json"), &listed)
+	if len(listed) != 1 || listed[0].ID != 1 || listed[0].Fenced || !listed[0].Controller {
+		t.Fatalf("brokers list json: %+v", listed)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"brokers", "unregister", "--id", "1"}, 1, "INVALID_REQUEST"},
+		{[]string{"brokers", "unregister", "--id", "9", "--output", "json"}, 1, "BROKER_ID_NOT_REGISTERED"},
+		{[]string{"brokers", "unregister"}, 2, "--id is required"},
+	} {
+		stdout, stderr, code := runAdmin(t, addr, tc.args...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.want, stdout, stderr)
+		}
+	}
+	mustJSON(t, mustAdmin(t, addr, "brokers", "list", "--output", "json"), &listed)
+	if len(listed) != 1 {
+		t.Fatalf("the refused unregistrations changed the brokers: %+v", listed)
+	}
+
+	// A per-broker value is described as broker 1's own.
+	mustAdmin(t, addr, "configs", "alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config", "log.retention.ms=5000")
+	var configs []struct {
+		Configs []struct {
+			Name   string  `json:"name"`
+			Value  *string `json:"value"`
+			Source string  `json:"source"`
+		} `json:"configs"`
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		configs = nil
+		mustJSON(t, mustAdmin(t, addr, "configs", "describe", "--entity-type", "brokers", "--entity-name", "1", "--output", "json"), &configs)
+		for _, c := range configs[0].Configs {
+			if c.Name == "log.retention.ms" && c.Value != nil && *c.Value == "5000" && c.Source == "DYNAMIC_BROKER_CONFIG" {
+				return nil
+			}
+		}
+		return fmt.Errorf("no per-broker log.retention.ms=5000 in %+v", configs)
+	}, "broker 1's own log.retention.ms described")
+}
