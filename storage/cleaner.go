@@ -333,7 +333,7 @@ type segmentCleaner struct {
 	markerLimit  int64
 	// txnData marks the producers with data batches read since their
 	// last marker: their next marker must stay.
-	txnData          map[int64]bool
+	txnData       map[int64]bool
 	removedAborts map[int64]bool // ABORT markers dropped from the current segment, by offset
 	st            *CleanStats
 	// now is the cleaning time (ms). A batch that keeps a tombstone or a
