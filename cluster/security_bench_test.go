@@ -21,13 +21,13 @@ import (
 	"github.com/kbroker/kbroker/security"
 )
 
-// BenchmarkProduceSecurity compares acks=all produce throughput over
-// PLAINTEXT and SASL_SSL (TLS + PLAIN) on one node in the same run:
+// BenchmarkSecurity compares acks=all produce and consume throughput
+// over PLAINTEXT and SASL_SSL (TLS + PLAIN) on one node in the same run:
 //
-//	go test -run '^$' -bench ProduceSecurity -benchtime 20000x ./cluster/
+//	go test -run '^$' -bench BenchmarkSecurity -benchtime 200000x ./cluster/
 //
-// The ratio of the two MB/s figures is the cost of TLS on this machine.
-func BenchmarkProduceSecurity(b *testing.B) {
+// The ratio of the MB/s figures is the cost of TLS on this machine.
+func BenchmarkSecurity(b *testing.B) {
 	dir := b.TempDir()
 	ca, err := security.NewCA(pkix.Name{CommonName: "bench CA"}, time.Hour)
 	if err != nil {
@@ -81,46 +81,70 @@ func BenchmarkProduceSecurity(b *testing.B) {
 	// Random and uncompressed, so every byte crosses TLS.
 	value := make([]byte, 1024)
 	rand.Read(value)
-	for _, tc := range []struct {
+	listeners := []struct {
 		name string
 		opts []kgo.Opt
 	}{
 		{"PLAINTEXT", []kgo.Opt{kgo.SeedBrokers(plainAddr)}},
 		{"SASL_SSL", []kgo.Opt{kgo.SeedBrokers(secureAddr), kgo.DialTLSConfig(&tls.Config{RootCAs: pool}),
 			kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism())}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			cl, err := kgo.NewClient(append(tc.opts, kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.AllISRAcks()),
-				kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer cl.Close()
-			topic := "bench-" + tc.name
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: value}).FirstErr(); err != nil {
-				b.Fatal(err)
-			}
+	}
+	newClient := func(b *testing.B, opts []kgo.Opt, more ...kgo.Opt) *kgo.Client {
+		cl, err := kgo.NewClient(append(append(opts, kgo.AllowAutoTopicCreation(), kgo.RequiredAcks(kgo.AllISRAcks()),
+			kgo.ProducerLinger(time.Millisecond), kgo.ProducerBatchCompression(kgo.NoCompression())), more...)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(cl.Close)
+		return cl
+	}
+	for _, l := range listeners {
+		b.Run("produce/"+l.name, func(b *testing.B) {
+			cl := newClient(b, l.opts)
+			produceN(ctx, b, cl, "bench-"+l.name, value, 1) // creates the topic
 			b.SetBytes(int64(len(value)))
 			b.ResetTimer()
-			errs := make(chan error, 1)
-			for range b.N {
-				cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
-					if err != nil {
-						select {
-						case errs <- err:
-						default:
-						}
-					}
-				})
-			}
-			if err := cl.Flush(ctx); err != nil {
-				b.Fatal(err)
-			}
-			select {
-			case err := <-errs:
-				b.Fatal(err)
-			default:
+			produceN(ctx, b, cl, "bench-"+l.name, value, b.N)
+		})
+	}
+	for _, l := range listeners {
+		b.Run("consume/"+l.name, func(b *testing.B) {
+			topic := "bench-consume-" + l.name + "-" + strconv.Itoa(b.N)
+			produceN(ctx, b, newClient(b, l.opts), topic, value, b.N)
+			cl := newClient(b, l.opts, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+			b.SetBytes(int64(len(value)))
+			b.ResetTimer()
+			for got := 0; got < b.N; {
+				fs := cl.PollFetches(ctx)
+				if err := fs.Err(); err != nil {
+					b.Fatal(err)
+				}
+				got += fs.NumRecords()
 			}
 		})
+	}
+}
+
+// produceN produces n records of value to topic with acks=all and waits
+// for all of them.
+func produceN(ctx context.Context, b *testing.B, cl *kgo.Client, topic string, value []byte, n int) {
+	errs := make(chan error, 1)
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				select {
+				case errs <- err:
+				default:
+				}
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		b.Fatal(err)
+	default:
 	}
 }
