@@ -38,9 +38,10 @@ package cluster
 // unused (one log directory), as is v18's HighWatermark, a follower's
 // (KIP-1166).
 //
-// Fetch sessions (KIP-227) are not kept: every response has session id 0,
-// which tells the client to send full fetch requests, as Kafka does when
-// its session cache is full.
+// Fetch sessions (KIP-227, v7+) are kept in fetch_sessions.go: the
+// session decides which partitions to read (for an incremental fetch, all
+// of the session's) and which of them the response carries. Waiting for
+// MinBytes counts every partition of the session, as Kafka does.
 
 import (
 	"context"
@@ -83,12 +84,17 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 		// (serverConfig.followerGone).
 		rc.conn.replicaID.Store(replica)
 	}
-	f := &delayedFetch{node: n, rc: rc, req: req, peer: n.fetchPeer(rc)}
+	img := n.store.Image()
+	replica, _ := replication.FetchReplica(req)
+	fc := n.fetchSessions.begin(req, img, rc.Principal.String(), replica >= 0, time.Now())
+	if fc.errorCode != 0 {
+		return fc.finish(nil, img, time.Now()), nil
+	}
+	f := &delayedFetch{node: n, rc: rc, req: fc.read, session: fc, peer: n.fetchPeer(rc)}
 	resp, bytes, stop := f.read()
 	var keys []replication.TopicPartition
-	img := n.store.Image()
-	for _, t := range req.Topics {
-		name, known := fetchTopicName(img, req.Version, &t)
+	for _, t := range fc.read.Topics {
+		name, known := fetchTopicName(img, fc.read.Version, &t)
 		if !known || !f.allowed(name) {
 			continue
 		}
@@ -97,8 +103,7 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 		}
 	}
 	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(keys) == 0 {
-		n.countBytesOut(resp)
-		return resp, nil
+		return f.finish(resp), nil
 	}
 	deadline := time.Now().Add(cappedWait(req.MaxWaitMillis, maxFetchWait))
 	park(n.fetchWaiters, rc, f, deadline, keys, true)
@@ -126,12 +131,14 @@ func (f *delayedFetch) allowed(topic string) bool {
 	return f.rc.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeTopic, topic)
 }
 
-// delayedFetch is a fetch waiting for MinBytes.
+// delayedFetch is a fetch waiting for MinBytes. req is what to read: the
+// request, or for an incremental fetch its session's partitions.
 type delayedFetch struct {
-	node *Node
-	rc   *RequestContext
-	req  *kmsg.FetchRequest
-	peer replication.FetchPeer // for follower fetches
+	node    *Node
+	rc      *RequestContext
+	req     *kmsg.FetchRequest
+	session *fetchContext
+	peer    replication.FetchPeer // for follower fetches
 }
 
 func (f *delayedFetch) TryComplete() bool {
@@ -139,15 +146,21 @@ func (f *delayedFetch) TryComplete() bool {
 	if !stop && bytes < int(f.req.MinBytes) {
 		return false
 	}
-	f.node.countBytesOut(resp)
-	f.rc.Respond(resp)
+	f.rc.Respond(f.finish(resp))
 	return true
 }
 
 func (f *delayedFetch) OnExpire() {
 	resp, _, _ := f.read()
+	f.rc.Respond(f.finish(resp))
+}
+
+// finish makes the response to send from a full read, through the
+// request's fetch session, and counts its bytes.
+func (f *delayedFetch) finish(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
+	resp = f.session.finish(resp, f.node.store.Image(), time.Now())
 	f.node.countBytesOut(resp)
-	f.rc.Respond(resp)
+	return resp
 }
 
 // read builds a full response from the logs as they are now. It returns

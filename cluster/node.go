@@ -51,6 +51,7 @@ type Node struct {
 	// Delayed operations, keyed by partition.
 	produceWaiters *purgatory.Purgatory[replication.TopicPartition]
 	fetchWaiters   *purgatory.Purgatory[replication.TopicPartition]
+	fetchSessions  *fetchSessionCache // KIP-227 (fetch_sessions.go)
 
 	producerIDs producerIDAllocator
 
@@ -108,6 +109,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 		metrics:        newRequestMetrics(),
 		produceWaiters: purgatory.New[replication.TopicPartition]("produce"),
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
+		fetchSessions:  newFetchSessionCache(int(cfg.MaxIncrementalFetchSessionCacheSlots)),
 		ready:          make(chan struct{}),
 		served:         make(chan struct{}),
 		unreachable:    make(chan int32, 8),

@@ -169,11 +169,12 @@ type Config struct {
 	AdminPprofEnable bool `kafka:"admin.pprof.enable"`
 
 	// Client connection and request limits (keys: connections.go).
-	MaxConnections               int32            `kafka:"max.connections"`
-	MaxConnectionsPerIP          int32            `kafka:"max.connections.per.ip"`
-	MaxConnectionsPerIPOverrides map[string]int32 `kafka:"max.connections.per.ip.overrides"`
-	ConnectionsMaxIdleMs         int64            `kafka:"connections.max.idle.ms"`
-	QueuedMaxRequestBytes        int64            `kafka:"queued.max.request.bytes"`
+	MaxConnections                       int32            `kafka:"max.connections"`
+	MaxConnectionsPerIP                  int32            `kafka:"max.connections.per.ip"`
+	MaxConnectionsPerIPOverrides         map[string]int32 `kafka:"max.connections.per.ip.overrides"`
+	ConnectionsMaxIdleMs                 int64            `kafka:"connections.max.idle.ms"`
+	QueuedMaxRequestBytes                int64            `kafka:"queued.max.request.bytes"`
+	MaxIncrementalFetchSessionCacheSlots int32            `kafka:"max.incremental.fetch.session.cache.slots"`
 
 	// Client quota windows (cluster/quotas.go).
 	QuotaWindowNum         int32 `kafka:"quota.window.num"`

@@ -63,7 +63,6 @@ var ignoredKeys = []ignoredKey{
 	{"replica.high.watermark.checkpoint.interval.ms", TypeLong, "high watermarks are checkpointed every 5 s"},
 	{"replica.selector.class", TypeString, "consumers fetch from leaders only"},
 	{"fetch.max.bytes", TypeInt, "a fetch response is bounded by the request's own MaxBytes"},
-	{"max.incremental.fetch.session.cache.slots", TypeInt, "no incremental fetch sessions"},
 	{"fetch.purgatory.purge.interval.requests", TypeInt, whyPurge},
 	{"producer.purgatory.purge.interval.requests", TypeInt, whyPurge},
 	{"delete.records.purgatory.purge.interval.requests", TypeInt, whyPurge},

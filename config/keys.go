@@ -436,6 +436,8 @@ var coreKeys = []brokerKey{
 		func(c *Config) *int64 { return &c.ConnectionsMaxIdleMs }),
 	intKey("queued.max.request.bytes", "104857600", "Bytes of requests read and not yet answered, across all connections; past it connections stop reading until responses are written. -1 is no limit. A request larger than the limit waits until it is the only one.", -1,
 		func(c *Config) *int64 { return &c.QueuedMaxRequestBytes }),
+	intKey("max.incremental.fetch.session.cache.slots", "1000", "Incremental fetch sessions (KIP-227) this broker keeps for followers and consumers; 0 turns them off, so every fetch is a full one.", 0,
+		func(c *Config) *int32 { return &c.MaxIncrementalFetchSessionCacheSlots }),
 	intKey("quota.window.num", "11", "Samples a client quota rate is measured over.", 1,
 		func(c *Config) *int32 { return &c.QuotaWindowNum }),
 	intKey("quota.window.size.seconds", "1", "Length of one client quota sample, in seconds.", 1,
