@@ -14,6 +14,9 @@ package cluster
 // Needs CREATE on the CLUSTER or on the topic (TOPIC_AUTHORIZATION_FAILED);
 // the resolved configs are returned only with DESCRIBE_CONFIGS on the
 // topic (else ConfigErrorCode TOPIC_AUTHORIZATION_FAILED), as in Kafka.
+//
+// Each topic's partitions spend the client's controller_mutation_rate,
+// strictly from v6 (quotas_mutation.go).
 
 import (
 	"context"
@@ -70,6 +73,9 @@ func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if mq := rc.mutationQuota(6); mq != nil && len(specs) > 0 && !req.ValidateOnly {
+		specs, at = n.spendCreateTopicsQuota(ctx, mq, specs, at, errs)
+	}
 	if len(specs) > 0 {
 		for j, err := range n.store.CreateTopics(ctx, specs, req.ValidateOnly) {
 			errs[at[j]] = err
@@ -120,4 +126,44 @@ func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq 
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// spendCreateTopicsQuota asks the mutation quota for the partitions of
+// each topic, in request order, and returns the specs (and their indexes
+// in the request) that may be created. As Kafka asks the quota only for
+// a topic that passed validation, the specs are first validated by the
+// controller (a second round trip, made only for clients under a
+// controller_mutation_rate); a topic that fails it, or the quota, gets
+// its error in errs.
+func (n *Node) spendCreateTopicsQuota(ctx context.Context, mq *mutationQuota, specs []metadata.TopicSpec, at []int, errs []error) ([]metadata.TopicSpec, []int) {
+	valid := n.store.CreateTopics(ctx, specs, true)
+	var keepSpecs []metadata.TopicSpec
+	var keepAt []int
+	for j, spec := range specs {
+		err := valid[j]
+		if err == nil {
+			err = mq.record(n.partitionsCreated(spec))
+		}
+		if err != nil {
+			errs[at[j]] = err
+			continue
+		}
+		keepSpecs = append(keepSpecs, spec)
+		keepAt = append(keepAt, at[j])
+	}
+	return keepSpecs, keepAt
+}
+
+// partitionsCreated is the partition count a valid spec creates: its
+// assignment's, else its own, else num.partitions (this broker's value,
+// which is the controller's in a uniformly configured cluster).
+func (n *Node) partitionsCreated(spec metadata.TopicSpec) int {
+	switch {
+	case len(spec.Assignments) > 0:
+		return len(spec.Assignments)
+	case spec.NumPartitions > 0:
+		return int(spec.NumPartitions)
+	default:
+		return int(n.cfg.NumPartitions)
+	}
 }

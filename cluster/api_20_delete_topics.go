@@ -5,6 +5,9 @@ package cluster
 // Topics are named (all versions) or, from v6, given by id. The
 // controller commits the deletion through Raft; every broker then drops
 // its replicas of the topic and deletes their logs.
+//
+// Each deleted topic's partitions spend the client's
+// controller_mutation_rate, strictly from v5 (quotas_mutation.go).
 
 import (
 	"context"
@@ -26,6 +29,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, rc *RequestContext, kreq 
 		name string
 		id   [16]byte
 		err  int16
+		msg  *string
 	}
 	img := n.store.Image()
 	var targets []target
@@ -68,6 +72,27 @@ func (n *Node) handleDeleteTopics(ctx context.Context, rc *RequestContext, kreq 
 			targets[i].err = kerr.TopicAuthorizationFailed.Code
 		}
 	}
+	// The quota is asked for each topic that exists and is named once,
+	// in request order: the others fail in the controller without
+	// deleting anything, as Kafka's deleteTopic fails them before it
+	// asks.
+	if mq := rc.mutationQuota(5); mq != nil {
+		seen := make(map[string]int, len(targets))
+		for _, t := range targets {
+			if t.err == 0 {
+				seen[t.name]++
+			}
+		}
+		for i, t := range targets {
+			topic, ok := img.Topics[t.name]
+			if t.err != 0 || !ok || seen[t.name] > 1 {
+				continue
+			}
+			if err := mq.record(len(topic.Partitions)); err != nil {
+				targets[i].err, targets[i].msg = errorCode(err), errorMessage(err)
+			}
+		}
+	}
 	var names []string
 	var idx []int
 	for i, t := range targets {
@@ -102,6 +127,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, rc *RequestContext, kreq 
 		}
 		rt.TopicID = t.id
 		rt.ErrorCode = t.err
+		rt.ErrorMessage = t.msg
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil

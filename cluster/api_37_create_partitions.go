@@ -6,6 +6,9 @@ package cluster
 // like CreateTopics does, or on the explicit assignment given; the
 // controller commits the change through Raft. validateOnly checks without
 // committing. A count not above the current one is INVALID_PARTITIONS.
+//
+// The partitions added spend the client's controller_mutation_rate,
+// strictly from v3 (quotas_mutation.go).
 
 import (
 	"context"
@@ -28,6 +31,10 @@ func (n *Node) handleCreatePartitions(ctx context.Context, rc *RequestContext, k
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	mq := rc.mutationQuota(3)
+	if req.ValidateOnly {
+		mq = nil
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreatePartitionsResponseTopic()
 		rt.Topic = t.Topic
@@ -40,7 +47,11 @@ func (n *Node) handleCreatePartitions(ctx context.Context, rc *RequestContext, k
 		for _, a := range t.Assignment {
 			assignments = append(assignments, a.Replicas)
 		}
-		if err := n.store.CreatePartitions(ctx, t.Topic, t.Count, assignments, req.ValidateOnly); err != nil {
+		err := n.spendCreatePartitionsQuota(ctx, mq, t.Topic, t.Count, assignments)
+		if err == nil {
+			err = n.store.CreatePartitions(ctx, t.Topic, t.Count, assignments, req.ValidateOnly)
+		}
+		if err != nil {
 			rt.ErrorCode = errorCode(err)
 			rt.ErrorMessage = errorMessage(err)
 		}
@@ -52,4 +63,23 @@ func (n *Node) handleCreatePartitions(ctx context.Context, rc *RequestContext, k
 		}
 	}
 	return resp, nil
+}
+
+// spendCreatePartitionsQuota asks the mutation quota (nil: none) for the
+// partitions a topic's change adds, once the controller has validated
+// it, as Kafka asks only for a valid change; a client under no
+// controller_mutation_rate makes no extra round trip. The error is the
+// validation's or the quota's.
+func (n *Node) spendCreatePartitionsQuota(ctx context.Context, mq *mutationQuota, topic string, count int32, assignments [][]int32) error {
+	if mq == nil {
+		return nil
+	}
+	if err := n.store.CreatePartitions(ctx, topic, count, assignments, true); err != nil {
+		return err
+	}
+	t, ok := n.store.Image().Topics[topic]
+	if !ok {
+		return nil // deleted meanwhile: the commit fails on its own
+	}
+	return mq.record(int(count) - len(t.Partitions))
 }

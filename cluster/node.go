@@ -137,6 +137,9 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	n.server.quotas = newClientQuotas(quota.Config{
 		Samples: int(cfg.QuotaWindowNum),
 		Window:  time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second,
+	}, quota.Config{
+		Samples: int(cfg.ControllerQuotaWindowNum),
+		Window:  time.Duration(cfg.ControllerQuotaWindowSizeSeconds) * time.Second,
 	}, n.image)
 	n.metrics.registry.MustRegister(newQuotaCollector(n.server.quotas))
 	if err := n.installAuthorizer(); err != nil {

@@ -23,19 +23,24 @@ import (
 //
 // A request with no quota applying is not recorded at all, so a broker
 // without quotas pays one map lookup per request.
+//
+// controller_mutation_rate is not a sampled rate but a token bucket,
+// spent by the partitions CreateTopics, CreatePartitions and
+// DeleteTopics create or delete (quotas_mutation.go).
 
 // quotaKind is one of Kafka's client quota types.
 type quotaKind int
 
 const (
-	quotaProduce quotaKind = iota // producer_byte_rate: produce request bytes
-	quotaFetch                    // consumer_byte_rate: fetch response record bytes
-	quotaRequest                  // request_percentage: handler time
+	quotaProduce  quotaKind = iota // producer_byte_rate: produce request bytes
+	quotaFetch                     // consumer_byte_rate: fetch response record bytes
+	quotaRequest                   // request_percentage: handler time
+	quotaMutation                  // controller_mutation_rate: partitions created or deleted
 	numQuotaKinds
 )
 
-var quotaKindKey = [numQuotaKinds]string{metadata.QuotaProducerByteRate, metadata.QuotaConsumerByteRate, metadata.QuotaRequestPercentage}
-var quotaKindName = [numQuotaKinds]string{"produce", "fetch", "request"}
+var quotaKindKey = [numQuotaKinds]string{metadata.QuotaProducerByteRate, metadata.QuotaConsumerByteRate, metadata.QuotaRequestPercentage, metadata.QuotaControllerMutationRate}
+var quotaKindName = [numQuotaKinds]string{"produce", "fetch", "request", "controller_mutation"}
 
 // nanosToPercent turns handler time into request_percentage units: the
 // percentage of one thread's second (Kafka's NanosToPercentagePerSecond).
@@ -55,6 +60,7 @@ type quotaTags struct{ user, clientID string }
 
 type quotaSensor struct {
 	rate      *quota.Rate
+	bucket    *quota.TokenBucket // controller_mutation_rate only
 	bound     float64
 	lastUsed  time.Time
 	throttled int64         // responses throttled
@@ -63,8 +69,9 @@ type quotaSensor struct {
 
 // clientQuotas holds the sensors of one broker.
 type clientQuotas struct {
-	cfg   quota.Config
-	image func() *metadata.Image
+	cfg         quota.Config
+	mutationCfg quota.Config // controller.quota.window.*
+	image       func() *metadata.Image
 
 	mu        sync.Mutex
 	sensors   [numQuotaKinds]map[quotaTags]*quotaSensor
@@ -72,8 +79,8 @@ type clientQuotas struct {
 	lastSweep time.Time
 }
 
-func newClientQuotas(cfg quota.Config, image func() *metadata.Image) *clientQuotas {
-	q := &clientQuotas{cfg: cfg, image: image, ipSensors: map[string]*quotaSensor{}}
+func newClientQuotas(cfg, mutationCfg quota.Config, image func() *metadata.Image) *clientQuotas {
+	q := &clientQuotas{cfg: cfg, mutationCfg: mutationCfg, image: image, ipSensors: map[string]*quotaSensor{}}
 	for k := range q.sensors {
 		q.sensors[k] = map[quotaTags]*quotaSensor{}
 	}
@@ -236,6 +243,12 @@ func (rc *RequestContext) quotaThrottle(resp kmsg.Response) time.Duration {
 			t = q.record(quotaFetch, user, client, float64(fetchRecordBytes(f)), 0, now)
 		}
 	}
+	// CreateTopics, CreatePartitions, DeleteTopics: their handler spent
+	// the controller mutation quota (quotas_mutation.go).
+	if mt := rc.mutationThrottle.left(now); mt > 0 {
+		q.noteThrottled(quotaMutation, rc.mutationThrottle.tags, mt)
+		t = max(t, mt)
+	}
 	if rc.handlerTime > 0 {
 		// Kafka caps the request-time throttle at one window.
 		t = max(t, q.record(quotaRequest, user, client, float64(rc.handlerTime.Nanoseconds())*nanosToPercent, q.cfg.Window, now))
@@ -267,10 +280,11 @@ func fetchRecordBytes(f *kmsg.FetchResponse) int {
 
 // quotaCollector exports, per quota kind and sensor (bounded by
 // maxQuotaMetricSeries), the measured rate, the bound, and the throttled
-// responses and their throttle time.
+// responses and their throttle time; for controller_mutation also the
+// credits left in the token bucket (Kafka's "tokens" metric).
 type quotaCollector struct {
-	q                                 *clientQuotas
-	rate, bound, throttled, throttleS *prometheus.Desc
+	q                                         *clientQuotas
+	rate, bound, throttled, throttleS, tokens *prometheus.Desc
 }
 
 func newQuotaCollector(q *clientQuotas) *quotaCollector {
@@ -278,13 +292,15 @@ func newQuotaCollector(q *clientQuotas) *quotaCollector {
 	return &quotaCollector{
 		q: q,
 		rate: prometheus.NewDesc("kbroker_client_quota_rate",
-			"Measured rate of a client quota sensor (bytes/s for produce and fetch, percent of a thread for request), by quota and entity.", labels, nil),
+			"Measured rate of a client quota sensor (bytes/s for produce and fetch, percent of a thread for request, partitions/s for controller_mutation), by quota and entity.", labels, nil),
 		bound: prometheus.NewDesc("kbroker_client_quota_bound",
 			"Quota of a client quota sensor, by quota and entity.", labels, nil),
 		throttled: prometheus.NewDesc("kbroker_client_quota_throttled_total",
 			"Responses throttled by a client quota sensor, by quota and entity.", labels, nil),
 		throttleS: prometheus.NewDesc("kbroker_client_quota_throttle_seconds_total",
 			"Throttle time given by a client quota sensor, by quota and entity.", labels, nil),
+		tokens: prometheus.NewDesc("kbroker_client_quota_tokens",
+			"Credits (partitions) left in the token bucket of a controller_mutation quota sensor, by entity; below zero the quota is exhausted.", labels, nil),
 	}
 }
 
@@ -293,6 +309,7 @@ func (c *quotaCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bound
 	ch <- c.throttled
 	ch <- c.throttleS
+	ch <- c.tokens
 }
 
 func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
@@ -300,13 +317,17 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 		tags                  quotaTags
 		rate, bound, throttle float64
 		throttled             int64
+		tokens                float64
+		bucket                bool
 	}
 	now := time.Now()
 	c.q.mu.Lock()
 	var all [numQuotaKinds][]row
 	for k := range c.q.sensors {
 		for tags, s := range c.q.sensors[k] {
-			all[k] = append(all[k], row{tags, s.rate.Measure(now), s.bound, s.throttle.Seconds(), s.throttled})
+			r := row{tags: tags, rate: s.rate.Measure(now), bound: s.bound, throttle: s.throttle.Seconds(), throttled: s.throttled}
+			r.tokens, r.bucket = s.tokens(now)
+			all[k] = append(all[k], r)
 		}
 	}
 	c.q.mu.Unlock()
@@ -326,6 +347,9 @@ func (c *quotaCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, r.rate, lv...)
 			if r.tags.clientID != "<other>" {
 				ch <- prometheus.MustNewConstMetric(c.bound, prometheus.GaugeValue, r.bound, lv...)
+				if r.bucket {
+					ch <- prometheus.MustNewConstMetric(c.tokens, prometheus.GaugeValue, r.tokens, lv...)
+				}
 			}
 			ch <- prometheus.MustNewConstMetric(c.throttled, prometheus.CounterValue, float64(r.throttled), lv...)
 			ch <- prometheus.MustNewConstMetric(c.throttleS, prometheus.CounterValue, r.throttle, lv...)

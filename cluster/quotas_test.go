@@ -549,7 +549,7 @@ func TestQuotaMetricsBounded(t *testing.T) {
 	img := &metadata.Image{Quotas: map[metadata.QuotaEntity]map[string]float64{
 		{ClientID: metadata.DefaultQuotaName}: {metadata.QuotaProducerByteRate: 100},
 	}}
-	q := newClientQuotas(quota.DefaultConfig, func() *metadata.Image { return img })
+	q := newClientQuotas(quota.DefaultConfig, quota.DefaultConfig, func() *metadata.Image { return img })
 	now := time.Now()
 	for i := range 3 * maxQuotaMetricSeries {
 		q.record(quotaProduce, "ANONYMOUS", fmt.Sprintf("client-%d", i), float64(i+1), 0, now)

@@ -42,11 +42,13 @@ type RequestContext struct {
 	authz authzCache
 
 	// Client quota accounting (quotas.go): the request's size, the time
-	// its handler took when it answered at once, and whether no client
-	// quota applies to it.
-	requestBytes int
-	handlerTime  time.Duration
-	exempt       bool
+	// its handler took when it answered at once, whether no client
+	// quota applies to it, and the throttle its controller mutations
+	// earned (quotas_mutation.go).
+	requestBytes     int
+	handlerTime      time.Duration
+	exempt           bool
+	mutationThrottle mutationThrottle
 }
 
 // Respond completes the request with resp. Only the first call counts.

@@ -179,6 +179,10 @@ type Config struct {
 	// Client quota windows (cluster/quotas.go).
 	QuotaWindowNum         int32 `kafka:"quota.window.num"`
 	QuotaWindowSizeSeconds int32 `kafka:"quota.window.size.seconds"`
+	// The controller mutation quota's token bucket: its burst is the
+	// quota times these (cluster/quotas_mutation.go).
+	ControllerQuotaWindowNum         int32 `kafka:"controller.quota.window.num"`
+	ControllerQuotaWindowSizeSeconds int32 `kafka:"controller.quota.window.size.seconds"`
 
 	// Replication throttles (keys: replication_quota.go).
 	LeaderReplicationThrottledRate    int64 `kafka:"leader.replication.throttled.rate"`

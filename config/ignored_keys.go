@@ -33,7 +33,7 @@ const (
 	whyNoPolicy = "no pluggable Java policies"
 	whyPurge    = "no purgatory purge intervals: waiting requests are removed when they complete"
 	whyNewGroup = "KIP-848 groups use fixed bounds"
-	whyQuota    = "no controller mutation or log-dir move quotas"
+	whyQuota    = "no log-dir move quotas"
 	whyNoShare  = "no share groups"
 	whyFetch    = "replication fetches are sized by replica.fetch.max.bytes and replica.fetch.wait.max.ms"
 )
@@ -101,8 +101,6 @@ var ignoredKeys = []ignoredKey{
 	{"controller.quorum.fetch.snapshot.max.bytes", TypeInt, whyRaft},
 	{"controller.quorum.fetch.max.bytes", TypeInt, whyRaft},
 	{"controller.socket.timeout.ms", TypeInt, whyRaft},
-	{"controller.quota.window.num", TypeInt, whyQuota},
-	{"controller.quota.window.size.seconds", TypeInt, whyQuota},
 	{"controller.performance.sample.period.ms", TypeLong, whyMetrics},
 	{"controller.performance.always.log.threshold.ms", TypeLong, whyMetrics},
 	{"metadata.log.segment.bytes", TypeInt, whyMetaLog},

@@ -442,6 +442,10 @@ var coreKeys = []brokerKey{
 		func(c *Config) *int32 { return &c.QuotaWindowNum }),
 	intKey("quota.window.size.seconds", "1", "Length of one client quota sample, in seconds.", 1,
 		func(c *Config) *int32 { return &c.QuotaWindowSizeSeconds }),
+	intKey("controller.quota.window.num", "11", "Samples of the controller mutation quota: a client may create or delete up to controller_mutation_rate x this x controller.quota.window.size.seconds partitions in one burst.", 1,
+		func(c *Config) *int32 { return &c.ControllerQuotaWindowNum }),
+	intKey("controller.quota.window.size.seconds", "1", "Length of one controller mutation quota sample, in seconds.", 1,
+		func(c *Config) *int32 { return &c.ControllerQuotaWindowSizeSeconds }),
 
 	// Authorization (cluster/acl); the keys are in authorizer.go.
 	authorizerClassNameKey,
