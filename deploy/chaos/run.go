@@ -119,7 +119,21 @@ func run(ctx context.Context, cfg *config) (res result) {
 		keep = true
 		return fail(fmt.Errorf("topic %s not led with a full ISR: %w", topic, err))
 	}
+	txnTopic := fmt.Sprintf("chaos-txn-%d", uint64(cfg.seed)%1_000_000_000)
+	if cfg.txnProducers > 0 {
+		if err := createTopic(bg, ep, txnTopic, cfg.partitions); err != nil {
+			keep = true
+			return fail(err)
+		}
+		if _, err := waitConverged(bg, t, txnTopic, 60*time.Second, healthy(t, txnTopic, cfg.partitions)); err != nil {
+			keep = true
+			return fail(fmt.Errorf("topic %s not led with a full ISR: %w", txnTopic, err))
+		}
+	}
 	logf("cluster up, topic %s with %d partitions, RF 3, min.insync.replicas 2", topic, cfg.partitions)
+	if cfg.txnProducers > 0 {
+		logf("%d transactional producers on topic %s (%d partitions, RF 3, min.insync.replicas 2)", cfg.txnProducers, txnTopic, cfg.partitions)
+	}
 
 	rep := &report{target: t.name(), seed: fmt.Sprint(cfg.seed), producers: cfg.producers,
 		faultCount: map[string]int{}, faultFailed: map[string]int{}, skipped: map[string]string{}, history: histPath}
@@ -142,6 +156,27 @@ func run(ctx context.Context, cfg *config) (res result) {
 		go func() {
 			defer prodWG.Done()
 			workErr(runProducer(i, ep, topic, cfg.rate, h, stopProd, func(time.Time) {}))
+		}()
+	}
+	// The transactional workload on its own topic.
+	tr, lso := newTxnReads(), &lsoStats{}
+	for i := range cfg.txnProducers {
+		prodWG.Add(1)
+		go func() {
+			defer prodWG.Done()
+			txnID := fmt.Sprintf("chaos-%d-%d", uint64(cfg.seed)%1_000_000_000, i)
+			workErr(runTxnProducer(i, txnID, ep, txnTopic, cfg.partitions, cfg.seed, h, stopProd))
+		}()
+	}
+	if cfg.txnProducers > 0 {
+		consWG.Add(2)
+		go func() {
+			defer consWG.Done()
+			workErr(runTxnConsumer(ep, txnTopic, cfg.partitions, tr, stopCons))
+		}()
+		go func() {
+			defer consWG.Done()
+			workErr(runLSOSampler(ep, txnTopic, time.Second, lso, stopCons))
 		}()
 	}
 	var sessions, reReads int
@@ -207,6 +242,11 @@ func run(ctx context.Context, cfg *config) (res result) {
 	if _, err := waitConverged(bg, t, topic, 90*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
 		rep.problems = append(rep.problems, fmt.Sprintf("cluster did not heal within 90s (all nodes up, every partition led with a full ISR): %v", err))
 	}
+	if cfg.txnProducers > 0 {
+		if _, err := waitConverged(bg, t, txnTopic, 30*time.Second, healthy(t, txnTopic, cfg.partitions)); err != nil {
+			rep.problems = append(rep.problems, fmt.Sprintf("topic %s not healed within 30s: %v", txnTopic, err))
+		}
+	}
 	logf("stopping producers")
 	producersStopped := time.Now()
 	close(stopProd)
@@ -244,6 +284,24 @@ func run(ctx context.Context, cfg *config) (res result) {
 		}
 	}
 	rep.incons += compareReplicas(t, topic, ends, rep)
+	var txnFinal map[int32][]clustercheck.Record
+	if cfg.txnProducers > 0 {
+		// Transactions a stopped producer left open are aborted by their
+		// coordinator after the transaction timeout: the read waits for it.
+		began := time.Now()
+		rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
+		txnFinal, err = readCommitted(rctx, ep, txnTopic, cfg.partitions)
+		rcancel()
+		if err != nil {
+			rep.problems = append(rep.problems, "final read_committed read: "+err.Error())
+		}
+		if txnEnds, err := endOffsets(bg, ep, txnTopic); err != nil {
+			rep.problems = append(rep.problems, fmt.Sprintf("final end offsets of %s: %v", txnTopic, err))
+		} else {
+			rep.incons += compareReplicas(t, txnTopic, txnEnds, rep)
+		}
+		logf("final read_committed read of %s and its replica comparison took %v", txnTopic, time.Since(began).Round(time.Millisecond))
+	}
 
 	if groupWhy == "" {
 		rep.group = fmt.Sprintf("%d assignments, %d records", gs.assigned, gs.records)
@@ -282,6 +340,14 @@ func run(ctx context.Context, cfg *config) (res result) {
 	rep.gaps = clientGaps(sends, faults, producersStopped)
 	rep.failover = failovers(faults)
 	rep.check(sends, rd, final, ends)
+	if cfg.txnProducers > 0 {
+		rep.txn = &txnReport{producers: cfg.txnProducers}
+		rep.txn.check(h.txnSnapshot(), tr, txnFinal, lso)
+		for _, e := range rep.txn.examples {
+			rep.example("%s", e)
+		}
+		rep.notes = append(rep.notes, rep.txn.notes...)
+	}
 	if err := h.close(); err != nil {
 		rep.problems = append(rep.problems, "history: "+err.Error())
 	}
