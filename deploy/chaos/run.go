@@ -288,7 +288,7 @@ func run(ctx context.Context, cfg *config) (res result) {
 	if cfg.txnProducers > 0 {
 		// Transactions a stopped producer left open are aborted by their
 		// coordinator after the transaction timeout: the read waits for it.
-		began := time.Now()
+		readBegan := time.Now()
 		rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
 		txnFinal, err = readCommitted(rctx, ep, txnTopic, cfg.partitions)
 		rcancel()
@@ -300,7 +300,7 @@ func run(ctx context.Context, cfg *config) (res result) {
 		} else {
 			rep.incons += compareReplicas(t, txnTopic, txnEnds, rep)
 		}
-		logf("final read_committed read of %s and its replica comparison took %v", txnTopic, time.Since(began).Round(time.Millisecond))
+		logf("final read_committed read of %s and its replica comparison took %v", txnTopic, time.Since(readBegan).Round(time.Millisecond))
 	}
 
 	if groupWhy == "" {
