@@ -44,6 +44,7 @@ type config struct {
 	// txnProducers is the number of transactional producers (-1 until
 	// parsed: the target's default).
 	txnProducers int
+	eos          bool // the consume-transform-produce pipeline beside them
 	keep         bool
 	out          io.Writer
 }
@@ -67,6 +68,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the chaos topic")
 	fs.IntVar(&c.rate, "rate", 150, "records per second each producer hands over")
 	fs.IntVar(&c.txnProducers, "txn-producers", -1, "transactional producers on their own topic, checked with read_committed (default: 2 for the subprocess target, 0 for compose)")
+	fs.BoolVar(&c.eos, "eos", true, "with --txn-producers: also run a consume-transform-produce pipeline (GroupTransactSession) copying their topic to another, checked for exactly once")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (data dirs, logs) even when every check passed")
 	if err := fs.Parse(args); err != nil {
 		return nil, err

@@ -37,14 +37,21 @@ type txnReport struct {
 	stray          int // records read that no logged transaction wrote
 	inconsistent   int // offsets read with two values or out of order, read during the run but not at the end
 	lsoAhead       int // LSO > HW, by the sampler or in a fetch response
-	examples       []string
-	notes          []string
+
+	// The consume-transform-produce pipeline (txn_eos.go).
+	eos                                              bool
+	eosCommitted, eosAborted, eosFailed, eosSessions int
+	eosIn, eosOut                                    int // records in its input and output
+	eosLost, eosDup, eosStray, eosReordered          int
+	examples                                         []string
+	notes                                            []string
 }
 
 // violations counts the transactional violations; the workload's own
 // problems (a final read that failed) are the run report's problems.
 func (r *txnReport) violations() int {
-	return r.abortedVisible + r.lost + r.duplicated + r.notAtomic + r.stray + r.inconsistent + r.lsoAhead
+	return r.abortedVisible + r.lost + r.duplicated + r.notAtomic + r.stray + r.inconsistent + r.lsoAhead +
+		r.eosLost + r.eosDup + r.eosStray + r.eosReordered
 }
 
 func (r *txnReport) example(format string, args ...any) {
@@ -231,5 +238,11 @@ func (r *txnReport) print(w io.Writer) {
 	fmt.Fprintf(tw, "record of no transaction\t%d\n", r.stray)
 	fmt.Fprintf(tw, "inconsistent read_committed reads\t%d\n", r.inconsistent)
 	fmt.Fprintf(tw, "LSO ahead of HW\t%d\n", r.lsoAhead)
+	if r.eos {
+		fmt.Fprintf(tw, "eos pipeline (GroupTransactSession)\t%d transactions committed, %d aborted, %d failed, %d sessions\n",
+			r.eosCommitted, r.eosAborted, r.eosFailed, r.eosSessions)
+		fmt.Fprintf(tw, "  records in / out\t%d / %d\n", r.eosIn, r.eosOut)
+		fmt.Fprintf(tw, "  input lost / duplicated / stray / reordered in the output\t%d / %d / %d / %d\n", r.eosLost, r.eosDup, r.eosStray, r.eosReordered)
+	}
 	tw.Flush()
 }

@@ -116,3 +116,52 @@ func TestTxnChecker(t *testing.T) {
 		})
 	}
 }
+
+// The pipeline's checker wants each input record, sentinel included,
+// once in the output, in the same partition and order.
+func TestEOSChecker(t *testing.T) {
+	rec := func(p int32, o int64, v string) clustercheck.Record {
+		return clustercheck.Record{Partition: p, Offset: o, Value: v}
+	}
+	in := map[int32][]clustercheck.Record{0: {rec(0, 0, "a"), rec(0, 3, "b")}, 1: {rec(1, 1, "c")}}
+	sentinels := map[int32]string{0: "end-0", 1: "end-1"}
+	for _, tc := range []struct {
+		name  string
+		out   map[int32][]clustercheck.Record
+		field func(*txnReport) int
+		want  string
+	}{
+		{name: "exactly once", out: map[int32][]clustercheck.Record{
+			0: {rec(0, 0, "a"), rec(0, 2, "b"), rec(0, 4, "end-0")}, 1: {rec(1, 0, "c"), rec(1, 2, "end-1")}}},
+		{name: "lost", out: map[int32][]clustercheck.Record{
+			0: {rec(0, 0, "a"), rec(0, 4, "end-0")}, 1: {rec(1, 0, "c"), rec(1, 2, "end-1")}},
+			field: func(r *txnReport) int { return r.eosLost }, want: `input "b" of p0`},
+		{name: "duplicated", out: map[int32][]clustercheck.Record{
+			0: {rec(0, 0, "a"), rec(0, 2, "b"), rec(0, 4, "end-0")}, 1: {rec(1, 0, "c"), rec(1, 2, "c"), rec(1, 4, "end-1")}},
+			field: func(r *txnReport) int { return r.eosDup }, want: `"c" more than once in p1`},
+		{name: "stray (an aborted input copied)", out: map[int32][]clustercheck.Record{
+			0: {rec(0, 0, "a"), rec(0, 1, "x"), rec(0, 2, "b"), rec(0, 4, "end-0")}, 1: {rec(1, 0, "c"), rec(1, 2, "end-1")}},
+			field: func(r *txnReport) int { return r.eosStray }, want: `"x" at p0@1`},
+		{name: "reordered", out: map[int32][]clustercheck.Record{
+			0: {rec(0, 0, "b"), rec(0, 2, "a"), rec(0, 4, "end-0")}, 1: {rec(1, 0, "c"), rec(1, 2, "end-1")}},
+			field: func(r *txnReport) int { return r.eosReordered }, want: "p0 out of order"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &txnReport{}
+			r.checkEOS(in, sentinels, tc.out, &eosStats{committed: 3})
+			want := 0
+			if tc.field != nil {
+				want = 1
+				if got := tc.field(r); got != 1 {
+					t.Errorf("count %d, want 1", got)
+				}
+			}
+			if r.violations() != want || r.eosIn != 5 || !r.eos || r.eosCommitted != 3 {
+				t.Errorf("%d violations (want %d), %d in: %q", r.violations(), want, r.eosIn, r.examples)
+			}
+			if tc.want != "" && !strings.Contains(strings.Join(r.examples, "\n"), tc.want) {
+				t.Errorf("examples %q lack %q", r.examples, tc.want)
+			}
+		})
+	}
+}

@@ -419,25 +419,27 @@ func listLatest(ctx context.Context, cl *kgo.Client, leader int32, topic string,
 // non-transactional record (sentinelPrefix) to each partition first:
 // a read_committed consumer returns it only once every transaction
 // before it was decided, so reading up to it reads everything written
-// before. The sentinels are not returned.
-func readCommitted(ctx context.Context, ep endpoint, topic string, parts int) (map[int32][]clustercheck.Record, error) {
+// before. The sentinels are returned apart, by partition.
+func readCommitted(ctx context.Context, ep endpoint, topic string, parts int) (map[int32][]clustercheck.Record, map[int32]string, error) {
 	pcl, err := kgo.NewClient(ep.opts(kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.DialTimeout(2*time.Second), kgo.RecordDeliveryTimeout(30*time.Second))...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var recs []*kgo.Record
 	for p := range parts {
-		recs = append(recs, &kgo.Record{Partition: int32(p), Value: []byte(fmt.Sprintf("%s%d", sentinelPrefix, p))})
+		recs = append(recs, &kgo.Record{Partition: int32(p), Value: []byte(fmt.Sprintf("%s%s-%d", sentinelPrefix, topic, p))})
 	}
 	res := pcl.ProduceSync(ctx, recs...)
 	pcl.Close()
 	if err := res.FirstErr(); err != nil {
-		return nil, fmt.Errorf("writing the end sentinels: %w", err)
+		return nil, nil, fmt.Errorf("writing the end sentinels: %w", err)
 	}
 	sentinel := map[int32]int64{}
+	values := map[int32]string{}
 	for _, r := range res {
 		sentinel[r.Record.Partition] = r.Record.Offset
+		values[r.Record.Partition] = string(r.Record.Value)
 	}
 	offs := map[int32]kgo.Offset{}
 	for p := range parts {
@@ -446,7 +448,7 @@ func readCommitted(ctx context.Context, ep endpoint, topic string, parts int) (m
 	cl, err := kgo.NewClient(ep.opts(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offs}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.DialTimeout(2*time.Second))...)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cl.Close()
 	got := map[int32][]clustercheck.Record{}
@@ -475,8 +477,8 @@ func readCommitted(ctx context.Context, ep endpoint, topic string, parts int) (m
 		})
 	}
 	if remaining > 0 {
-		return got, fmt.Errorf("read_committed read of %s: %d partitions short of their end sentinels %v (fetch errors: %s): %w",
+		return got, values, fmt.Errorf("read_committed read of %s: %d partitions short of their end sentinels %v (fetch errors: %s): %w",
 			topic, remaining, sentinel, strings.Join(fetchErrs, "; "), ctx.Err())
 	}
-	return got, nil
+	return got, values, nil
 }
