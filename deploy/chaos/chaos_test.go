@@ -55,7 +55,7 @@ func TestChaosSubprocess(t *testing.T) {
 		t.Errorf("no write was acknowledged")
 	}
 	// The transactional workload ran beside it (2 producers by default).
-	if tr := res.report.txn; tr == nil || tr.committed == 0 || tr.onPurpose == 0 || tr.finalRead == 0 || tr.lsoSamples == 0 {
+	if tr := res.report.txn; tr == nil || tr.committed == 0 || tr.onPurpose == 0 || tr.finalRead == 0 || tr.lsoSamples == 0 || tr.eosCommitted == 0 {
 		t.Errorf("transactional workload did not run or checked nothing: %+v", tr)
 	}
 	if res.violations != 0 || res.exitCode() != 0 {

@@ -164,7 +164,12 @@ func runTxn(cl *kgo.Client, e *event) (reset bool) {
 		}
 		mu.Unlock()
 	}
-	wg.Wait()
+	if !waitGroup(&wg, 30*time.Second) {
+		// No EndTxn was sent: the transaction can only abort, by its
+		// timeout or the next client's InitProducerId.
+		e.Outcome, e.Err = txnUnknown, "records still pending 30s after the flush"
+		return true
+	}
 	// EndTransaction's context is not cancelled early on purpose: a
 	// cancelled EndTxn leaves the outcome unknown. The client's own retry
 	// timeout bounds it.
