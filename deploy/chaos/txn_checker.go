@@ -200,8 +200,9 @@ func (r *txnReport) check(txns []event, cont *txnReads, final map[int32][]cluste
 	if lso != nil {
 		lso.mu.Lock()
 		r.lsoRounds, r.lsoSamples = lso.rounds, lso.samples
-		for _, n := range lso.errs {
+		for k, n := range lso.errs {
 			r.lsoErrs += n
+			r.notes = append(r.notes, fmt.Sprintf("transactions: LSO sampler: %dx %s", n, k))
 		}
 		for _, s := range lso.bad {
 			r.lsoAhead++
