@@ -203,6 +203,11 @@ func TestChaosSecure(t *testing.T) {
 	if res.report == nil {
 		t.Fatalf("no report")
 	}
+	// Transactions span brokers: markers and produce verification cross
+	// the SASL_SSL inter-broker listener.
+	if tr := res.report.txn; tr == nil || tr.committed == 0 || tr.finalRead == 0 || tr.eosCommitted == 0 {
+		t.Errorf("transactional workload did not run or checked nothing: %+v", tr)
+	}
 	if !strings.Contains(out.String(), "target subprocess (SASL_SSL)") {
 		t.Errorf("the summary does not name the secure target")
 	}
