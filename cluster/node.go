@@ -127,7 +127,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	n.producerIDs.controller = nodeController{n}
 	n.session.timeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
-	n.txnClients = &markerClients{}
+	n.txnClients = &markerClients{dialer: n.security.dialer}
 	n.txns = newTxnCoordinator(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
 	n.metrics.registry.MustRegister(newStateCollector(n))
 	scfg := serverConfigFrom(&cfg)

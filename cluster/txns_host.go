@@ -79,8 +79,11 @@ var errMarkerClientsClosed = errors.New("inter-broker transaction clients closed
 // markerClients are franz-go clients (for markers, and for the
 // verification of transactional produces, txns_verify.go) pinned to one broker each (as the
 // replica fetchers' connections, replication/dialer.go), kept while they
-// work and redialled after an error or an address change.
+// work and redialled after an error or an address change. They reach the
+// other brokers' inter-broker listener as the replica fetchers do, with
+// the same TLS and SASL (dialer).
 type markerClients struct {
+	dialer replication.TCPDialer
 	mu     sync.Mutex
 	m      map[int32]*markerClient
 	closed bool // no new clients once the node stops
@@ -106,15 +109,30 @@ func (m *markerClients) get(broker int32, ep metadata.Endpoint) (*markerClient, 
 		c.cl.Close()
 		delete(m.m, broker)
 	}
-	if ep.SecurityProtocol != "" && ep.SecurityProtocol != "PLAINTEXT" {
-		return nil, fmt.Errorf("broker %d: security protocol %s not supported for transaction markers", broker, ep.SecurityProtocol)
+	// As the replica fetchers: an endpoint advertising another protocol
+	// than this broker's inter-broker listener is refused, never dialled
+	// in the clear.
+	proto := ep.SecurityProtocol
+	if proto == "" {
+		proto = "PLAINTEXT"
+	}
+	if proto != m.dialer.Protocol() {
+		return nil, fmt.Errorf("broker %d: its %s listener is %s, this broker's inter-broker listener %s",
+			broker, ep.Listener, proto, m.dialer.Protocol())
 	}
 	// kgo negotiates the highest version both sides know, not the
 	// request's own: cap it at the versions these requests are built for.
 	vs := kversion.Stable()
 	vs.SetMaxKeyVersion(int16(kmsg.WriteTxnMarkers), 1)
 	vs.SetMaxKeyVersion(int16(kmsg.AddPartitionsToTxn), 4)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ClientID("kbroker-txn-markers"), kgo.RequestRetries(0), kgo.MaxVersions(vs))
+	opts := []kgo.Opt{kgo.SeedBrokers(addr), kgo.ClientID("kbroker-txn-markers"), kgo.RequestRetries(0), kgo.MaxVersions(vs)}
+	if m.dialer.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(m.dialer.TLS(ep.Host)))
+	}
+	if m.dialer.SASL != nil {
+		opts = append(opts, kgo.SASL(m.dialer.SASL))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial broker %d at %s: %w", broker, addr, err)
 	}

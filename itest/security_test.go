@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -306,7 +308,9 @@ func TestSecurityListeners(t *testing.T) {
 // replicate over a secure inter-broker listener: SSL with client
 // certificates, or SASL_SSL with PLAIN and the brokers' JAAS credentials.
 // An acks=all produce with min.insync.replicas=3 needs every follower to
-// have fetched over it.
+// have fetched over it. A transaction over the three partitions needs the
+// coordinator's markers, and the leaders' verification of transactional
+// produces, to reach the other brokers over it too.
 func TestSecureClusterReplicates(t *testing.T) {
 	const brokerJAAS = `org.apache.kafka.common.security.plain.PlainLoginModule required ` +
 		`username="kb" password="kb-secret" user_kb="kb-secret";`
@@ -355,6 +359,7 @@ func secureClusterReplicates(t *testing.T, internalProtocol string, extra []stri
 			"super.users="+strings.Join(supers, ";"),
 			"default.replication.factor=3",
 			"min.insync.replicas=3",
+			"transaction.state.log.num.partitions=3",
 		)
 		b := newBroker(t, i+1, t.TempDir(), addr, ctrl, strings.Join(voters, ","), append(sets, extra...)...)
 		b.launch()
@@ -381,6 +386,40 @@ func secureClusterReplicates(t *testing.T, internalProtocol string, extra []stri
 	}
 	if total != 30 {
 		t.Fatalf("end offsets %v, want 30 records in all", ends)
+	}
+
+	// One committed transaction over every partition, led by all three
+	// brokers, and one aborted: a read_committed consumer sees exactly
+	// the committed one, so the markers crossed the secure listener.
+	txnTopic := "secure-txn"
+	createTopicOn(t, brokers[0].addr, txnTopic, 3, 3)
+	tp := newClient(t, brokers[0], kgo.TransactionalID("secure-txn"), kgo.DefaultProduceTopic(txnTopic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(30*time.Second))
+	for _, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
+		if err := tp.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(3) {
+			r := &kgo.Record{Partition: p, Value: fmt.Appendf(nil, "commit=%v p%d", bool(commit), p)}
+			if err := tp.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("transactional produce to p%d over %s: %v", p, internalProtocol, err)
+			}
+		}
+		if err := tp.EndTransaction(ctx, commit); err != nil {
+			t.Fatalf("end transaction (commit %v) over %s: %v", bool(commit), internalProtocol, err)
+		}
+	}
+	rc := newClient(t, brokers[2], kgo.ConsumeTopics(txnTopic), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got []string
+	for polls := 0; polls < 30 && len(got) < 3 && ctx.Err() == nil; polls++ {
+		pctx, pcancel := context.WithTimeout(ctx, time.Second)
+		rc.PollFetches(pctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+		pcancel()
+	}
+	sort.Strings(got)
+	if want := []string{"commit=true p0", "commit=true p1", "commit=true p2"}; !slices.Equal(got, want) {
+		t.Fatalf("read_committed read %q, want %q", got, want)
 	}
 
 	// kbroker healthcheck reaches the secure inter-broker listener as the

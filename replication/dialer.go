@@ -35,8 +35,8 @@ type TCPDialer struct {
 	SASL sasl.Mechanism
 }
 
-// protocol is the security protocol the dialer speaks.
-func (d TCPDialer) protocol() string {
+// Protocol is the security protocol the dialer speaks.
+func (d TCPDialer) Protocol() string {
 	switch {
 	case d.TLS != nil && d.SASL != nil:
 		return "SASL_SSL"
@@ -54,9 +54,9 @@ func (d TCPDialer) Dial(ctx context.Context, leader int32, ep metadata.Endpoint)
 	if proto == "" {
 		proto = "PLAINTEXT"
 	}
-	if proto != d.protocol() {
+	if proto != d.Protocol() {
 		return nil, fmt.Errorf("dial broker %d: its %s listener is %s, this broker's inter-broker listener %s",
-			leader, ep.Listener, proto, d.protocol())
+			leader, ep.Listener, proto, d.Protocol())
 	}
 	id := d.ClientID
 	if id == "" {

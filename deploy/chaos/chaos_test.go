@@ -54,6 +54,10 @@ func TestChaosSubprocess(t *testing.T) {
 	if res.report.ok == 0 {
 		t.Errorf("no write was acknowledged")
 	}
+	// The transactional workload ran beside it (2 producers by default).
+	if tr := res.report.txn; tr == nil || tr.committed == 0 || tr.onPurpose == 0 || tr.finalRead == 0 || tr.lsoSamples == 0 || tr.eosCommitted == 0 {
+		t.Errorf("transactional workload did not run or checked nothing: %+v", tr)
+	}
 	if res.violations != 0 || res.exitCode() != 0 {
 		t.Errorf("%d violations, exit code %d", res.violations, res.exitCode())
 	}
@@ -75,6 +79,25 @@ func TestFlags(t *testing.T) {
 	}
 	if len(cfg.nemeses) != 2 || cfg.producers != 2 || cfg.seed != 7 || cfg.duration != 2*time.Minute || cfg.security != secPlaintext {
 		t.Errorf("parsed %+v", cfg)
+	}
+	// Transactional producers: on by default for subprocesses, off for
+	// compose unless asked for.
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 2},
+		{[]string{"--target", "compose"}, 0},
+		{[]string{"--target", "compose", "--txn-producers", "3"}, 3},
+		{[]string{"--txn-producers", "0"}, 0},
+	} {
+		cfg, err := parseFlags(tc.args, &out)
+		if err != nil || cfg.txnProducers != tc.want {
+			t.Errorf("%q: txn producers %v (%v), want %d", tc.args, cfg, err, tc.want)
+		}
+	}
+	if _, err := parseFlags([]string{"--txn-producers", "65"}, &out); err == nil {
+		t.Errorf("--txn-producers 65 accepted")
 	}
 }
 
@@ -179,6 +202,11 @@ func TestChaosSecure(t *testing.T) {
 	}
 	if res.report == nil {
 		t.Fatalf("no report")
+	}
+	// Transactions span brokers: markers and produce verification cross
+	// the SASL_SSL inter-broker listener.
+	if tr := res.report.txn; tr == nil || tr.committed == 0 || tr.finalRead == 0 || tr.eosCommitted == 0 {
+		t.Errorf("transactional workload did not run or checked nothing: %+v", tr)
 	}
 	if !strings.Contains(out.String(), "target subprocess (SASL_SSL)") {
 		t.Errorf("the summary does not name the secure target")

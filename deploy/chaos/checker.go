@@ -34,10 +34,15 @@ type report struct {
 	finalRecords       int
 	failedPresent      int
 	history            string
+	txn                *txnReport // nil without transactional producers
 }
 
 func (r *report) violations() int {
-	return r.lost + r.misplaced + r.dup + r.incons + len(r.problems)
+	v := r.lost + r.misplaced + r.dup + r.incons + len(r.problems)
+	if r.txn != nil {
+		v += r.txn.violations()
+	}
+	return v
 }
 
 func (r *report) example(format string, args ...any) {
@@ -272,6 +277,10 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(tw, "broker/harness problems\t%d\n", len(r.problems))
 	fmt.Fprintf(tw, "definitely failed but present (info)\t%d\n", r.failedPresent)
 	tw.Flush()
+	if r.txn != nil {
+		fmt.Fprintf(&b, "\n")
+		r.txn.print(&b)
+	}
 	for _, n := range append(skippedNotes, r.notes...) {
 		fmt.Fprintf(&b, "note: %s\n", n)
 	}

@@ -41,8 +41,12 @@ type config struct {
 	network     string
 	partitions  int
 	rate        int // records per second per producer
-	keep        bool
-	out         io.Writer
+	// txnProducers is the number of transactional producers (-1 until
+	// parsed: the target's default).
+	txnProducers int
+	eos          bool // the consume-transform-produce pipeline beside them
+	keep         bool
+	out          io.Writer
 }
 
 func parseFlags(args []string, out io.Writer) (*config, error) {
@@ -63,6 +67,8 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.network, "network", "deploy_kbroker", "compose network the isolate nemesis disconnects a container from")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the chaos topic")
 	fs.IntVar(&c.rate, "rate", 150, "records per second each producer hands over")
+	fs.IntVar(&c.txnProducers, "txn-producers", -1, "transactional producers on their own topic, checked with read_committed (default: 2 for the subprocess target, 0 for compose)")
+	fs.BoolVar(&c.eos, "eos", true, "with --txn-producers: also run a consume-transform-produce pipeline (GroupTransactSession) copying their topic to another, checked for exactly once")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (data dirs, logs) even when every check passed")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -84,6 +90,15 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	}
 	if c.producers < 1 || c.producers > 64 {
 		return nil, fmt.Errorf("--producers %d: want 1..64", c.producers)
+	}
+	if c.txnProducers < 0 {
+		c.txnProducers = 2
+		if c.target == "compose" {
+			c.txnProducers = 0
+		}
+	}
+	if c.txnProducers > 64 {
+		return nil, fmt.Errorf("--txn-producers %d: want 0..64", c.txnProducers)
 	}
 	if c.partitions < 1 || c.partitions > 1000 {
 		return nil, fmt.Errorf("--partitions %d: want 1..1000", c.partitions)

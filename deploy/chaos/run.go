@@ -119,7 +119,37 @@ func run(ctx context.Context, cfg *config) (res result) {
 		keep = true
 		return fail(fmt.Errorf("topic %s not led with a full ISR: %w", topic, err))
 	}
+	txnTopic := fmt.Sprintf("chaos-txn-%d", uint64(cfg.seed)%1_000_000_000)
+	if cfg.txnProducers > 0 {
+		if err := createTopic(bg, ep, txnTopic, cfg.partitions); err != nil {
+			keep = true
+			return fail(err)
+		}
+		if _, err := waitConverged(bg, t, txnTopic, 60*time.Second, healthy(t, txnTopic, cfg.partitions)); err != nil {
+			keep = true
+			return fail(fmt.Errorf("topic %s not led with a full ISR: %w", txnTopic, err))
+		}
+	}
+	eosOn := cfg.txnProducers > 0 && cfg.eos
+	eosTopic := fmt.Sprintf("chaos-eos-%d", uint64(cfg.seed)%1_000_000_000)
+	eosGroup := fmt.Sprintf("chaos-eos-group-%d", uint64(cfg.seed)%1_000_000_000)
+	if eosOn {
+		if err := createTopic(bg, ep, eosTopic, cfg.partitions); err != nil {
+			keep = true
+			return fail(err)
+		}
+		if _, err := waitConverged(bg, t, eosTopic, 60*time.Second, healthy(t, eosTopic, cfg.partitions)); err != nil {
+			keep = true
+			return fail(fmt.Errorf("topic %s not led with a full ISR: %w", eosTopic, err))
+		}
+	}
 	logf("cluster up, topic %s with %d partitions, RF 3, min.insync.replicas 2", topic, cfg.partitions)
+	if cfg.txnProducers > 0 {
+		logf("%d transactional producers on topic %s (%d partitions, RF 3, min.insync.replicas 2)", cfg.txnProducers, txnTopic, cfg.partitions)
+	}
+	if eosOn {
+		logf("eos pipeline: group %s copies %s to %s in transactions", eosGroup, txnTopic, eosTopic)
+	}
 
 	rep := &report{target: t.name(), seed: fmt.Sprint(cfg.seed), producers: cfg.producers,
 		faultCount: map[string]int{}, faultFailed: map[string]int{}, skipped: map[string]string{}, history: histPath}
@@ -144,6 +174,43 @@ func run(ctx context.Context, cfg *config) (res result) {
 			workErr(runProducer(i, ep, topic, cfg.rate, h, stopProd, func(time.Time) {}))
 		}()
 	}
+	// The transactional workload on its own topic.
+	tr, lso := newTxnReads(), &lsoStats{}
+	for i := range cfg.txnProducers {
+		prodWG.Add(1)
+		go func() {
+			defer prodWG.Done()
+			txnID := fmt.Sprintf("chaos-%d-%d", uint64(cfg.seed)%1_000_000_000, i)
+			workErr(runTxnProducer(i, txnID, ep, txnTopic, cfg.partitions, cfg.seed, h, stopProd))
+		}()
+	}
+	if cfg.txnProducers > 0 {
+		consWG.Add(2)
+		go func() {
+			defer consWG.Done()
+			workErr(runTxnConsumer(ep, txnTopic, cfg.partitions, tr, stopCons))
+		}()
+		go func() {
+			defer consWG.Done()
+			workErr(runLSOSampler(ep, txnTopic, time.Second, lso, stopCons))
+		}()
+	}
+	es := &eosStats{}
+	stopEOS := make(chan struct{})
+	var eosWG sync.WaitGroup
+	if eosOn {
+		eosWG.Add(1)
+		go func() {
+			defer eosWG.Done()
+			txnID := fmt.Sprintf("chaos-%d-eos", uint64(cfg.seed)%1_000_000_000)
+			workErr(runEOS(ep, txnTopic, eosTopic, eosGroup, txnID, es, stopEOS))
+		}()
+	}
+	stopEOSOnce := sync.OnceFunc(func() { close(stopEOS) })
+	defer func() {
+		stopEOSOnce()
+		waitGroup(&eosWG, 30*time.Second)
+	}()
 	var sessions, reReads int
 	consWG.Add(1)
 	go func() {
@@ -207,6 +274,11 @@ func run(ctx context.Context, cfg *config) (res result) {
 	if _, err := waitConverged(bg, t, topic, 90*time.Second, healthy(t, topic, cfg.partitions)); err != nil {
 		rep.problems = append(rep.problems, fmt.Sprintf("cluster did not heal within 90s (all nodes up, every partition led with a full ISR): %v", err))
 	}
+	if cfg.txnProducers > 0 {
+		if _, err := waitConverged(bg, t, txnTopic, 30*time.Second, healthy(t, txnTopic, cfg.partitions)); err != nil {
+			rep.problems = append(rep.problems, fmt.Sprintf("topic %s not healed within 30s: %v", txnTopic, err))
+		}
+	}
 	logf("stopping producers")
 	producersStopped := time.Now()
 	close(stopProd)
@@ -244,6 +316,45 @@ func run(ctx context.Context, cfg *config) (res result) {
 		}
 	}
 	rep.incons += compareReplicas(t, topic, ends, rep)
+	var txnFinal, eosFinal map[int32][]clustercheck.Record
+	var txnSentinels map[int32]string
+	if cfg.txnProducers > 0 {
+		// Transactions a stopped producer left open are aborted by their
+		// coordinator after the transaction timeout: the read waits for it.
+		readBegan := time.Now()
+		rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
+		txnFinal, txnSentinels, err = readCommitted(rctx, ep, txnTopic, cfg.partitions)
+		rcancel()
+		if err != nil {
+			rep.problems = append(rep.problems, "final read_committed read: "+err.Error())
+		}
+		txnEnds, err := endOffsets(bg, ep, txnTopic)
+		if err != nil {
+			rep.problems = append(rep.problems, fmt.Sprintf("final end offsets of %s: %v", txnTopic, err))
+		} else {
+			rep.incons += compareReplicas(t, txnTopic, txnEnds, rep)
+		}
+		logf("final read_committed read of %s and its replica comparison took %v", txnTopic, time.Since(readBegan).Round(time.Millisecond))
+		if eosOn && txnEnds != nil {
+			// The pipeline copies the sentinels too: when the group has
+			// committed past them, it has copied everything.
+			readBegan = time.Now()
+			if err := eosCaughtUp(bg, ep, eosGroup, txnTopic, txnEnds, 60*time.Second); err != nil {
+				rep.problems = append(rep.problems, err.Error())
+			}
+			stopEOSOnce()
+			if !waitGroup(&eosWG, 60*time.Second) {
+				rep.problems = append(rep.problems, "eos pipeline did not stop within 60s")
+			}
+			rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
+			eosFinal, _, err = readCommitted(rctx, ep, eosTopic, cfg.partitions)
+			rcancel()
+			if err != nil {
+				rep.problems = append(rep.problems, "final read_committed read: "+err.Error())
+			}
+			logf("eos pipeline caught up, stopped and read in %v", time.Since(readBegan).Round(time.Millisecond))
+		}
+	}
 
 	if groupWhy == "" {
 		rep.group = fmt.Sprintf("%d assignments, %d records", gs.assigned, gs.records)
@@ -282,6 +393,17 @@ func run(ctx context.Context, cfg *config) (res result) {
 	rep.gaps = clientGaps(sends, faults, producersStopped)
 	rep.failover = failovers(faults)
 	rep.check(sends, rd, final, ends)
+	if cfg.txnProducers > 0 {
+		rep.txn = &txnReport{producers: cfg.txnProducers}
+		rep.txn.check(h.txnSnapshot(), tr, txnFinal, lso)
+		if eosOn {
+			rep.txn.checkEOS(txnFinal, txnSentinels, eosFinal, es)
+		}
+		for _, e := range rep.txn.examples {
+			rep.example("%s", e)
+		}
+		rep.notes = append(rep.notes, rep.txn.notes...)
+	}
 	if err := h.close(); err != nil {
 		rep.problems = append(rep.problems, "history: "+err.Error())
 	}

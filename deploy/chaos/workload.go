@@ -25,7 +25,7 @@ const (
 // event is one line of the history file.
 type event struct {
 	Time      time.Time `json:"time"`
-	Kind      string    `json:"kind"` // send, fault-start, fault-end, note
+	Kind      string    `json:"kind"` // send, txn, fault-start, fault-end, note
 	Producer  int       `json:"producer,omitempty"`
 	Value     string    `json:"value,omitempty"`
 	Outcome   string    `json:"outcome,omitempty"`
@@ -35,6 +35,15 @@ type event struct {
 	Fault     string    `json:"fault,omitempty"`
 	Node      int32     `json:"node,omitempty"`
 	Err       string    `json:"err,omitempty"`
+	// A transaction (kind txn, txn_workload.go): its id, its records'
+	// values and partitions, what the producer meant to do (commit or
+	// abort), whether EndTransaction was asked to commit, and the outcome
+	// (committed, aborted, unknown).
+	Txn        string   `json:"txn,omitempty"`
+	Values     []string `json:"values,omitempty"`
+	Partitions []int32  `json:"partitions,omitempty"`
+	Intent     string   `json:"intent,omitempty"`
+	CommitSent bool     `json:"commit_sent,omitempty"`
 }
 
 // history is the JSONL file plus what the checker needs in memory.
@@ -43,6 +52,7 @@ type history struct {
 	f     *os.File
 	enc   *json.Encoder
 	sends []event
+	txns  []event
 	werr  error // the first failed write or close
 	shut  bool
 }
@@ -58,8 +68,11 @@ func newHistory(path string) (*history, error) {
 func (h *history) add(e event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e.Kind == "send" {
+	switch e.Kind {
+	case "send":
 		h.sends = append(h.sends, e)
+	case "txn":
+		h.txns = append(h.txns, e)
 	}
 	if err := h.enc.Encode(e); err != nil && h.werr == nil {
 		h.werr = err
@@ -85,6 +98,12 @@ func (h *history) snapshot() []event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]event(nil), h.sends...)
+}
+
+func (h *history) txnSnapshot() []event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]event(nil), h.txns...)
 }
 
 // classify maps a send error to an outcome. Only errors that prove the
