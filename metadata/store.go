@@ -282,6 +282,12 @@ type Store struct {
 	// pidMu serializes AllocateProducerIDs on this node, so that its
 	// proposals do not race each other for the same block.
 	pidMu sync.Mutex
+
+	// quorumMu serializes changes of raft's configuration on this node
+	// (AddVoter, RemoveVoter, AddNonvoter): each is checked against the
+	// configuration it changes. quorum is what DescribeQuorum remembers.
+	quorumMu sync.Mutex
+	quorum   quorumState
 }
 
 // Open opens (or creates) the metadata in cfg.Dir, listens on
@@ -356,6 +362,11 @@ func Open(cfg Config) (*Store, error) {
 		rc.ElectionTimeout = 200 * time.Millisecond
 		rc.LeaderLeaseTimeout = 100 * time.Millisecond
 	}
+	// A voter removed from the quorum stays a follower (and rejoins as a
+	// non-voter, joinLoop) instead of shutting raft down under a running
+	// node; RemoveVoter hands a leader's leadership over before removing
+	// it anyway.
+	rc.ShutdownOnRemove = false
 	if cfg.tuneRaft != nil {
 		cfg.tuneRaft(rc)
 	}
@@ -413,9 +424,7 @@ func Open(cfg Config) (*Store, error) {
 	s.warnPlaintext()
 	s.goFunc(s.acceptLoop)
 	s.goFunc(s.controllerLoop)
-	if !cfg.isVoter() {
-		s.goFunc(s.joinLoop)
-	}
+	s.goFunc(s.joinLoop)
 	return s, nil
 }
 
