@@ -427,3 +427,7 @@ func (s *Store) isRaftVoter(id int32) bool {
 	}
 	return false
 }
+
+// ControllerAddr is the address other nodes reach this node's controller
+// listener (and raft) at: the address it joins the quorum with.
+func (s *Store) ControllerAddr() string { return s.advertise }
