@@ -351,7 +351,7 @@ func (s *Store) electPreferredLeaders() {
 //
 // A voter removed while it was down restarts with a log that still names
 // it a voter; nobody sends it anything and its elections are refused. So
-// a voter that has known no leader for leaderlessRejoin asks the active
+// a voter that has known no leader for Config.leaderlessRejoin asks the active
 // controller (reached through the other voters) whether the quorum still
 // counts it, and joins as a non-voter if not.
 func (s *Store) joinLoop() {
@@ -386,9 +386,10 @@ const (
 	// joinCheckInterval is how often joinLoop looks at raft's
 	// configuration once this node is in it.
 	joinCheckInterval = time.Second
-	// leaderlessRejoin is how long a voter goes without a leader before
-	// it asks whether the quorum still counts it.
-	leaderlessRejoin = 10 * time.Second
+	// defaultLeaderlessRejoin is how long a voter goes without a leader
+	// before it asks whether the quorum still counts it
+	// (Config.leaderlessRejoin).
+	defaultLeaderlessRejoin = 10 * time.Second
 )
 
 // needsJoin reports whether this node should ask to be added as a
@@ -407,7 +408,7 @@ func (s *Store) needsJoin(leaderless *time.Time) bool {
 	case leaderless.IsZero():
 		*leaderless = time.Now()
 		return false
-	case time.Since(*leaderless) < leaderlessRejoin:
+	case time.Since(*leaderless) < s.cfg.leaderlessRejoin:
 		return false
 	}
 	*leaderless = time.Now() // ask again only after another period

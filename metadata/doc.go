@@ -281,7 +281,7 @@
 // removed node that still runs stays a follower, and joinLoop adds it
 // back as a non-voter, as a removed KRaft voter stays an observer. A
 // voter removed while it was down restarts believing it is a voter;
-// after leaderlessRejoin without a leader it asks DescribeQuorum and
+// after Config.leaderlessRejoin (10s) without a leader it asks DescribeQuorum and
 // joins as a non-voter when the quorum no longer lists it.
 //
 // DescribeQuorum is answered by the active controller: leader epoch =

@@ -232,3 +232,42 @@ func TestQuorumLastVoter(t *testing.T) {
 		t.Fatalf("describe: %+v %v", d, err)
 	}
 }
+
+// A voter removed while it was down restarts with a log that still names
+// it a voter: nobody answers it, so after leaderlessRejoin without a
+// leader it finds the quorum no longer lists it and follows the log as a
+// non-voter, without becoming a voter again.
+func TestQuorumVoterRemovedWhileDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := newTestCluster(t, 3, func(cfg *Config) { cfg.leaderlessRejoin = 500 * time.Millisecond })
+	l := c.leader()
+	var gone int32
+	var rest []int32
+	for _, v := range c.voters {
+		if v.ID != l.cfg.NodeID && gone == 0 {
+			gone = v.ID
+		} else {
+			rest = append(rest, v.ID)
+		}
+	}
+	c.close(gone)
+	if err := l.RemoveVoter(ctx, gone); err != nil {
+		t.Fatalf("remove voter %d while it is down: %v", gone, err)
+	}
+	c.registerBrokers(ctx, l, 1)
+	// Its log names it a voter (unless the leader's last attempt to
+	// replicate the removal to it reaches it after the restart, which
+	// happens now and then: then it has nothing to repair).
+	back := c.open(gone, c.cfgs[gone].BindAddr)
+	quorumIs(t, l, rest, []int32{gone})
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if voter, member := back.membership(); voter || !member {
+			return fmt.Errorf("voter %v member %v", voter, member)
+		}
+		return nil
+	}, "node %d knows it is a non-voter", gone)
+	if img := c.converged(); img.Brokers[1] == nil {
+		t.Fatal("the registration is missing")
+	}
+}

@@ -129,6 +129,9 @@ type Config struct {
 	// wrapListener, set by tests, wraps the controller listener (to make
 	// Accept fail).
 	wrapListener func(net.Listener) net.Listener
+	// leaderlessRejoin is how long a voter goes without a leader before
+	// it asks whether the quorum still counts it (joinLoop). Default 10s.
+	leaderlessRejoin time.Duration
 	// noLeaderWait is how long a forwarded operation looks for a leader
 	// before it fails with ErrNotController. Default 5s.
 	noLeaderWait time.Duration
@@ -185,6 +188,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LeaderImbalanceCheckInterval <= 0 {
 		c.LeaderImbalanceCheckInterval = defaultImbalanceInterval
+	}
+	if c.leaderlessRejoin == 0 {
+		c.leaderlessRejoin = defaultLeaderlessRejoin
 	}
 	if c.noLeaderWait == 0 {
 		c.noLeaderWait = defaultNoLeaderWait
