@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
@@ -269,5 +271,41 @@ func TestQuorumVoterRemovedWhileDown(t *testing.T) {
 	}, "node %d knows it is a non-voter", gone)
 	if img := c.converged(); img.Brokers[1] == nil {
 		t.Fatal("the registration is missing")
+	}
+}
+
+// Over mutual TLS, a node added as a voter may speak raft: once it leads,
+// the voters accept its AppendEntries although controller.quorum.voters
+// (Config.Voters) does not name it, so proposals commit.
+func TestQuorumAddedVoterLeadsOverTLS(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ca := newTestCA(t, "quorum-ca")
+	c := newTestCluster(t, 3, withMutualTLS(t, ca))
+	four := c.open(4, freeAddrs(t, 1)[0])
+	c.ready()
+	c.registerBrokers(ctx, four, 4)
+	if err := four.AddVoter(ctx, 4, ""); err != nil {
+		t.Fatalf("add voter 4: %v", err)
+	}
+	testutil.Eventually(t, 15*time.Second, func() error {
+		l := c.leader()
+		if l == four {
+			return nil
+		}
+		if err := l.raft.LeadershipTransferToServer(serverID(4), raft.ServerAddress(four.advertise)).Error(); err != nil {
+			return err
+		}
+		return errors.New("node 4 does not lead yet")
+	}, "node 4 leads")
+	for _, id := range []int32{1, 2} {
+		if errs := c.stores[id].CreateTopics(ctx, []TopicSpec{{Name: fmt.Sprint("led-by-4-via-", id), NumPartitions: 1, ReplicationFactor: 1}}, false); errs[0] != nil {
+			t.Fatalf("create via node %d with node 4 leading: %v", id, errs[0])
+		}
+	}
+	// Refused by the voters, node 4 would lose its leader lease and the
+	// others would have elected one of theirs to commit the topics.
+	if !four.IsController() {
+		t.Fatal("node 4 lost the leadership: the voters did not accept its raft connections")
 	}
 }
