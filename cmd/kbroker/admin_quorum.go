@@ -38,7 +38,20 @@ func quorumDescribe() adminCommand {
 			rt.Topic = "__cluster_metadata"
 			rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
 			req.Topics = append(req.Topics, rt)
-			resp, err := req.RequestWith(ctx, a.cl)
+			// franz-go routes DescribeQuorum to the controller the
+			// Metadata answer names, which is not reachable as a broker
+			// when it is a controller-only node; every kbroker node
+			// forwards it to the active controller, so ask the seed.
+			var resp *kmsg.DescribeQuorumResponse
+			var err error
+			if seeds := a.cl.SeedBrokers(); len(seeds) > 0 {
+				var r kmsg.Response
+				if r, err = seeds[0].Request(ctx, req); err == nil {
+					resp = r.(*kmsg.DescribeQuorumResponse)
+				}
+			} else {
+				resp, err = req.RequestWith(ctx, a.cl)
+			}
 			if err != nil {
 				return err
 			}
