@@ -258,11 +258,11 @@
 // bootstraps the cluster with all the voters; every voter does the same
 // with the same configuration, which raft allows, so the cluster forms
 // when the voters start. A restart recovers from raft.db and the snapshots
-// and never bootstraps again. A node not among the voters is broker-only:
-// it starts raft without a configuration and asks the active controller
-// (AddNonvoter, retried with backoff until it succeeds or Close) to add
-// it as a raft non-voter at its address; it then receives the log and
-// serves Image like every node.
+// and never bootstraps again. A node not among the voters (broker-only,
+// or a controller waiting to be added with AddVoter) starts raft without
+// a configuration and asks the active controller (AddNonvoter, from
+// joinLoop, retried with backoff) to add it as a raft non-voter at its
+// address; it then receives the log and serves Image like every node.
 //
 // The voter set can change afterwards (quorum.go, Kafka's KIP-853):
 // AddVoter promotes a non-voter that holds everything committed (asked
