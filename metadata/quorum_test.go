@@ -138,17 +138,21 @@ func TestQuorumAddRemoveVoter(t *testing.T) {
 		t.Fatalf("remove observer 4: %v", err)
 	}
 
+	start := time.Now()
 	if err := c.stores[1].AddVoter(ctx, 4, ""); err != nil {
 		t.Fatalf("add voter 4: %v", err)
 	}
+	t.Logf("AddVoter(4) took %v", time.Since(start))
 	quorumIs(t, four, []int32{1, 2, 3, 4}, nil)
 	waitCreated(10)
 
 	// Remove the active controller, asked of node 4.
 	old := c.leader().cfg.NodeID
+	start = time.Now()
 	if err := four.RemoveVoter(ctx, old); err != nil {
 		t.Fatalf("remove voter %d (the leader): %v", old, err)
 	}
+	t.Logf("RemoveVoter(%d), the leader, took %v (leadership transfer included)", old, time.Since(start))
 	var rest []int32
 	for _, id := range []int32{1, 2, 3, 4} {
 		if id != old {
