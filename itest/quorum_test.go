@@ -45,11 +45,11 @@ func waitQuorumView(t *testing.T, addr string, voters, observers []int32) quorum
 	testutil.Eventually(t, 30*time.Second, func() error {
 		out, err := quorumAdmin(addr, "describe", "--output", "json")
 		if err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+			return fmt.Errorf("%w: %s", err, out)
 		}
 		q = quorumView{}
 		if err := json.Unmarshal([]byte(out), &q); err != nil {
-			return fmt.Errorf("%v: %s", err, out)
+			return fmt.Errorf("%w: %s", err, out)
 		}
 		if !slices.Equal(q.ids(false), voters) || !slices.Equal(q.ids(true), observers) {
 			return fmt.Errorf("voters %v observers %v", q.ids(false), q.ids(true))
