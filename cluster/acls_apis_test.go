@@ -147,6 +147,27 @@ func TestAPIsAuthorize(t *testing.T) {
 			return r
 		}, func(r kmsg.Response) int16 { return r.(*kmsg.UnregisterBrokerResponse).ErrorCode },
 			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
+		{"DescribeQuorum", func() kmsg.Request {
+			r := kmsg.NewPtrDescribeQuorumRequest()
+			rt := kmsg.NewDescribeQuorumRequestTopic()
+			rt.Topic = "__cluster_metadata"
+			rt.Partitions = append(rt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+			r.Topics = append(r.Topics, rt)
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.DescribeQuorumResponse).ErrorCode },
+			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
+		{"AddRaftVoter", func() kmsg.Request {
+			r := kmsg.NewPtrAddRaftVoterRequest()
+			r.VoterID = 1 // authorized, this would be DUPLICATE_VOTER
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.AddRaftVoterResponse).ErrorCode },
+			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
+		{"RemoveRaftVoter", func() kmsg.Request {
+			r := kmsg.NewPtrRemoveRaftVoterRequest()
+			r.VoterID = 9 // authorized, this would be VOTER_NOT_FOUND
+			return r
+		}, func(r kmsg.Response) int16 { return r.(*kmsg.RemoveRaftVoterResponse).ErrorCode },
+			kerr.ClusterAuthorizationFailed, kerr.ClusterAuthorizationFailed},
 		{"DescribeTopicPartitions", func() kmsg.Request {
 			r := kmsg.NewPtrDescribeTopicPartitionsRequest()
 			rt := kmsg.NewDescribeTopicPartitionsRequestTopic()

@@ -64,6 +64,10 @@ var errorCodes = []struct {
 	{metadata.ErrInvalidQuota, kerr.InvalidRequest},
 	{metadata.ErrBrokerNotRegistered, kerr.BrokerIDNotRegistered},
 	{metadata.ErrBrokerAlive, kerr.InvalidRequest},
+	{metadata.ErrDuplicateVoter, kerr.DuplicateVoter},
+	{metadata.ErrVoterNotFound, kerr.VoterNotFound},
+	{metadata.ErrVoterNotReady, kerr.RequestTimedOut},
+	{metadata.ErrVoterChangeRefused, kerr.InvalidRequest},
 }
 
 // errorMessage is the text sent with an error code in versions that carry

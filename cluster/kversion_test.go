@@ -33,13 +33,10 @@ var kafka4Gaps = map[int16]versionGap{
 	39: {"RenewDelegationToken: delegation tokens are not implemented", false},
 	40: {"ExpireDelegationToken: delegation tokens are not implemented", false},
 	41: {"DescribeDelegationToken: delegation tokens are not implemented", false},
-	55: {"DescribeQuorum: the metadata quorum is not KRaft, its state has no KRaft description", false},
 	57: {"UpdateFeatures: kbroker has no feature levels to change", false},
 	71: {"GetTelemetrySubscriptions: client telemetry (KIP-714) is not implemented", false},
 	72: {"PushTelemetry: client telemetry (KIP-714) is not implemented", false},
 	74: {"ListConfigResources: client-metrics resources (KIP-714) are not implemented", false},
-	80: {"AddRaftVoter: the metadata quorum is not KRaft", false},
-	81: {"RemoveRaftVoter: the metadata quorum is not KRaft", false},
 }
 
 // The registry serves every Kafka 4.0 API up to Kafka's maximum, but for

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -215,6 +216,11 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	n.store, err = metadata.Open(n.metadataConfig())
 	if err != nil {
 		return fmt.Errorf("opening metadata: %w", err)
+	}
+	if n.cfg.IsController() && !slices.ContainsFunc(n.cfg.ControllerQuorumVoters, func(v config.Voter) bool { return v.ID == n.cfg.NodeID }) {
+		// The voter set lives in the metadata log (KIP-853): this node
+		// may have been added since, which the log, not the config, says.
+		n.logger.Info("this controller is not in controller.quorum.voters: unless the quorum added it, it follows the metadata log as an observer until `kbroker admin quorum add-voter` adds it")
 	}
 	defer func() {
 		if cerr := n.store.Close(); cerr != nil {

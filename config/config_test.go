@@ -350,7 +350,7 @@ func TestValidate(t *testing.T) {
 		{"controller only", []string{"process.roles=controller", "listeners=CONTROLLER://:9093"}, ""},
 		{"controller only with broker listener", []string{"process.roles=controller"}, "listeners: PLAINTEXT is not a controller listener"},
 		{"controller without controller listener", []string{"listeners=PLAINTEXT://:9092"}, "controller.listener.names: the controller role needs a listener named CONTROLLER"},
-		{"controller not a voter", []string{"node.id=2"}, "controller.quorum.voters: the controller role needs node.id 2 among the voters"},
+		{"controller not a voter joins as an observer", []string{"node.id=2"}, ""},
 		{"broker not a voter is fine", []string{"node.id=2", "process.roles=broker"}, ""},
 		{"broker without broker listener", []string{"listeners=CONTROLLER://:9093"}, "listeners: the broker role needs a listener"},
 		{"advertised not in listeners", []string{"advertised.listeners=EXTERNAL://h:1"}, "advertised.listeners: EXTERNAL is not in listeners"},

@@ -78,9 +78,10 @@ func (c *Config) Validate() error {
 		if _, ok := c.ControllerListener(); !ok {
 			add(invalid("controller.listener.names", "the controller role needs a listener named %s in listeners", strings.Join(c.ControllerListenerNames, " or ")))
 		}
-		if !voters[c.NodeID] {
-			add(invalid("controller.quorum.voters", "the controller role needs node.id %d among the voters", c.NodeID))
-		}
+		// A controller not among the voters is allowed: it follows the
+		// metadata log as an observer (a raft non-voter) until an
+		// operator adds it to the quorum (AddRaftVoter, KIP-853), and
+		// controller.quorum.voters names the quorum it reaches at start.
 	}
 	if c.IsBroker() {
 		hasBrokerListener := false

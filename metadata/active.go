@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -341,44 +342,115 @@ func (s *Store) electPreferredLeaders() {
 	}
 }
 
-// joinLoop runs on a node that is not a voter: it asks the active
-// controller to add it as a raft non-voter, with backoff, until that
-// succeeds, its configuration already holds it, or the Store closes.
+// joinLoop keeps this node in raft's configuration. A node that is not in
+// it (a broker-only node starting, a voter removed while it runs) asks the
+// active controller to add it as a raft non-voter, with backoff, so that
+// it keeps receiving the log; a voter or non-voter that is in it checks
+// again every joinCheckInterval. A node never adds itself as a voter:
+// only AddVoter makes a voter, and a removed voter stays removed.
+//
+// A voter removed while it was down restarts with a log that still names
+// it a voter; nobody sends it anything and its elections are refused. So
+// a voter that has known no leader for Config.leaderlessRejoin asks the active
+// controller (reached through the other voters) whether the quorum still
+// counts it, and joins as a non-voter if not.
 func (s *Store) joinLoop() {
-	backoff := 50 * time.Millisecond
+	const minBackoff = 50 * time.Millisecond
+	backoff := minBackoff
+	var leaderless time.Time
 	for {
-		if s.inConfiguration() {
-			return
+		wait := joinCheckInterval
+		if s.needsJoin(&leaderless) {
+			ctx, cancel := context.WithTimeout(s.ctx, 2*transportTimeout)
+			_, err := call(ctx, s, opAddNonvoter, addNonvoterRequest{ID: s.cfg.NodeID, Addr: s.advertise})
+			cancel()
+			if err != nil {
+				s.log.Debug("join as non-voter", "err", err)
+				wait = backoff
+				backoff = min(2*backoff, 5*time.Second)
+			} else {
+				backoff = minBackoff
+			}
 		}
-		ctx, cancel := context.WithTimeout(s.ctx, 2*transportTimeout)
-		_, err := call(ctx, s, opAddNonvoter, addNonvoterRequest{ID: s.cfg.NodeID, Addr: s.advertise})
-		cancel()
-		if err == nil {
-			return
-		}
-		s.log.Debug("join as non-voter", "err", err)
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(wait)
 		select {
 		case <-s.ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
-// inConfiguration reports whether this node's raft configuration lists it
-// at its address.
-func (s *Store) inConfiguration() bool {
-	f := s.raft.GetConfiguration()
-	if f.Error() != nil {
+const (
+	// joinCheckInterval is how often joinLoop looks at raft's
+	// configuration once this node is in it.
+	joinCheckInterval = time.Second
+	// defaultLeaderlessRejoin is how long a voter goes without a leader
+	// before it asks whether the quorum still counts it
+	// (Config.leaderlessRejoin).
+	defaultLeaderlessRejoin = 10 * time.Second
+)
+
+// needsJoin reports whether this node should ask to be added as a
+// non-voter. leaderless is when this node, a voter by its own
+// configuration, last started going without a leader (zero: it has one).
+func (s *Store) needsJoin(leaderless *time.Time) bool {
+	voter, member := s.membership()
+	switch {
+	case !member:
+		return true
+	case !voter:
+		return false
+	case s.ControllerID() >= 0:
+		*leaderless = time.Time{}
+		return false
+	case leaderless.IsZero():
+		*leaderless = time.Now()
+		return false
+	case time.Since(*leaderless) < s.cfg.leaderlessRejoin:
 		return false
 	}
-	for _, srv := range f.Configuration().Servers {
-		if srv.ID == serverID(s.cfg.NodeID) && srv.Address == raft.ServerAddress(s.advertise) {
-			return true
+	*leaderless = time.Now() // ask again only after another period
+	ctx, cancel := context.WithTimeout(s.ctx, 2*replicaProbeTimeout+s.cfg.noLeaderWait)
+	defer cancel()
+	d, err := call(ctx, s, opDescribeQuorum, none{})
+	if err != nil {
+		return false
+	}
+	for _, r := range slices.Concat(d.Voters, d.Observers) {
+		if r.ID == s.cfg.NodeID {
+			return false
 		}
 	}
-	return false
+	s.log.Warn("the metadata quorum no longer counts this node (removed while it was down?): joining as a non-voter", "leader", d.LeaderID)
+	return true
+}
+
+// membership reports whether raft's latest configuration, as this node
+// knows it, holds this node as a voter (at any address: a voter's entry
+// may be written as another name for it), or at all (a non-voter only at
+// its current address, so that one that moved joins again).
+func (s *Store) membership() (voter, member bool) {
+	f := s.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false, true // shutting down: nothing to join
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID != serverID(s.cfg.NodeID) {
+			continue
+		}
+		if srv.Suffrage == raft.Voter {
+			return true, true
+		}
+		return false, srv.Address == raft.ServerAddress(s.advertise)
+	}
+	return false, false
+}
+
+// inConfiguration reports whether raft's latest configuration holds this
+// node (see membership).
+func (s *Store) inConfiguration() bool {
+	_, member := s.membership()
+	return member
 }

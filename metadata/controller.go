@@ -820,6 +820,8 @@ type addNonvoterRequest struct {
 // addNonvoter adds a broker-only node to the raft configuration as a
 // non-voter, unless it is there at that address already.
 func (s *Store) addNonvoter(ctx context.Context, r addNonvoterRequest) error {
+	s.quorumMu.Lock()
+	defer s.quorumMu.Unlock()
 	f := s.raft.GetConfiguration()
 	if err := s.wait(ctx, f); err != nil {
 		return err

@@ -108,8 +108,9 @@
 // UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
 // CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
 // (quotas.go), UnregisterBroker and AlterBrokerConfigs (brokers.go),
-// ElectLeaders (elect.go) and
-// AlterPartitionReassignments (reassign.go) may be called on any
+// ElectLeaders (elect.go),
+// AlterPartitionReassignments (reassign.go), and DescribeQuorum,
+// AddVoter and RemoveVoter (quorum.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
 // filters (ACLFilter, Kafka's ANY/MATCH/LITERAL/PREFIXED semantics)
 // against the active controller's image and removes what they match;
@@ -184,9 +185,9 @@
 // client without a certificate or with one of another CA never gets past
 // the handshake, so neither a forged AppendEntries nor a forged controller
 // request reaches raft or an operation. A raft connection ('R') is
-// accepted only from a node of Config.Voters: only leaders and candidates
-// send raft requests, so a broker-only node's certificate cannot speak
-// raft. (Within raft, the server id a voter's requests claim is not
+// accepted only from a voter (of Config.Voters, or of raft's latest
+// configuration: added by AddVoter): only leaders and candidates send
+// raft requests, so a broker-only node's certificate cannot speak raft. (Within raft, the server id a voter's requests claim is not
 // compared with its certificate.)
 //
 // Beyond Kafka, a node id is bound to its principal: each op names the
@@ -234,6 +235,9 @@
 //	ReportBrokerDead     {brokerId, reportedBy}                    -
 //	ControlledShutdown   {brokerId, epoch}                         -
 //	AddNonvoter          {id, addr}                                -
+//	DescribeQuorum       {}                                        QuorumDescription
+//	AddVoter             {id, addr}                                -
+//	RemoveVoter          {id}                                      -
 //	ReadIndex            {}                                        {index}
 //	CreateACLs           [ACL, ...]                                [error|null, ...]
 //	DeleteACLs           [ACLFilter, ...]                          [{deleted: [ACL, ...], error}, ...]
@@ -254,11 +258,41 @@
 // bootstraps the cluster with all the voters; every voter does the same
 // with the same configuration, which raft allows, so the cluster forms
 // when the voters start. A restart recovers from raft.db and the snapshots
-// and never bootstraps again. A node not among the voters is broker-only:
-// it starts raft without a configuration and asks the active controller
-// (AddNonvoter, retried with backoff until it succeeds or Close) to add
-// it as a raft non-voter at its address; it then receives the log and
-// serves Image like every node.
+// and never bootstraps again. A node not among the voters (broker-only,
+// or a controller waiting to be added with AddVoter) starts raft without
+// a configuration and asks the active controller (AddNonvoter, from
+// joinLoop, retried with backoff) to add it as a raft non-voter at its
+// address; it then receives the log and serves Image like every node.
+//
+// The voter set can change afterwards (quorum.go, Kafka's KIP-853):
+// AddVoter promotes a non-voter that holds everything committed (asked
+// over the controller RPC, ReplicaState) to a voter, RemoveVoter removes
+// a voter, one change at a time (quorumMu; raft also refuses a change
+// while one is uncommitted, and each carries the configuration index it
+// was decided on). The configuration lives in raft's log and snapshots,
+// so a change survives restarts on every node whatever Config.Voters
+// says: a node added as a voter stays one, a removed voter never becomes
+// one again by itself (it has state, so it does not bootstrap, and
+// nothing adds a voter but AddVoter). Removing the active controller
+// first transfers its leadership to the most caught-up voter
+// (raft.LeadershipTransfer); the new leader then removes it. The last
+// voter, and a removal that would leave fewer answering voters than a
+// majority of the rest, are refused. Raft's ShutdownOnRemove is off: a
+// removed node that still runs stays a follower, and joinLoop adds it
+// back as a non-voter, as a removed KRaft voter stays an observer. A
+// voter removed while it was down restarts believing it is a voter;
+// after Config.leaderlessRejoin (10s) without a leader it asks DescribeQuorum and
+// joins as a non-voter when the quorum no longer lists it.
+//
+// DescribeQuorum is answered by the active controller: leader epoch =
+// raft term, high watermark = commit index, each replica's log end
+// offset = the last index of its log as the replica reports it
+// (ReplicaState, asked of every member with replicaProbeTimeout; -1 if
+// it does not answer), its last fetch = its raft LastContact (when it
+// last heard from the leader), its last caught-up time = the last time,
+// in this term, the controller found it holding the commit index. The
+// leader reports now for its own. Raft connections are accepted from
+// voters of Config.Voters and of raft's latest configuration.
 //
 // WaitReady, on any node, waits for a known leader, a cluster id (the
 // leader sets a random one) and for this node's image to reach the
@@ -341,7 +375,11 @@
 //     serves the RPC (serveRPC) until the connection closes;
 //   - controllerLoop, which does the active controller's duties (sessions,
 //     preferred leaders) while this node is the raft leader;
-//   - on a broker-only node, joinLoop until it is added as a non-voter.
+//   - joinLoop, on every node, which keeps it in raft's configuration
+//     (adds a broker-only node, or a removed voter, as a non-voter);
+//   - while DescribeQuorum, AddVoter or RemoveVoter runs on the leader,
+//     one short-lived goroutine per replica asked (probeReplicas), each
+//     bounded by replicaProbeTimeout and waited for before it returns.
 //
 // Store.Close cancels the Store's context (which ends controllerLoop,
 // joinLoop, call's retries and the RPCs being served), closes the
@@ -355,6 +393,10 @@
 //
 // Locks: fsm.mu serializes publishing images; Store.mu guards the set of
 // accepted connections; sessions.mu the heartbeat times; pidMu serializes
-// AllocateProducerIDs on the leader. None is held while calling out or
-// while another is taken.
+// AllocateProducerIDs on the leader; quorumMu serializes configuration
+// changes (AddVoter, RemoveVoter, AddNonvoter) on the leader and is held
+// across raft futures and replica questions, never while another of
+// these locks is taken; quorumState.mu (a leaf) guards the caught-up
+// times. None of the others is held while calling out or while another
+// is taken.
 package metadata

@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"slices"
@@ -120,7 +121,11 @@ func TestClusterElectLeadersForwarded(t *testing.T) {
 		t.Fatalf("results %+v", res)
 	}
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if p, _ := f.Image().Partition("t", 0); p.Leader != 1 {
+		p, ok := f.Image().Partition("t", 0)
+		if !ok {
+			return errors.New("the follower has not applied the topic yet")
+		}
+		if p.Leader != 1 {
 			return fmt.Errorf("leader %d", p.Leader)
 		}
 		return nil

@@ -66,6 +66,21 @@ var (
 	// ErrScramNotFound: deleting a SCRAM credential that does not exist.
 	// Kafka: RESOURCE_NOT_FOUND.
 	ErrScramNotFound = errors.New("metadata: scram credential not found")
+	// ErrDuplicateVoter: AddVoter of a node that is a voter already.
+	// Kafka: DUPLICATE_VOTER.
+	ErrDuplicateVoter = errors.New("metadata: already a voter")
+	// ErrVoterNotFound: RemoveVoter of a node that is not a voter. Kafka:
+	// VOTER_NOT_FOUND.
+	ErrVoterNotFound = errors.New("metadata: not a voter")
+	// ErrVoterNotReady: a voter change that cannot be made yet: the new
+	// voter does not follow the log or has not caught up, or another
+	// change is in progress. Kafka: REQUEST_TIMED_OUT, as its
+	// AddVoterHandler and RemoveVoterHandler answer.
+	ErrVoterNotReady = errors.New("metadata: voter change not possible yet")
+	// ErrVoterChangeRefused: a voter change kbroker refuses: removing the
+	// last voter, a removal that would leave no live majority, an address
+	// that is not the node's. Kafka: INVALID_REQUEST.
+	ErrVoterChangeRefused = errors.New("metadata: voter change refused")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("metadata: store closed")
 )

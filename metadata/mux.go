@@ -104,9 +104,11 @@ func (s *Store) route(c net.Conn) {
 	conn.SetReadDeadline(time.Time{})
 	switch b[0] {
 	case preambleRaft:
-		if peer.verified && !s.cfg.hasVoter(peer.node) {
+		if peer.verified && !s.cfg.hasVoter(peer.node) && !s.isRaftVoter(peer.node) {
 			// Only voters send raft requests (leaders and candidates);
-			// a broker-only node's certificate must not speak raft.
+			// a broker-only node's certificate must not speak raft. A
+			// voter is one of Config.Voters or of raft's configuration
+			// (added by AddVoter).
 			s.log.Warn("controller listener: raft connection from a node that is not a voter", "node", peer.node, "remote", c.RemoteAddr())
 			s.untrack(c)
 			conn.Close()

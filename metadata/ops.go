@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // A controller operation is declared once, as an op: its wire name, the
@@ -202,9 +205,18 @@ func (s *Store) callLeader(ctx context.Context, addr, op string, payload []byte)
 var errLeaderMoved = errors.New("metadata: raft no longer names this leader")
 
 // someVoter returns the address of a voter other than this node, starting
-// at index i, and the index to ask next.
+// at index i, and the index to ask next: the voters of Config.Voters, then
+// those raft's configuration adds (AddVoter).
 func (s *Store) someVoter(i int) (string, int) {
-	vs := s.cfg.Voters
+	vs := slices.Clone(s.cfg.Voters)
+	if f := s.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			id, ok := nodeID(srv.ID)
+			if ok && srv.Suffrage == raft.Voter && !s.cfg.hasVoter(id) {
+				vs = append(vs, Voter{ID: id, Addr: string(srv.Address)})
+			}
+		}
+	}
 	for range vs {
 		v := vs[i%len(vs)]
 		i++

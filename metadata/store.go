@@ -129,6 +129,9 @@ type Config struct {
 	// wrapListener, set by tests, wraps the controller listener (to make
 	// Accept fail).
 	wrapListener func(net.Listener) net.Listener
+	// leaderlessRejoin is how long a voter goes without a leader before
+	// it asks whether the quorum still counts it (joinLoop). Default 10s.
+	leaderlessRejoin time.Duration
 	// noLeaderWait is how long a forwarded operation looks for a leader
 	// before it fails with ErrNotController. Default 5s.
 	noLeaderWait time.Duration
@@ -185,6 +188,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LeaderImbalanceCheckInterval <= 0 {
 		c.LeaderImbalanceCheckInterval = defaultImbalanceInterval
+	}
+	if c.leaderlessRejoin == 0 {
+		c.leaderlessRejoin = defaultLeaderlessRejoin
 	}
 	if c.noLeaderWait == 0 {
 		c.noLeaderWait = defaultNoLeaderWait
@@ -282,6 +288,12 @@ type Store struct {
 	// pidMu serializes AllocateProducerIDs on this node, so that its
 	// proposals do not race each other for the same block.
 	pidMu sync.Mutex
+
+	// quorumMu serializes changes of raft's configuration on this node
+	// (AddVoter, RemoveVoter, AddNonvoter): each is checked against the
+	// configuration it changes. quorum is what DescribeQuorum remembers.
+	quorumMu sync.Mutex
+	quorum   quorumState
 }
 
 // Open opens (or creates) the metadata in cfg.Dir, listens on
@@ -356,6 +368,11 @@ func Open(cfg Config) (*Store, error) {
 		rc.ElectionTimeout = 200 * time.Millisecond
 		rc.LeaderLeaseTimeout = 100 * time.Millisecond
 	}
+	// A voter removed from the quorum stays a follower (and rejoins as a
+	// non-voter, joinLoop) instead of shutting raft down under a running
+	// node; RemoveVoter hands a leader's leadership over before removing
+	// it anyway.
+	rc.ShutdownOnRemove = false
 	if cfg.tuneRaft != nil {
 		cfg.tuneRaft(rc)
 	}
@@ -413,9 +430,7 @@ func Open(cfg Config) (*Store, error) {
 	s.warnPlaintext()
 	s.goFunc(s.acceptLoop)
 	s.goFunc(s.controllerLoop)
-	if !cfg.isVoter() {
-		s.goFunc(s.joinLoop)
-	}
+	s.goFunc(s.joinLoop)
 	return s, nil
 }
 

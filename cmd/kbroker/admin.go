@@ -20,7 +20,7 @@ import (
 // distribution: the everyday parts of kafka-topics.sh, kafka-configs.sh,
 // kafka-consumer-groups.sh, kafka-leader-election.sh,
 // kafka-log-dirs.sh, kafka-reassign-partitions.sh and kafka-cluster.sh's
-// unregister, over the Kafka
+// unregister, kafka-metadata-quorum.sh, over the Kafka
 // protocol (kadm), so it works against any broker that serves the APIs.
 
 const adminUsage = `usage: kbroker admin <command> [flags]
@@ -43,6 +43,9 @@ Commands (each takes --bootstrap-server H:P[,H:P] and --output table|json):
   reassign --execute FILE | --verify FILE | --cancel FILE
   brokers list
   brokers unregister --id N   (a stopped broker: fenced, gone for good)
+  quorum describe             (the metadata quorum: leader, voters, observers, lag)
+  quorum add-voter --id N [--controller-listener [NAME://]H:P]
+  quorum remove-voter --id N
 
 Brokers without a name in configs mean the cluster-wide default.`
 
@@ -80,6 +83,9 @@ func adminCommands() map[string]func() adminCommand {
 		"reassign":             reassignCmd,
 		"brokers list":         brokersList,
 		"brokers unregister":   brokersUnregister,
+		"quorum describe":      quorumDescribe,
+		"quorum add-voter":     quorumAddVoter,
+		"quorum remove-voter":  quorumRemoveVoter,
 	}
 }
 

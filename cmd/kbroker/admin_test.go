@@ -500,3 +500,52 @@ func TestAdminBrokers(t *testing.T) {
 		return fmt.Errorf("no per-broker log.retention.ms=5000 in %+v", configs)
 	}, "broker 1's own log.retention.ms described")
 }
+
+// quorum describe shows the single voter as leader, as a table and as
+// JSON; add-voter and remove-voter answer Kafka's codes with exit 1
+// (the voter exists, is unknown, is the last one) and a missing --id
+// with exit 2.
+func TestAdminQuorum(t *testing.T) {
+	addr := startInProcessBroker(t)
+	out := mustAdmin(t, addr, "quorum", "describe")
+	if !strings.Contains(out, "LeaderId: 1") || !strings.Contains(out, "LOG-END-OFFSET") || !strings.Contains(out, "Leader ") {
+		t.Fatalf("quorum describe:\n%s", out)
+	}
+	var described struct {
+		LeaderID      int32 `json:"leaderId"`
+		LeaderEpoch   int32 `json:"leaderEpoch"`
+		HighWatermark int64 `json:"highWatermark"`
+		Replicas      []struct {
+			ID           int32  `json:"id"`
+			Status       string `json:"status"`
+			LogEndOffset int64  `json:"logEndOffset"`
+			Lag          int64  `json:"lag"`
+			Address      string `json:"address"`
+		} `json:"replicas"`
+	}
+	mustJSON(t, mustAdmin(t, addr, "quorum", "describe", "--output", "json"), &described)
+	if described.LeaderID != 1 || described.LeaderEpoch < 1 || described.HighWatermark < 1 || len(described.Replicas) != 1 {
+		t.Fatalf("quorum describe json: %+v", described)
+	}
+	if r := described.Replicas[0]; r.ID != 1 || r.Status != "Leader" || r.LogEndOffset < described.HighWatermark || r.Lag != 0 || r.Address == "" {
+		t.Fatalf("quorum describe json replica: %+v", r)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"quorum", "add-voter", "--id", "1"}, 1, "DUPLICATE_VOTER"},
+		{[]string{"quorum", "add-voter", "--id", "9", "--timeout", "1s"}, 1, "REQUEST_TIMED_OUT"},
+		{[]string{"quorum", "add-voter"}, 2, "--id is required"},
+		{[]string{"quorum", "add-voter", "--id", "2", "--controller-listener", "CONTROLLER://nohost"}, 2, "--controller-listener"},
+		{[]string{"quorum", "remove-voter", "--id", "9", "--output", "json"}, 1, "VOTER_NOT_FOUND"},
+		{[]string{"quorum", "remove-voter", "--id", "1"}, 1, "last voter"},
+	} {
+		stdout, stderr, code := runAdmin(t, addr, tc.args...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.want, stdout, stderr)
+		}
+	}
+}
