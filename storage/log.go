@@ -239,7 +239,7 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), ErrClosed)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if l.mu.failed != nil {
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.mu.failed)
@@ -428,7 +428,7 @@ func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return fmt.Errorf("flush %s: %w", l.Dir(), ErrClosed)
+		return fmt.Errorf("flush %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	return l.flushLocked()
 }
@@ -554,7 +554,7 @@ func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch boo
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return nil, fmt.Errorf("read %s: %w", l.Dir(), ErrClosed)
+		return nil, fmt.Errorf("read %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if offset < l.mu.logStartOffset || offset > l.mu.logEndOffset {
 		return nil, fmt.Errorf("read %s at %d: %w: log is [%d, %d)", l.Dir(), offset, ErrOffsetOutOfRange,
@@ -666,7 +666,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.Dir(), ErrClosed)
+		return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	start := l.mu.logStartOffset
 	for _, s := range l.mu.segments {

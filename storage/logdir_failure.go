@@ -233,3 +233,13 @@ func (f failFile) Stat() (os.FileInfo, error) {
 func (f failFile) allocate(size int64) error {
 	return f.m.noteIOError("fallocate", f.name, allocate(f.File, size))
 }
+
+// closedErrLocked is the error of an operation on a closed log: why its
+// log directory went offline for an abandoned one (KAFKA_STORAGE_ERROR,
+// not a routine close).
+func (l *Log) closedErrLocked() error {
+	if errors.Is(l.mu.failed, ErrLogDirOffline) {
+		return l.mu.failed
+	}
+	return ErrClosed
+}

@@ -240,11 +240,15 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		// holding the fewest partitions; never an offline one.
 		if p := m.mu.preferred[tp]; p != nil && p.offline() == nil {
 			d = p
-		}
-		for _, c := range m.dirs {
-			if d == nil || c.offline() == nil && len(c.partitions) < len(d.partitions) {
-				d = c
+		} else {
+			for _, c := range m.dirs {
+				if c.offline() == nil && (d == nil || len(c.partitions) < len(d.partitions)) {
+					d = c
+				}
 			}
+		}
+		if d == nil {
+			d = m.dirs[0] // every directory is offline: refused below
 		}
 	}
 	if err := d.offline(); err != nil {

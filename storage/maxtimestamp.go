@@ -21,7 +21,7 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), ErrClosed)
+		return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	start := l.mu.logStartOffset
 	var (

@@ -27,7 +27,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStartOffset int64, err er
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return 0, fmt.Errorf("delete records %s: %w", l.Dir(), ErrClosed)
+		return 0, fmt.Errorf("delete records %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if offset > l.mu.logEndOffset || offset < 0 {
 		return 0, fmt.Errorf("delete records %s before %d: %w: log end offset %d", l.Dir(), offset,
@@ -62,7 +62,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return 0, fmt.Errorf("retention %s: %w", l.Dir(), ErrClosed)
+		return 0, fmt.Errorf("retention %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if !l.config().Delete() {
 		return 0, nil

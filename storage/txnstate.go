@@ -255,7 +255,7 @@ func (l *Log) AbortedTransactions(fetchOffset, upperBoundOffset int64) ([]Aborte
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return nil, fmt.Errorf("aborted transactions %s: %w", l.Dir(), ErrClosed)
+		return nil, fmt.Errorf("aborted transactions %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	var out []AbortedTxn
 	for i := l.segmentForLocked(fetchOffset); i < len(l.mu.segments); i++ {
