@@ -21,10 +21,10 @@ type Log struct {
 	// dirPath is the partition directory; it changes only when
 	// AlterReplicaLogDirs moves the log (move.go).
 	dirPath atomic.Pointer[string]
-	fs     FS
-	cfg    atomic.Pointer[LogConfig] // replaced whole by SetConfig
-	logger *slog.Logger
-	now    func() time.Time
+	fs      FS
+	cfg     atomic.Pointer[LogConfig] // replaced whole by SetConfig
+	logger  *slog.Logger
+	now     func() time.Time
 	// deleteLater schedules the removal of deleted segments' files
 	// (LogOptions.DeleteLater); nil removes them at once.
 	deleteLater func(files []string, at time.Time)

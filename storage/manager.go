@@ -86,7 +86,7 @@ func (m *Manager) SetRetentionCheckInterval(d time.Duration) {
 // logDir is one log.dirs entry.
 type logDir struct {
 	path           string
-	cleanPath      string // filepath.Clean(path), to match the paths of files
+	cleanPath      string                   // filepath.Clean(path), to match the paths of files
 	clean          bool                     // the clean-shutdown marker was present at open
 	recoveryPoints map[topicPartition]int64 // as checkpointed at the last flush or close
 	// logStartOffsets and highWatermarks as last written to
