@@ -90,6 +90,12 @@ type Node struct {
 	unreachable chan int32
 	// refusing remembers those brokers for Metadata answers (liveness.go).
 	refusing refusingBrokers
+
+	// offlineReport asks the heartbeat loop to report offline replicas
+	// now (a log dir failed, logdirs.go); halt ends Run when every log
+	// dir is offline.
+	offlineReport chan struct{}
+	halt          context.CancelCauseFunc
 }
 
 // drainTimeout bounds how long shutdown waits for requests in progress.
@@ -109,6 +115,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 		produceWaiters: purgatory.New[replication.TopicPartition]("produce"),
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
 		ready:          make(chan struct{}),
+		offlineReport:  make(chan struct{}, 1),
 		served:         make(chan struct{}),
 		unreachable:    make(chan int32, 8),
 	}
@@ -164,6 +171,14 @@ func (n *Node) Addr(listener string) (string, bool) {
 // stops raft.
 func (n *Node) Run(ctx context.Context) (err error) {
 	cfg := &n.cfg
+	ctx, n.halt = context.WithCancelCause(ctx)
+	defer n.halt(nil)
+	defer func() {
+		// Every log dir failed: the node stopped itself (logdirs.go).
+		if cause := context.Cause(ctx); err == nil && errors.Is(cause, errAllLogDirsOffline) {
+			err = cause
+		}
+	}()
 	fsys := n.logFS
 	if fsys == nil {
 		fsys = storage.OSFS{}
@@ -270,6 +285,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		},
 		OnLeaderUnreachable: n.leaderUnreachable,
 		OnLeaderReachable:   n.leaderReachable,
+		OnLogDirFailure:     n.onLogDirFailure,
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		// Replicas whose logs cannot open (a failed disk, too few file
