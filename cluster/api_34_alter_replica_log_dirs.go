@@ -39,10 +39,20 @@ func (n *Node) handleAlterReplicaLogDirs(_ context.Context, rc *RequestContext, 
 	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
 	authorized := rc.AuthorizedCluster(kmsg.ACLOperationAlter)
+	// One result per topic, whatever directories its partitions go to,
+	// as Kafka groups them (kadm keys its answer by topic).
+	topicAt := map[string]int{}
 	for _, d := range req.Dirs {
 		for _, t := range d.Topics {
-			rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
-			rt.Topic = t.Topic
+			i, ok := topicAt[t.Topic]
+			if !ok {
+				i = len(resp.Topics)
+				topicAt[t.Topic] = i
+				rt := kmsg.NewAlterReplicaLogDirsResponseTopic()
+				rt.Topic = t.Topic
+				resp.Topics = append(resp.Topics, rt)
+			}
+			rt := &resp.Topics[i]
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAlterReplicaLogDirsResponseTopicPartition()
 				rp.Partition = p
@@ -58,7 +68,6 @@ func (n *Node) handleAlterReplicaLogDirs(_ context.Context, rc *RequestContext, 
 				}
 				rt.Partitions = append(rt.Partitions, rp)
 			}
-			resp.Topics = append(resp.Topics, rt)
 		}
 	}
 	return resp, nil
