@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // logBytes returns every batch of l from its start, concatenated.
@@ -209,5 +214,68 @@ func TestMoveLogRefusals(t *testing.T) {
 	m.failDir(m.dirs[1], os.ErrPermission)
 	if err := m.MoveLog(context.Background(), "t", 0, dirs[0]); !errors.Is(err, ErrLogDirOffline) {
 		t.Fatalf("move with an offline dir: %v", err)
+	}
+}
+
+// gateFS holds the creation of files in a future directory, from the
+// second one on, until gate is closed.
+type gateFS struct {
+	OSFS
+	gate    chan struct{}
+	created atomic.Int32
+}
+
+func (f *gateFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if flag&os.O_CREATE != 0 && strings.Contains(name, futureDirSuffix+string(filepath.Separator)) && f.created.Add(1) >= 2 {
+		<-f.gate
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+// TestMoveLogShowsFuture: while a move copies, LogDirs lists the future
+// log in the destination, behind the current log's end, next to the
+// current log in the source; after it, only the moved log.
+func TestMoveLogShowsFuture(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	fsys := &gateFS{gate: make(chan struct{})}
+	m, err := OpenManagerFS(fsys, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	cfg := smallConfig()
+	cfg.SegmentBytes = 2048
+	l, err := m.GetOrCreate("t", 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		mustAppend(t, l, plain(5))
+	}
+	from, to := 0, 1
+	if filepath.Dir(l.Dir()) == dirs[1] {
+		from, to = 1, 0
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.MoveLog(context.Background(), "t", 0, dirs[to]) }()
+	var fut []FutureLog
+	testutil.Eventually(t, 10*time.Second, func() error {
+		ld := m.LogDirs()
+		fut = ld[to].Futures
+		if len(fut) != 1 || len(ld[from].Logs) != 1 || fsys.created.Load() < 2 {
+			return fmt.Errorf("futures %+v, current logs %d", fut, len(ld[from].Logs))
+		}
+		return nil
+	}, "the future log shows while it is copied")
+	if fut[0].Topic != "t" || fut[0].Partition != 0 || fut[0].Size <= 0 || fut[0].EndOffset >= l.LogEndOffset() {
+		t.Fatalf("future %+v, log end offset %d", fut[0], l.LogEndOffset())
+	}
+	close(fsys.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ld := m.LogDirs()
+	if len(ld[to].Futures) != 0 || len(ld[to].Logs) != 1 || len(ld[from].Logs) != 0 {
+		t.Fatalf("after the move: %+v", ld)
 	}
 }
