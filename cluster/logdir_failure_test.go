@@ -145,17 +145,21 @@ func TestLogDirFailureMovesLeadership(t *testing.T) {
 		return cl.ProduceSync(ctx, &kgo.Record{Partition: p, Value: []byte(v)}).FirstErr()
 	}
 	var failing, healthy []int32
-	for p := range int32(partitions) {
-		dir, ok := nodes[0].logs.DirOf(topic, p)
-		if !ok {
-			t.Fatalf("partition %d not on broker 1", p)
+	testutil.Eventually(t, 10*time.Second, func() error {
+		failing, healthy = nil, nil
+		for p := range int32(partitions) {
+			dir, ok := nodes[0].logs.DirOf(topic, p)
+			if !ok {
+				return fmt.Errorf("partition %d not opened on broker 1 yet", p)
+			}
+			if dir == dirs[0] {
+				failing = append(failing, p)
+			} else {
+				healthy = append(healthy, p)
+			}
 		}
-		if dir == dirs[0] {
-			failing = append(failing, p)
-		} else {
-			healthy = append(healthy, p)
-		}
-	}
+		return nil
+	}, "broker 1 opens every partition")
 	if len(failing) == 0 || len(healthy) == 0 {
 		t.Fatalf("partitions in %s: %v, in %s: %v", dirs[0], failing, dirs[1], healthy)
 	}
