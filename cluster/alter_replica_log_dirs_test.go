@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/storage"
 )
 
 // TestAlterReplicaLogDirs moves a partition between a broker's two log
@@ -204,4 +208,93 @@ func TestAlterReplicaLogDirsDenied(t *testing.T) {
 			t.Fatalf("partition %d: %v, want CLUSTER_AUTHORIZATION_FAILED", p, err)
 		}
 	}
+}
+
+// gatedFutureFS holds the creation of a future log's files until gate
+// is closed: a move stays in its first, unlocked, copy.
+type gatedFutureFS struct {
+	storage.OSFS
+	gate    chan struct{}
+	created atomic.Int32
+}
+
+func (f *gatedFutureFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
+	if flag&os.O_CREATE != 0 && strings.Contains(name, "-future"+string(os.PathSeparator)) {
+		f.created.Add(1)
+		<-f.gate
+	}
+	return f.OSFS.OpenFile(name, flag, perm)
+}
+
+// TestAlterReplicaLogDirsShowsFuture: while a move is in progress,
+// DescribeLogDirs lists the partition in its current directory and as a
+// future replica (IsFuture) in the destination, with a positive offset
+// lag; once done, only in the destination.
+func TestAlterReplicaLogDirsShowsFuture(t *testing.T) {
+	base := t.TempDir()
+	dirs := []string{filepath.Join(base, "a"), filepath.Join(base, "b")}
+	fsys := &gatedFutureFS{gate: make(chan struct{})}
+	released := false
+	release := func() {
+		if !released {
+			released = true
+			close(fsys.gate)
+		}
+	}
+	defer release()
+	node := startNodeWith(t, "", func(n *Node) { n.logFS = fsys }, "log.dirs="+dirs[0]+","+dirs[1])
+	const topic = "future"
+	createTopic(t, node.addr, topic, 1, map[string]*string{"segment.bytes": kmsg.StringPtr("2048")})
+	produceAll(t, node.addr, topic, 200)
+	from, _ := node.logs.DirOf(topic, 0)
+	to := dirs[0]
+	if from == to {
+		to = dirs[1]
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var req kadm.AlterReplicaLogDirsReq
+	req.Add(to, kadm.TopicsSet{topic: {0: {}}})
+	resps, err := kadm.NewClient(cl).AlterBrokerReplicaLogDirs(ctx, 1, req)
+	if err != nil || resps[topic][0].Err != nil {
+		t.Fatalf("AlterReplicaLogDirs: %v %v", err, resps[topic][0].Err)
+	}
+	describe := func() map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition {
+		kresp, err := cl.Broker(1).Request(ctx, kmsg.NewPtrDescribeLogDirsRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]kmsg.DescribeLogDirsResponseDirTopicPartition{}
+		for _, d := range kresp.(*kmsg.DescribeLogDirsResponse).Dirs {
+			for _, rt := range d.Topics {
+				if rt.Topic == topic {
+					out[d.Dir] = append(out[d.Dir], rt.Partitions...)
+				}
+			}
+		}
+		return out
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if fsys.created.Load() < 1 {
+			return fmt.Errorf("the copy has not started")
+		}
+		return nil
+	}, "the move is copying")
+	got := describe()
+	if len(got[from]) != 1 || got[from][0].IsFuture || len(got[to]) != 1 || !got[to][0].IsFuture || got[to][0].OffsetLag <= 0 {
+		t.Fatalf("during the move: %+v", got)
+	}
+	release()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		got := describe()
+		if len(got[from]) != 0 || len(got[to]) != 1 || got[to][0].IsFuture {
+			return fmt.Errorf("%+v", got)
+		}
+		return nil
+	}, "the move completes")
 }

@@ -125,7 +125,10 @@ func (m *Manager) moveReplica(ctx context.Context, tp TopicPartition) {
 		dir := m.mu.moves[tp]
 		m.mu.RUnlock()
 		err := m.cfg.Logs.MoveLog(ctx, tp.Topic, tp.Partition, dir)
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil:
+			m.cfg.Logger.Info("log dir move stopped by shutdown", "topic", tp.Topic, "partition", tp.Partition, "dir", dir)
+		case err != nil:
 			m.cfg.Logger.Error("moving replica to another log dir", "topic", tp.Topic, "partition", tp.Partition, "dir", dir, "err", err)
 		}
 		m.mu.Lock()
