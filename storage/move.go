@@ -401,9 +401,14 @@ func (m *Manager) finishMove(tp topicPartition, l *Log, mv *logMove, copied map[
 }
 
 // syncFile brings the future copy of src/name up to date (step 2).
-// appendOnly says the log was not truncated since step 1, so a .log file
-// with the same inode only grew.
-func (m *Manager) syncFile(src, name string, isActive bool, activeSize int64, prev copiedFile, appendOnly bool, mv *logMove) error {
+// prev is what step 1 copied of it (nothing for the active segment's
+// indexes, snapshots and checkpoints, which are small and copied here).
+// unchanged says the log was not truncated since step 1: then a file
+// step 1 copied that still has the same inode is the same file, only
+// appended to if it is a .log (the then active segment); the cleaner
+// replaces files (a new inode) and retention removes them. After a
+// truncation everything is copied again.
+func (m *Manager) syncFile(src, name string, isActive bool, activeSize int64, prev copiedFile, unchanged bool, mv *logMove) error {
 	path := filepath.Join(src, name)
 	f, err := m.fs.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
@@ -416,18 +421,18 @@ func (m *Manager) syncFile(src, name string, isActive bool, activeSize int64, pr
 	}
 	size := fi.Size()
 	if isActive {
-		size = activeSize
+		size = activeSize // a preallocated file is longer than its data
 	}
-	same := prev.fi != nil && os.SameFile(prev.fi, fi)
 	from := int64(0)
-	switch {
-	case same && strings.HasSuffix(name, logSuffix) && appendOnly && size >= prev.n:
-		if size == prev.n {
+	if unchanged && prev.fi != nil && os.SameFile(prev.fi, fi) {
+		switch {
+		case !strings.HasSuffix(name, logSuffix):
+			return nil // an inactive segment's index: immutable
+		case size == prev.n:
 			return nil
+		case size > prev.n:
+			from = prev.n // appended to since
 		}
-		from = prev.n
-	case same && !isActive && fi.Size() == prev.fi.Size() && fi.ModTime().Equal(prev.fi.ModTime()):
-		return nil
 	}
 	_, err = m.copyFile(context.Background(), path, filepath.Join(mv.path, name), from, size, mv)
 	return err

@@ -279,3 +279,77 @@ func TestMoveLogShowsFuture(t *testing.T) {
 		t.Fatalf("after the move: %+v", ld)
 	}
 }
+
+// TestMoveLogAcrossTruncation: the log is truncated and written again
+// (a follower's truncation on a leader change) while the unlocked copy
+// runs; the moved log is the truncated and rewritten one, not a mix.
+func TestMoveLogAcrossTruncation(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	fsys := &gateFS{gate: make(chan struct{})}
+	m, err := OpenManagerFS(fsys, dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := smallConfig()
+	cfg.SegmentBytes = 2048
+	l, err := m.GetOrCreate("t", 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		mustAppend(t, l, plain(5))
+	}
+	to := dirs[0]
+	if filepath.Dir(l.Dir()) == to {
+		to = dirs[1]
+	}
+	done := make(chan error, 1)
+	go func() { done <- m.MoveLog(context.Background(), "t", 0, to) }()
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if fsys.created.Load() < 2 {
+			return errors.New("the copy has not reached its second file")
+		}
+		return nil
+	}, "the unlocked copy is under way")
+	seg0 := filepath.Join(l.Dir(), "00000000000000000000.log")
+	before, err := os.Stat(seg0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut inside the first segment (copied whole already) and fill it
+	// again with other batches of the same size, so that it ends where
+	// it ended: only a copy that knows of the truncation copies it again.
+	if err := l.TruncateTo(50); err != nil {
+		t.Fatal(err)
+	}
+	for i := int32(0); i < 30; i++ {
+		mustAppend(t, l, idem(7, 0, 5*i, 5))
+	}
+	if after, err := os.Stat(seg0); err != nil || after.Size() != before.Size() {
+		t.Fatalf("first segment %d bytes before the truncation, %v after: the test needs the same size", before.Size(), after)
+	}
+	want := logBytes(t, l)
+	close(fsys.gate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(l.Dir()) != to || !bytes.Equal(logBytes(t, l), want) {
+		t.Fatalf("moved log in %s, same bytes %v", l.Dir(), bytes.Equal(logBytes(t, l), want))
+	}
+	checkContiguous(t, l)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := OpenManager(dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Close()
+	l2, err := m2.GetOrCreate("t", 0, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(logBytes(t, l2), want) {
+		t.Fatal("after restart the moved log differs")
+	}
+}
