@@ -19,7 +19,7 @@ type LogDirLogs struct {
 	Logs    []DirLog // sorted by topic, then partition
 	// Futures are the logs being moved into this directory
 	// (AlterReplicaLogDirs, move.go).
-	Futures []FutureLog
+	Futures []FutureLog // sorted like Logs
 }
 
 // FutureLog is a log being copied into a directory by MoveLog.
@@ -63,6 +63,9 @@ func (m *Manager) LogDirs() []LogDirLogs {
 		out[i].Logs = append(out[i].Logs, DirLog{Topic: tp.topic, Partition: tp.partition, Log: l})
 	}
 	for i := range out {
+		slices.SortFunc(out[i].Futures, func(a, b FutureLog) int {
+			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
 		slices.SortFunc(out[i].Logs, func(a, b DirLog) int {
 			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 				return c

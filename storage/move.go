@@ -62,7 +62,6 @@ func parseFutureDirName(name string) (topicPartition, bool) {
 
 // logMove is a move in progress, shown by LogDirs as the future replica.
 type logMove struct {
-	log      *Log
 	from, to *logDir
 	path     string // the future directory
 	copied   atomic.Int64
@@ -194,7 +193,7 @@ func (m *Manager) MoveLog(ctx context.Context, topic string, partition int32, de
 		m.mu.Unlock()
 		return ErrMoveInProgress
 	}
-	mv := &logMove{log: l, from: from, to: to, path: filepath.Join(to.path, tp.dirName()+"."+uniqueID()+futureDirSuffix)}
+	mv := &logMove{from: from, to: to, path: filepath.Join(to.path, tp.dirName()+"."+uniqueID()+futureDirSuffix)}
 	m.mu.moving[tp] = mv
 	m.mu.Unlock()
 
