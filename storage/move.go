@@ -214,15 +214,19 @@ func (m *Manager) MoveLog(ctx context.Context, topic string, partition int32, de
 	if err := m.fs.MkdirAll(mv.path, DirPerm); err != nil {
 		return fmt.Errorf("%w: create %s: %v", ErrStorage, mv.path, err)
 	}
+	start := time.Now()
 	copied, gen, err := m.precopy(ctx, l, mv)
 	if err != nil {
 		return fmt.Errorf("storage: move %s-%d to %s: %w", topic, partition, dest, err)
 	}
+	unlockedBytes, locked := mv.copied.Load(), time.Now()
 	committed, err = m.finishMove(tp, l, mv, copied, gen)
 	if err != nil {
 		return fmt.Errorf("storage: move %s-%d to %s: %w", topic, partition, dest, err)
 	}
-	m.logger.Info("moved log to another log dir", "topic", topic, "partition", partition, "from", from.path, "to", to.path, "bytes", mv.copied.Load())
+	// locked is how long appends to the log waited (Manager.mu too).
+	m.logger.Info("moved log to another log dir", "topic", topic, "partition", partition, "from", from.path, "to", to.path,
+		"bytes", mv.copied.Load(), "bytes_unlocked", unlockedBytes, "took", time.Since(start), "locked", time.Since(locked))
 	return nil
 }
 
