@@ -1,8 +1,8 @@
 package cluster
 
-// AlterReplicaLogDirs (key 34), v0–2 (KIP-113).
+// AlterReplicaLogDirs (key 34).
 //
-// Moves this broker's replicas of the partitions listed to the log
+// KIP-113. Moves this broker's replicas of the partitions listed to the log
 // directory named for them, while they stay online (replication
 // logdir.go, storage move.go): the answer comes once a move is under way,
 // and DescribeLogDirs shows the future replica until it replaces the
