@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 )
 
@@ -294,5 +295,57 @@ func TestAllLogDirsOfflineStopsBroker(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("the broker did not stop with its only log dir offline")
+	}
+}
+
+// TestLogDirBackAfterRestart: a broker whose log dir failed keeps its
+// other dir; restarted with the disk healthy, it serves the failed dir's
+// partition again with every record acknowledged before the failure.
+func TestLogDirBackAfterRestart(t *testing.T) {
+	base := t.TempDir()
+	dirs := []string{filepath.Join(base, "a"), filepath.Join(base, "b")}
+	fsys := &failingDiskFS{dir: dirs[0]}
+	sets := []string{"log.dirs=" + dirs[0] + "," + dirs[1]}
+	node := startNodeWith(t, base, func(n *Node) { n.logFS = fsys }, sets...)
+	createTopic(t, node.addr, "back", 2, nil)
+	acked := produceAll(t, node.addr, "back", 100)
+	var failed int32 = -1
+	for p := range int32(2) {
+		if dir, _ := node.logs.DirOf("back", p); dir == dirs[0] {
+			failed = p
+		}
+	}
+	if failed < 0 {
+		t.Fatalf("no partition of back in %s", dirs[0])
+	}
+	fsys.failing.Store(true)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "back", Partition: failed, Value: []byte("lost")}).FirstErr(); !errors.Is(err, kerr.KafkaStorageError) {
+		t.Fatalf("produce to the partition of the failed dir: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	testutil.Eventually(t, 10*time.Second, func() error {
+		if _, err := node.replicas.Partition(replication.TopicPartition{Topic: "back", Partition: failed}); !errors.Is(err, storage.ErrLogDirOffline) {
+			return fmt.Errorf("partition %d: %v", failed, err)
+		}
+		return nil
+	}, "the partition of the failed dir is offline")
+	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "back", Partition: 1 - failed, Value: []byte("kept")}).FirstErr(); err != nil {
+		t.Fatalf("produce to the partition of the healthy dir: %v", err)
+	}
+	cl.Close()
+	node.stop(t)
+
+	fsys.failing.Store(false)
+	node = startNodeWith(t, base, func(n *Node) { n.logFS = fsys }, sets...)
+	got := consumeAll(t, node.addr, "back", len(acked)+1)
+	checkAcked(t, acked, got)
+	if dir, _ := node.logs.DirOf("back", failed); dir != dirs[0] {
+		t.Fatalf("partition %d in %q after the restart, want %s", failed, dir, dirs[0])
 	}
 }
