@@ -331,7 +331,7 @@ func TestLogDirBackAfterRestart(t *testing.T) {
 	}
 	testutil.Eventually(t, 10*time.Second, func() error {
 		if _, err := node.replicas.Partition(replication.TopicPartition{Topic: "back", Partition: failed}); !errors.Is(err, storage.ErrLogDirOffline) {
-			return fmt.Errorf("partition %d: %v", failed, err)
+			return fmt.Errorf("partition %d: %w", failed, err)
 		}
 		return nil
 	}, "the partition of the failed dir is offline")
