@@ -3,15 +3,18 @@ package cluster
 // DescribeLogDirs (key 35).
 //
 // Every log directory of this broker, with the partitions it holds (all,
-// or those asked for): their size on disk, their offset lag and
-// IsFuture false (this broker never moves a replica between its
-// directories). The offset lag is Kafka's: how far the log end offset is
-// below the high watermark, which is 0 for a leader and for a follower
-// whose high watermark is the minimum of the leader's and its own end.
-// From v4 each directory carries its file system's total and usable
-// bytes. A directory whose file system cannot be statted, or which holds
-// a log asked for whose writes failed, answers KAFKA_STORAGE_ERROR and no
-// partitions. It needs DESCRIBE on the CLUSTER.
+// or those asked for): their size on disk and their offset lag, and the
+// future replicas being moved into it by AlterReplicaLogDirs (IsFuture,
+// their size so far and, as Kafka's, how far their copy is behind the
+// current log's end). The offset lag of a current replica is Kafka's:
+// how far the log end offset is below the high watermark, which is 0 for
+// a leader and for a follower whose high watermark is the minimum of the
+// leader's and its own end. From v4 each directory carries its file
+// system's total and usable bytes. A directory that is offline (an I/O
+// error took it offline, storage logdir_failure.go), whose file system
+// cannot be statted, or which holds a log asked for whose writes failed,
+// answers KAFKA_STORAGE_ERROR and no partitions. It needs DESCRIBE on the
+// CLUSTER.
 
 import (
 	"context"
@@ -64,6 +67,9 @@ func (n *Node) handleDescribeLogDirs(_ context.Context, rc *RequestContext, kreq
 // describeLogDir fills rd with d's file system sizes and the partitions
 // of d in wanted (nil: all), or returns why the directory is unusable.
 func (n *Node) describeLogDir(rd *kmsg.DescribeLogDirsResponseDir, d storage.LogDirLogs, wanted map[replication.TopicPartition]bool) error {
+	if d.Offline != nil {
+		return fmt.Errorf("offline: %w", d.Offline)
+	}
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(d.Path, &st); err != nil {
 		return fmt.Errorf("statfs: %w", err)
@@ -88,14 +94,37 @@ func (n *Node) describeLogDir(rd *kmsg.DescribeLogDirsResponseDir, d storage.Log
 			hw, leo = p.HighWatermark(), p.LogEndOffset()
 		}
 		rp.OffsetLag = max(hw-leo, 0)
-		if i := len(rd.Topics) - 1; i >= 0 && rd.Topics[i].Topic == dl.Topic {
-			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
+		addLogDirPartition(rd, dl.Topic, rp)
+	}
+	for _, f := range d.Futures {
+		tp := replication.TopicPartition{Topic: f.Topic, Partition: f.Partition}
+		if wanted != nil && !wanted[tp] {
 			continue
 		}
-		rt := kmsg.NewDescribeLogDirsResponseDirTopic()
-		rt.Topic = dl.Topic
-		rt.Partitions = append(rt.Partitions, rp)
-		rd.Topics = append(rd.Topics, rt)
+		rp := kmsg.NewDescribeLogDirsResponseDirTopicPartition()
+		rp.Partition = f.Partition
+		rp.Size = f.Size
+		rp.IsFuture = true
+		rp.OffsetLag = -1 // Kafka's "not available" without a current replica
+		if p, err := n.replicas.Partition(tp); err == nil {
+			rp.OffsetLag = max(p.LogEndOffset()-f.EndOffset, 0)
+		}
+		addLogDirPartition(rd, f.Topic, rp)
 	}
 	return nil
+}
+
+// addLogDirPartition adds rp under topic, keeping the partitions of one
+// topic together.
+func addLogDirPartition(rd *kmsg.DescribeLogDirsResponseDir, topic string, rp kmsg.DescribeLogDirsResponseDirTopicPartition) {
+	for i := range rd.Topics {
+		if rd.Topics[i].Topic == topic {
+			rd.Topics[i].Partitions = append(rd.Topics[i].Partitions, rp)
+			return
+		}
+	}
+	rt := kmsg.NewDescribeLogDirsResponseDirTopic()
+	rt.Topic = topic
+	rt.Partitions = append(rt.Partitions, rp)
+	rd.Topics = append(rd.Topics, rt)
 }

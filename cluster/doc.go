@@ -66,7 +66,8 @@
 //   - one TLS reloader per TLS store (client listeners, controller
 //     listener), watching the key and trust files until Run returns;
 //   - the replica manager's Run (image watcher; it owns the fetchers, the
-//     ISR checker and the ISR proposals), the storage manager's Run
+//     ISR checker, the ISR proposals and the log dir movers, and takes
+//     the partitions of a failed log dir offline), the storage manager's Run
 //     (flushes, retention, checkpoints, cleaning), the group coordinator's
 //     run (ticks, offset expiry, and one loader per __consumer_offsets
 //     partition being loaded), the transaction coordinator's run (timeout

@@ -28,7 +28,6 @@ type versionGap struct {
 // up to Kafka's maximum version.
 var kafka4Gaps = map[int16]versionGap{
 
-	34: {"AlterReplicaLogDirs: a broker has one log directory, there is nothing to move between", false},
 	38: {"CreateDelegationToken: delegation tokens are not implemented", false},
 	39: {"RenewDelegationToken: delegation tokens are not implemented", false},
 	40: {"ExpireDelegationToken: delegation tokens are not implemented", false},

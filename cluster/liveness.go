@@ -75,6 +75,9 @@ func (n *Node) heartbeats(ctx context.Context, s heartbeatStore) {
 		}
 		select {
 		case <-t.C:
+		case <-n.offlineReport:
+			// A log dir failed: heartbeat and report its replicas now,
+			// so their leadership moves without waiting an interval.
 		case <-ctx.Done():
 			return
 		}

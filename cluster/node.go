@@ -92,6 +92,12 @@ type Node struct {
 	unreachable chan int32
 	// refusing remembers those brokers for Metadata answers (liveness.go).
 	refusing refusingBrokers
+
+	// offlineReport asks the heartbeat loop to report offline replicas
+	// now (a log dir failed, logdirs.go); halt ends Run when every log
+	// dir is offline.
+	offlineReport chan struct{}
+	halt          context.CancelCauseFunc
 }
 
 // drainTimeout bounds how long shutdown waits for requests in progress.
@@ -112,6 +118,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
 		fetchSessions:  newFetchSessionCache(int(cfg.MaxIncrementalFetchSessionCacheSlots)),
 		ready:          make(chan struct{}),
+		offlineReport:  make(chan struct{}, 1),
 		served:         make(chan struct{}),
 		unreachable:    make(chan int32, 8),
 	}
@@ -170,6 +177,14 @@ func (n *Node) Addr(listener string) (string, bool) {
 // stops raft.
 func (n *Node) Run(ctx context.Context) (err error) {
 	cfg := &n.cfg
+	ctx, n.halt = context.WithCancelCause(ctx)
+	defer n.halt(nil)
+	defer func() {
+		// Every log dir failed: the node stopped itself (logdirs.go).
+		if cause := context.Cause(ctx); err == nil && errors.Is(cause, errAllLogDirsOffline) {
+			err = cause
+		}
+	}()
 	fsys := n.logFS
 	if fsys == nil {
 		fsys = storage.OSFS{}
@@ -281,6 +296,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		},
 		OnLeaderUnreachable: n.leaderUnreachable,
 		OnLeaderReachable:   n.leaderReachable,
+		OnLogDirFailure:     n.onLogDirFailure,
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		// Replicas whose logs cannot open (a failed disk, too few file

@@ -17,7 +17,9 @@ import (
 )
 
 // failDirFS fails every open under a directory whose name has the given
-// prefix with EIO: that partition's log dir has failed on this broker.
+// prefix with EMFILE: that partition's log cannot be opened on this
+// broker, while the log dir itself is healthy (a disk error such as EIO
+// would take the whole log dir offline: logdir_failure_test.go).
 type failDirFS struct {
 	storage.OSFS
 	prefix string
@@ -26,7 +28,7 @@ type failDirFS struct {
 func (f failDirFS) OpenFile(name string, flag int, perm os.FileMode) (storage.File, error) {
 	for _, part := range strings.Split(name, string(os.PathSeparator)) {
 		if strings.HasPrefix(part, f.prefix) {
-			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EIO}
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
 		}
 	}
 	return f.OSFS.OpenFile(name, flag, perm)

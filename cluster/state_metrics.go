@@ -20,6 +20,7 @@ type stateCollector struct {
 	brokers                                     *prometheus.Desc
 	isrShrinks, isrExpands, groups              *prometheus.Desc
 	openTxns, timedOutTxns                      *prometheus.Desc
+	offlineLogDirs, offlineReplicas             *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
@@ -43,6 +44,8 @@ func newStateCollector(n *Node) *stateCollector {
 		isrExpands:      prometheus.NewDesc("kbroker_isr_expands_total", "ISR expands this broker proposed as leader and the controller committed.", nil, nil),
 		groups:          prometheus.NewDesc("kbroker_groups", "Consumer groups this broker coordinates, by state.", []string{"state"}, nil),
 		openTxns:        prometheus.NewDesc("kbroker_open_transactions", "Ongoing transactions this broker coordinates.", nil, nil),
+		offlineLogDirs:  prometheus.NewDesc("kbroker_offline_log_dirs", "Log directories taken offline by an I/O error (Kafka's OfflineLogDirectoryCount).", nil, nil),
+		offlineReplicas: prometheus.NewDesc("kbroker_offline_replicas", "Replicas this broker should host but cannot open (their log dir is offline, or their log failed to open).", nil, nil),
 		timedOutTxns:    prometheus.NewDesc("kbroker_transaction_timeout_aborts_total", "Transactions this broker's coordinator aborted because they outlived their timeout.", nil, nil),
 	}
 }
@@ -55,6 +58,9 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
 	gauge(c.purgatorySize, float64(n.produceWaiters.Len()), "produce")
+	if n.logs != nil {
+		gauge(c.offlineLogDirs, float64(n.logs.OfflineDirCount()))
+	}
 	gauge(c.purgatorySize, float64(n.fetchWaiters.Len()), "fetch")
 	if n.replicas != nil {
 		under, leading := 0, 0
@@ -72,6 +78,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		gauge(c.underReplicated, float64(under))
+		gauge(c.offlineReplicas, float64(len(n.replicas.OfflineReplicas())))
 		gauge(c.leaders, float64(leading))
 		shrinks, expands := n.replicas.ISRChanges()
 		ch <- prometheus.MustNewConstMetric(c.isrShrinks, prometheus.CounterValue, float64(shrinks))

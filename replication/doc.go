@@ -73,7 +73,10 @@
 // Run is the only goroutine the caller starts. It applies images, and
 // owns, through one tracked helper (spawn): a fetcher per leader this
 // broker follows (started and stopped by Apply as partitions move), the
-// ISR checker, and one short-lived goroutine per ISR proposal. All stop
+// ISR checker, one short-lived goroutine per ISR proposal, and one mover
+// per replica AlterReplicaLogDirs is moving to another log dir
+// (logdir.go). Run also takes the partitions of a failed log dir offline
+// when storage signals one (logdir.go). All stop
 // when Run's context ends, and Run returns only after they have. Apply
 // may be called without Run (handlers do, to see a topic they just
 // created); fetchers then start when Run does.

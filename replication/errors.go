@@ -39,6 +39,8 @@ var kafkaErrors = []struct {
 	{ErrUnknownLeaderEpoch, kerr.UnknownLeaderEpoch},
 	{ErrUnknownTopicID, kerr.UnknownTopicID},
 	{ErrReplicaNotAuthorized, kerr.TopicAuthorizationFailed},
+	{ErrReplicaNotAvailable, kerr.ReplicaNotAvailable},
+	{storage.ErrLogDirNotFound, kerr.LogDirNotFound},
 
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
 	{storage.ErrCorrupt, kerr.CorruptMessage},

@@ -67,6 +67,10 @@ type ManagerConfig struct {
 	// on the fetcher's goroutine and must not block.
 	OnLeaderUnreachable func(leader int32, refused bool)
 	OnLeaderReachable   func(leader int32)
+	// OnLogDirFailure: a log directory went offline and its partitions
+	// were taken offline (logdir.go); the node reports them to the
+	// controller at once, and shuts down when no directory is left.
+	OnLogDirFailure func()
 
 	// Dialer connects followers to leaders; nil: TCP to the leader's
 	// endpoint on InterBrokerListener.
@@ -128,6 +132,9 @@ type Manager struct {
 		// follower partition (only while Run runs).
 		fetchers map[int32]*fetcher
 		assigned map[TopicPartition]assignment
+		// moves are the log directories partitions are being moved to
+		// (AlterReplicaLogDirs, logdir.go), while their mover runs.
+		moves map[TopicPartition]string
 	}
 
 	// run is Run's context and the goroutines it owns (fetchers, ISR
@@ -176,6 +183,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	m.mu.offline = make(map[TopicPartition]error)
 	m.mu.fetchers = make(map[int32]*fetcher)
 	m.mu.assigned = make(map[TopicPartition]assignment)
+	m.mu.moves = make(map[TopicPartition]string)
 	return m
 }
 
@@ -261,6 +269,10 @@ func (m *Manager) Run(ctx context.Context, src ImageSource) {
 	m.mu.Lock()
 	m.reconcileFetchersLocked()
 	m.mu.Unlock()
+	var dirFailures <-chan struct{}
+	if m.cfg.Logs != nil {
+		dirFailures = m.cfg.Logs.DirFailures()
+	}
 	for {
 		changed := src.Changed()
 		if err := m.Apply(src.Image()); err != nil {
@@ -276,6 +288,8 @@ func (m *Manager) Run(ctx context.Context, src ImageSource) {
 		}
 		select {
 		case <-changed:
+		case <-dirFailures:
+			m.handleLogDirFailure()
 		case <-ctx.Done():
 			return
 		}
@@ -339,6 +353,12 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 					continue
 				}
 				log, err := m.cfg.Logs.GetOrCreate(tp.Topic, tp.Partition, logConfig(cfg))
+				if errors.Is(err, storage.ErrLogDirOffline) {
+					// Its directory failed: offline until a restart
+					// with the disk back; not an error to retry.
+					m.markDirOfflineLocked(tp, err)
+					continue
+				}
 				if err != nil {
 					errs = append(errs, m.markOfflineLocked(tp, err))
 					continue

@@ -144,12 +144,12 @@ func (l *Log) firstDirtyLocked(logStart, logEnd int64, generation uint64) int64 
 	l.cleaner.generation = generation
 	if !l.cleaner.loaded {
 		l.cleaner.loaded, l.cleaner.firstDirty = true, -1
-		if tp, ok := parseDirName(filepath.Base(l.dir)); ok {
+		if tp, ok := parseDirName(filepath.Base(l.Dir())); ok {
 			cleanerCheckpointMu.Lock()
-			offs, err := readCleanerCheckpoint(l.fs, filepath.Dir(l.dir))
+			offs, err := readCleanerCheckpoint(l.fs, filepath.Dir(l.Dir()))
 			cleanerCheckpointMu.Unlock()
 			if err != nil {
-				l.logger.Warn("ignoring bad cleaner checkpoint", "dir", filepath.Dir(l.dir), "err", err)
+				l.logger.Warn("ignoring bad cleaner checkpoint", "dir", filepath.Dir(l.Dir()), "err", err)
 			} else if off, ok := offs[tp]; ok {
 				l.cleaner.firstDirty = off
 			}
@@ -202,7 +202,7 @@ func (l *Log) DirtyRatio(now time.Time) (float64, error) {
 	l.mu.RLock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.RUnlock()
-		return 0, fmt.Errorf("dirty ratio %s: %w", l.dir, err)
+		return 0, fmt.Errorf("dirty ratio %s: %w", l.Dir(), err)
 	}
 	p := l.planLocked(now)
 	l.mu.RUnlock()
@@ -256,7 +256,7 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	l.mu.RLock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.RUnlock()
-		return st, fmt.Errorf("clean %s: %w", l.dir, err)
+		return st, fmt.Errorf("clean %s: %w", l.Dir(), err)
 	}
 	p := l.planLocked(now)
 	p.producerLastOffsets = make(map[int64]int64, len(l.mu.producers))
@@ -285,7 +285,7 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	keys := newKeyMap(cmp.Or(l.cleaner.limits.DedupeBufferSize, DefaultDedupeBufferSize), dirtyBytes(p.segs, firstDirty))
 	mapEnd, full, err := l.mapKeys(keys, p.segs, firstDirty, p.cleanableEnd, p.aborted, th)
 	if err != nil {
-		return st, fmt.Errorf("clean %s: %w", l.dir, err)
+		return st, fmt.Errorf("clean %s: %w", l.Dir(), err)
 	}
 	p.cleanableEnd, p.segs = mapEnd, segmentsBelow(p.segs, mapEnd)
 	st.CleanableEnd, st.KeyMapBytes, st.KeyMapFull = mapEnd, keys.Bytes(), full
@@ -298,24 +298,24 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 		st.BytesRead += cs.size
 		swapped, err := c.clean(cs, p.generation)
 		if err != nil {
-			return st, fmt.Errorf("clean %s segment %d: %w", l.dir, cs.base, err)
+			return st, fmt.Errorf("clean %s segment %d: %w", l.Dir(), cs.base, err)
 		}
 		if !swapped {
 			st.Aborted = true
 			st.Duration = time.Since(started)
-			l.logger.Info("cleaning stopped: the log changed", "dir", l.dir, "segment", cs.base)
+			l.logger.Info("cleaning stopped: the log changed", "dir", l.Dir(), "segment", cs.base)
 			return st, nil
 		}
 	}
 	l.cleaner.firstDirty = p.cleanableEnd
-	if tp, ok := parseDirName(filepath.Base(l.dir)); ok {
-		if err := updateCleanerCheckpoint(l.fs, filepath.Dir(l.dir), tp, p.cleanableEnd); err != nil {
+	if tp, ok := parseDirName(filepath.Base(l.Dir())); ok {
+		if err := updateCleanerCheckpoint(l.fs, filepath.Dir(l.Dir()), tp, p.cleanableEnd); err != nil {
 			// The cleaning stands; the next run rescans more than needed.
-			l.logger.Warn("cleaner checkpoint failed", "dir", l.dir, "err", err)
+			l.logger.Warn("cleaner checkpoint failed", "dir", l.Dir(), "err", err)
 		}
 	}
 	st.Duration = time.Since(started)
-	l.logger.Info("cleaned log", "dir", l.dir, "first_dirty", firstDirty, "cleanable_end", p.cleanableEnd,
+	l.logger.Info("cleaned log", "dir", l.Dir(), "first_dirty", firstDirty, "cleanable_end", p.cleanableEnd,
 		"keys", st.Keys, "segments_rewritten", st.SegmentsRewritten, "bytes_read", st.BytesRead,
 		"bytes_written", st.BytesWritten, "records_removed", st.RecordsRemoved, "duration", st.Duration)
 	return st, nil
@@ -497,7 +497,7 @@ func (c *segmentCleaner) filter(b record.Batch) (record.Batch, bool) {
 		return nil
 	})
 	if err != nil {
-		c.l.logger.Warn("cleaner keeps an undecodable batch", "dir", c.l.dir, "offset", base, "err", err)
+		c.l.logger.Warn("cleaner keeps an undecodable batch", "dir", c.l.Dir(), "offset", base, "err", err)
 		return b, false
 	}
 	c.st.RecordsRead += read
@@ -529,7 +529,7 @@ func (c *segmentCleaner) filter(b record.Batch) (record.Batch, bool) {
 		BaseSequence:         b.BaseSequence(),
 	}, c.recs)
 	if err != nil {
-		c.l.logger.Warn("cleaner keeps a batch it cannot rebuild", "dir", c.l.dir, "offset", base, "err", err)
+		c.l.logger.Warn("cleaner keeps a batch it cannot rebuild", "dir", c.l.Dir(), "offset", base, "err", err)
 		return b, false
 	}
 	c.st.RecordsRemoved += removed
@@ -585,7 +585,7 @@ func newCleanedWriter(l *Log, base int64) (*cleanedWriter, error) {
 	w := &cleanedWriter{l: l}
 	var files [3]File
 	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
-		f, err := l.fs.OpenFile(cleanedName(l.dir, base, suffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
+		f, err := l.fs.OpenFile(cleanedName(l.Dir(), base, suffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
 		if err != nil {
 			for _, g := range files[:i] {
 				g.Close()
@@ -676,7 +676,7 @@ func (w *cleanedWriter) discard() {
 func (l *Log) removeCleanerFiles(base int64) error {
 	var errs []error
 	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-		for _, name := range []string{cleanedName(l.dir, base, suffix), fileName(l.dir, base, suffix) + swapSuffix} {
+		for _, name := range []string{cleanedName(l.Dir(), base, suffix), fileName(l.Dir(), base, suffix) + swapSuffix} {
 			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
@@ -714,16 +714,16 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 		suffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
 	}
 	for _, suffix := range suffixes {
-		if err := l.fs.Rename(cleanedName(l.dir, cs.base, suffix), fileName(l.dir, cs.base, suffix)+swapSuffix); err != nil {
+		if err := l.fs.Rename(cleanedName(l.Dir(), cs.base, suffix), fileName(l.Dir(), cs.base, suffix)+swapSuffix); err != nil {
 			return false, l.undoSwapLocked(cs.base, fmt.Errorf("%w: rename to %s: %v", ErrStorage, swapSuffix, err))
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.Dir()); err != nil {
 		return false, l.undoSwapLocked(cs.base, fmt.Errorf("%w: %v", ErrStorage, err))
 	}
 	w.committed = true
 	for _, suffix := range suffixes {
-		name := fileName(l.dir, cs.base, suffix)
+		name := fileName(l.Dir(), cs.base, suffix)
 		if err := l.fs.Rename(name+swapSuffix, name); err != nil {
 			// Committed on disk but not in memory: stop writing; the next
 			// open finishes the swap.
@@ -731,7 +731,7 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 			return false, l.mu.failed
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.Dir()); err != nil {
 		l.mu.failed = fmt.Errorf("%w: swapping cleaned segment %d: %v", ErrStorage, cs.base, err)
 		return false, l.mu.failed
 	}
@@ -749,7 +749,7 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 // point. If even that fails the log is marked failed: the next open
 // decides from the files.
 func (l *Log) undoSwapLocked(base int64, cause error) error {
-	if err := errors.Join(l.removeCleanerFiles(base), l.fs.SyncDir(l.dir)); err != nil {
+	if err := errors.Join(l.removeCleanerFiles(base), l.fs.SyncDir(l.Dir())); err != nil {
 		l.mu.failed = fmt.Errorf("%w: undoing a failed swap of segment %d: %v (after %v)", ErrStorage, base, err, cause)
 		return l.mu.failed
 	}

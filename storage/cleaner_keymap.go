@@ -170,7 +170,7 @@ func (l *Log) mapKeys(m *keyMap, segs []cleanSeg, firstDirty, cleanableEnd int64
 					return nil
 				})
 				if err != nil {
-					l.logger.Warn("cleaner skips an undecodable batch", "dir", l.dir, "segment", cs.base, "position", pos, "err", err)
+					l.logger.Warn("cleaner skips an undecodable batch", "dir", l.Dir(), "segment", cs.base, "position", pos, "err", err)
 				}
 			}
 			mapEnd = b.LastOffset() + 1

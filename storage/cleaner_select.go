@@ -25,7 +25,7 @@ func (l *Log) cleanability(now time.Time) (cleanCandidate, error) {
 	l.mu.RLock()
 	if err := l.writableLocked(); err != nil {
 		l.mu.RUnlock()
-		return c, fmt.Errorf("cleanability %s: %w", l.dir, err)
+		return c, fmt.Errorf("cleanability %s: %w", l.Dir(), err)
 	}
 	p := l.planLocked(now)
 	first := make([]int64, len(p.segs)) // each segment's first batch timestamp

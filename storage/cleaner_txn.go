@@ -103,7 +103,7 @@ func (c *segmentCleaner) markerWithHorizon(b record.Batch) (record.Batch, bool) 
 		BaseSequence:         b.BaseSequence(),
 	}, recs)
 	if err != nil {
-		c.l.logger.Warn("cleaner keeps a marker it cannot rebuild", "dir", c.l.dir, "offset", b.BaseOffset(), "err", err)
+		c.l.logger.Warn("cleaner keeps a marker it cannot rebuild", "dir", c.l.Dir(), "offset", b.BaseOffset(), "err", err)
 		return b, false
 	}
 	return nb, true
@@ -112,7 +112,7 @@ func (c *segmentCleaner) markerWithHorizon(b record.Batch) (record.Batch, bool) 
 // writeTxnIndex writes the cleaned segment's .txnindex.cleaned, swapped
 // in with the other files.
 func (w *cleanedWriter) writeTxnIndex(entries []abortedTxn) error {
-	f, err := w.l.fs.OpenFile(cleanedName(w.l.dir, w.s.base, txnIndexSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := w.l.fs.OpenFile(cleanedName(w.l.Dir(), w.s.base, txnIndexSuffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}

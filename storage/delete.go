@@ -20,8 +20,8 @@ import (
 // are logged: the segment is already gone from the log, and open removes
 // any .deleted file left behind.
 func (l *Log) removeSegmentFiles(base int64) {
-	logFile := fileName(l.dir, base, logSuffix) + deletedSuffix
-	others := []string{fileName(l.dir, base, indexSuffix), fileName(l.dir, base, timeIndexSuffix), fileName(l.dir, base, txnIndexSuffix)}
+	logFile := fileName(l.Dir(), base, logSuffix) + deletedSuffix
+	others := []string{fileName(l.Dir(), base, indexSuffix), fileName(l.Dir(), base, timeIndexSuffix), fileName(l.Dir(), base, txnIndexSuffix)}
 	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
 	if l.deleteLater != nil && delay > 0 {
 		files := []string{logFile}

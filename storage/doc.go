@@ -22,6 +22,8 @@
 //	    leader-epoch-checkpoint             leader epoch -> first offset
 //	    00000000000000001234.log.cleaned    a segment being rewritten by the cleaner
 //	    00000000000000001234.log.swap       (and .index/.timeindex/.txnindex) a cleaned segment being swapped in
+//	  <topic>-<partition>.<id>-future/      a log being moved here by AlterReplicaLogDirs (move.go)
+//	  <topic>-<partition>.<id>-delete/      a deleted partition, or the source of a finished move, removed after file.delete.delay.ms
 //
 // Segment files are named by the 20-digit zero-padded base offset: the
 // offset of the first batch they hold. The last segment is the active one;
@@ -313,9 +315,27 @@
 // Manager.Run) and at Close. The recovery point is the offset below which
 // everything is fsynced.
 //
+// # Log directory failure and moves
+//
+// Every file operation goes through the Manager's failFS: a disk error
+// (anything but a missing or existing file, EOF, a closed file, or
+// running out of descriptors) takes the whole log directory offline
+// (logdir_failure.go, Kafka's LogDirFailureChannel). An offline directory
+// takes no new partition, refuses to open the ones it holds
+// (ErrLogDirOffline), gets no more checkpoints or clean-shutdown marker,
+// and DirFailures tells the owner, which takes its partitions offline and
+// closes their logs with TakeOfflineLogs. A restart with the disk healthy
+// brings it back. MoveLog (move.go) moves a log to another directory
+// while it stays online: a copy without the log's lock, the rest and the
+// commit (current renamed -delete, then the future renamed into place)
+// under it, then the same *Log reads the new files. A crash leaves a
+// future beside its current log (removed at open) or alone (renamed into
+// place at open).
+//
 // # Locks and goroutines
 //
-// Lock order: Manager.mu, then Log.mu. Log.mu is a RWMutex: appends,
+// Lock order: Manager.mu, then Log.syncMu, then Log.mu (MoveLog holds
+// all three to finish a move; SyncTo the last two). Log.mu is a RWMutex: appends,
 // truncation, retention, Flush and Close hold it exclusively (so offsets are assigned and bytes
 // written in one order), Read and OffsetForTimestamp share it.
 //

@@ -105,10 +105,10 @@ func (l *Log) noteBatchEpochLocked(b record.Batch) {
 }
 
 func (l *Log) writeEpochsLocked() {
-	err := writeFileAtomic(l.fs, l.dir, filepath.Join(l.dir, leaderEpochFile), encodeEpochs(l.mu.epochs))
+	err := writeFileAtomic(l.fs, l.Dir(), filepath.Join(l.Dir(), leaderEpochFile), encodeEpochs(l.mu.epochs))
 	l.mu.epochsDirty = err != nil
 	if err != nil {
-		l.logger.Error("writing leader epoch checkpoint", "dir", l.dir, "err", err)
+		l.logger.Error("writing leader epoch checkpoint", "dir", l.Dir(), "err", err)
 	}
 }
 
@@ -130,7 +130,7 @@ func (l *Log) truncateEpochsLocked(offset int64) bool {
 // loadEpochs reads the leader epoch checkpoint; a missing or bad file
 // gives an empty cache (recovery and later appends fill it).
 func (l *Log) loadEpochs() {
-	data, err := readFile(l.fs, filepath.Join(l.dir, leaderEpochFile))
+	data, err := readFile(l.fs, filepath.Join(l.Dir(), leaderEpochFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}
@@ -141,7 +141,7 @@ func (l *Log) loadEpochs() {
 			return
 		}
 	}
-	l.logger.Warn("ignoring leader epoch checkpoint", "dir", l.dir, "err", err)
+	l.logger.Warn("ignoring leader epoch checkpoint", "dir", l.Dir(), "err", err)
 	l.mu.epochsDirty = true
 }
 

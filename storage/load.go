@@ -10,27 +10,27 @@ import (
 	"strings"
 )
 
-// load opens the segments in l.dir, recovers them if the shutdown was not
+// load opens the segments in l.Dir(), recovers them if the shutdown was not
 // clean, and rebuilds the producer state. It runs before l is shared, so
 // it touches l.mu's fields without locking.
 func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
-	if err := l.fs.MkdirAll(l.dir, DirPerm); err != nil {
-		return fmt.Errorf("%w: create %s: %w", ErrStorage, l.dir, err)
+	if err := l.fs.MkdirAll(l.Dir(), DirPerm); err != nil {
+		return fmt.Errorf("%w: create %s: %w", ErrStorage, l.Dir(), err)
 	}
-	ents, err := l.fs.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.Dir())
 	if err != nil {
-		return fmt.Errorf("%w: list %s: %v", ErrStorage, l.dir, err)
+		return fmt.Errorf("%w: list %s: %v", ErrStorage, l.Dir(), err)
 	}
 	names := make([]string, len(ents))
 	for i, e := range ents {
 		names[i] = e.Name()
 	}
 	// An interrupted cleaner swap is finished or discarded first.
-	if changed, err := recoverSwaps(l.fs, l.dir, names); err != nil {
-		return fmt.Errorf("%w: finish cleaner swaps in %s: %v", ErrStorage, l.dir, err)
+	if changed, err := recoverSwaps(l.fs, l.Dir(), names); err != nil {
+		return fmt.Errorf("%w: finish cleaner swaps in %s: %v", ErrStorage, l.Dir(), err)
 	} else if changed {
-		if ents, err = l.fs.ReadDir(l.dir); err != nil {
-			return fmt.Errorf("%w: list %s: %v", ErrStorage, l.dir, err)
+		if ents, err = l.fs.ReadDir(l.Dir()); err != nil {
+			return fmt.Errorf("%w: list %s: %v", ErrStorage, l.Dir(), err)
 		}
 	}
 	var bases, snaps []int64
@@ -46,8 +46,8 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 			// Nothing reads these (a .tmp is recreated with O_TRUNC, a
 			// .deleted segment is never opened): one that stays only
 			// wastes space until the next open tries again.
-			if err := l.fs.Remove(filepath.Join(l.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				l.logger.Warn("cannot remove leftover file", "dir", l.dir, "file", name, "err", err)
+			if err := l.fs.Remove(filepath.Join(l.Dir(), name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				l.logger.Warn("cannot remove leftover file", "dir", l.Dir(), "file", name, "err", err)
 			}
 		}
 	}
@@ -58,8 +58,8 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	for _, e := range ents {
 		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
 			if off, ok := parseFileName(e.Name(), suffix); ok && !logs[off] {
-				if err := l.fs.Remove(fileName(l.dir, off, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return fmt.Errorf("%w: remove orphan index %s in %s: %v", ErrStorage, e.Name(), l.dir, err)
+				if err := l.fs.Remove(fileName(l.Dir(), off, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("%w: remove orphan index %s in %s: %v", ErrStorage, e.Name(), l.Dir(), err)
 				}
 			}
 		}
@@ -69,23 +69,23 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	if len(bases) == 0 {
 		// An empty directory starts at the checkpointed log start offset
 		// (a crash inside TruncateFullyAndStartAt can leave one).
-		s, err := openSegment(l.fs, l.dir, max(logStartOffset, 0), true, now)
+		s, err := openSegment(l.fs, l.Dir(), max(logStartOffset, 0), true, now)
 		if err != nil {
-			return fmt.Errorf("%w: create segment in %s: %w", ErrStorage, l.dir, err)
+			return fmt.Errorf("%w: create segment in %s: %w", ErrStorage, l.Dir(), err)
 		}
 		if err := l.preallocateLocked(s); err != nil {
 			s.close()
 			return err
 		}
 		l.mu.segments = []*segment{s}
-		if err := l.fs.SyncDir(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.Dir()); err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
 	for _, base := range bases {
-		s, err := openSegment(l.fs, l.dir, base, false, now)
+		s, err := openSegment(l.fs, l.Dir(), base, false, now)
 		if err != nil {
-			return fmt.Errorf("%w: open segment %d in %s: %w", ErrStorage, base, l.dir, err)
+			return fmt.Errorf("%w: open segment %d in %s: %w", ErrStorage, base, l.Dir(), err)
 		}
 		l.mu.segments = append(l.mu.segments, s)
 	}
@@ -103,7 +103,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 			return err
 		}
 		if !ok {
-			l.logger.Warn("segment index or tail inconsistent; recovering it", "dir", l.dir, "base", s.base)
+			l.logger.Warn("segment index or tail inconsistent; recovering it", "dir", l.Dir(), "base", s.base)
 			start = i
 			break
 		}
@@ -119,7 +119,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	if last.size > 0 {
 		hdr, _, err := last.readHeader(0)
 		if err != nil {
-			return fmt.Errorf("read first batch of %s: %w", l.dir, err)
+			return fmt.Errorf("read first batch of %s: %w", l.Dir(), err)
 		}
 		last.firstTimestamp = hdr.MaxTimestamp()
 	}
@@ -132,7 +132,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 			end = l.mu.segments[i+1].base
 		}
 		if err := s.truncateAborted(end); err != nil {
-			return fmt.Errorf("%w: %s: %v", ErrStorage, l.dir, err)
+			return fmt.Errorf("%w: %s: %v", ErrStorage, l.Dir(), err)
 		}
 	}
 	if err := l.loadProducerState(snaps); err != nil {
@@ -159,7 +159,7 @@ func (l *Log) checkSegment(s *segment, active bool) (bool, error) {
 	if s.entries > 0 {
 		off, p, err := s.entry(s.entries - 1)
 		if err != nil {
-			return false, fmt.Errorf("%w: read index of %s: %v", ErrStorage, l.dir, err)
+			return false, fmt.Errorf("%w: read index of %s: %v", ErrStorage, l.Dir(), err)
 		}
 		hdr, _, err := s.readHeader(p)
 		if err != nil || hdr.LastOffset() != off {
@@ -173,14 +173,14 @@ func (l *Log) checkSegment(s *segment, active bool) (bool, error) {
 	if s.tentries > 0 {
 		ts, off, err := s.timeEntry(s.tentries - 1)
 		if err != nil {
-			return false, fmt.Errorf("%w: read time index of %s: %v", ErrStorage, l.dir, err)
+			return false, fmt.Errorf("%w: read time index of %s: %v", ErrStorage, l.Dir(), err)
 		}
 		if off < s.base {
 			return false, nil
 		}
 		p, err := s.lookup(off)
 		if err != nil {
-			return false, fmt.Errorf("%w: read index of %s: %v", ErrStorage, l.dir, err)
+			return false, fmt.Errorf("%w: read index of %s: %v", ErrStorage, l.Dir(), err)
 		}
 		for {
 			hdr, size, err := s.readHeader(p)
@@ -233,7 +233,7 @@ func (l *Log) recoverFrom(start int) error {
 	for i := start; i < len(l.mu.segments); i++ {
 		s := l.mu.segments[i]
 		if s.base < minOffset {
-			l.logger.Warn("segment overlaps the previous one; deleting it and later ones", "dir", l.dir, "base", s.base)
+			l.logger.Warn("segment overlaps the previous one; deleting it and later ones", "dir", l.Dir(), "base", s.base)
 			return l.dropFrom(i)
 		}
 		truncated, err := l.recoverSegment(s, minOffset)
@@ -266,13 +266,13 @@ func (l *Log) dropFrom(i int) error {
 	}
 	var errs []error
 	for _, s := range l.mu.segments[i:] {
-		l.logger.Warn("deleting segment after the end of the recovered log", "dir", l.dir, "base", s.base)
-		if err := s.remove(l.fs, l.dir); err != nil {
+		l.logger.Warn("deleting segment after the end of the recovered log", "dir", l.Dir(), "base", s.base)
+		if err := s.remove(l.fs, l.Dir()); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	l.mu.segments = l.mu.segments[:i]
-	errs = append(errs, l.fs.SyncDir(l.dir))
+	errs = append(errs, l.fs.SyncDir(l.Dir()))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%w: %v", ErrStorage, err)
 	}
@@ -336,13 +336,13 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 		validEnd = pos + int64(len(b))
 	}
 	if reason != nil && errors.Is(reason, ErrStorage) {
-		return false, fmt.Errorf("recover %s segment %d: %w", l.dir, s.base, reason)
+		return false, fmt.Errorf("recover %s segment %d: %w", l.Dir(), s.base, reason)
 	}
 	if validEnd < s.size {
-		l.logger.Warn("truncating segment at the first invalid batch", "dir", l.dir, "base", s.base,
+		l.logger.Warn("truncating segment at the first invalid batch", "dir", l.Dir(), "base", s.base,
 			"position", validEnd, "size", s.size, "reason", reason)
 		if err := s.log.Truncate(validEnd); err != nil {
-			return false, fmt.Errorf("%w: truncate %s segment %d: %v", ErrStorage, l.dir, s.base, err)
+			return false, fmt.Errorf("%w: truncate %s segment %d: %v", ErrStorage, l.Dir(), s.base, err)
 		}
 		s.size = validEnd
 		truncated = true
@@ -384,7 +384,7 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		if off > l.mu.logEndOffset || off < l.mu.logStartOffset || used >= 0 {
 			continue
 		}
-		buf, err := readFile(l.fs, fileName(l.dir, off, snapshotSuffix))
+		buf, err := readFile(l.fs, fileName(l.Dir(), off, snapshotSuffix))
 		if err == nil {
 			var m producerStateMap
 			if m, err = decodeProducerSnapshot(buf); err == nil {
@@ -392,7 +392,7 @@ func (l *Log) loadProducerState(snaps []int64) error {
 				continue
 			}
 		}
-		l.logger.Warn("ignoring producer snapshot", "dir", l.dir, "offset", off, "err", err)
+		l.logger.Warn("ignoring producer snapshot", "dir", l.Dir(), "offset", off, "err", err)
 	}
 	l.mu.txns = newTxnTracker(l.mu.producers)
 	l.mu.snapshotOffset = used
@@ -401,22 +401,22 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		if off == used {
 			continue
 		}
-		err := l.fs.Remove(fileName(l.dir, off, snapshotSuffix))
+		err := l.fs.Remove(fileName(l.Dir(), off, snapshotSuffix))
 		switch {
 		case err == nil:
 			removed = true
 		case errors.Is(err, os.ErrNotExist):
 		case off > l.mu.logEndOffset:
 			return fmt.Errorf("%w: remove producer snapshot %d above the log end offset %d of %s: %v",
-				ErrStorage, off, l.mu.logEndOffset, l.dir, err)
+				ErrStorage, off, l.mu.logEndOffset, l.Dir(), err)
 		default:
 			// Older than the one used, below the log start offset, or
 			// unreadable: never loaded while a newer one is.
-			l.logger.Warn("cannot remove producer snapshot", "dir", l.dir, "offset", off, "err", err)
+			l.logger.Warn("cannot remove producer snapshot", "dir", l.Dir(), "offset", off, "err", err)
 		}
 	}
 	if removed {
-		if err := l.fs.SyncDir(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.Dir()); err != nil {
 			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	}
@@ -426,7 +426,7 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		if i == l.segmentForLocked(from) {
 			p, err := s.lookup(from)
 			if err != nil {
-				return fmt.Errorf("%w: index of %s: %v", ErrStorage, l.dir, err)
+				return fmt.Errorf("%w: index of %s: %v", ErrStorage, l.Dir(), err)
 			}
 			pos = p
 		}
@@ -438,15 +438,15 @@ func (l *Log) loadProducerState(snaps []int64) error {
 			}
 			if b.BaseOffset() >= from {
 				if err := l.applyBatchLocked(b); err != nil {
-					return fmt.Errorf("replay producer state of %s: %w", l.dir, err)
+					return fmt.Errorf("replay producer state of %s: %w", l.Dir(), err)
 				}
 			}
 		}
 		if sc.err != nil {
 			if errors.Is(sc.err, ErrStorage) {
-				return fmt.Errorf("replay producer state of %s: %w", l.dir, sc.err)
+				return fmt.Errorf("replay producer state of %s: %w", l.Dir(), sc.err)
 			}
-			l.logger.Warn("producer state replay stopped at a bad batch", "dir", l.dir, "err", sc.err)
+			l.logger.Warn("producer state replay stopped at a bad batch", "dir", l.Dir(), "err", sc.err)
 			break
 		}
 	}
@@ -456,23 +456,23 @@ func (l *Log) loadProducerState(snaps []int64) error {
 // writeSnapshotLocked writes the producer state at the log end offset.
 func (l *Log) writeSnapshotLocked() error {
 	off := l.mu.logEndOffset
-	name := fileName(l.dir, off, snapshotSuffix)
-	if err := writeFileAtomic(l.fs, l.dir, name, l.mu.producers.encode()); err != nil {
+	name := fileName(l.Dir(), off, snapshotSuffix)
+	if err := writeFileAtomic(l.fs, l.Dir(), name, l.mu.producers.encode()); err != nil {
 		return err
 	}
 	l.mu.snapshotOffset = off
 	// Keep only the newest snapshot. The others are below it, so states of
 	// a prefix of this log: one left behind is never loaded while this one
 	// is, and is correct if a truncation removes this one.
-	ents, err := l.fs.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.Dir())
 	if err != nil {
-		l.logger.Warn("cannot list older producer snapshots", "dir", l.dir, "err", err)
+		l.logger.Warn("cannot list older producer snapshots", "dir", l.Dir(), "err", err)
 		return nil
 	}
 	for _, e := range ents {
 		if o, ok := parseFileName(e.Name(), snapshotSuffix); ok && o != off {
-			if err := l.fs.Remove(fileName(l.dir, o, snapshotSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				l.logger.Warn("cannot remove older producer snapshot", "dir", l.dir, "offset", o, "err", err)
+			if err := l.fs.Remove(fileName(l.Dir(), o, snapshotSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				l.logger.Warn("cannot remove older producer snapshot", "dir", l.Dir(), "offset", o, "err", err)
 			}
 		}
 	}

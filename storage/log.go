@@ -18,11 +18,13 @@ import (
 // which (the active segment) takes appends. It is safe for concurrent use:
 // appends, flushes and Close take mu exclusively, reads share it.
 type Log struct {
-	dir    string
-	fs     FS
-	cfg    atomic.Pointer[LogConfig] // replaced whole by SetConfig
-	logger *slog.Logger
-	now    func() time.Time
+	// dirPath is the partition directory; it changes only when
+	// AlterReplicaLogDirs moves the log (move.go).
+	dirPath atomic.Pointer[string]
+	fs      FS
+	cfg     atomic.Pointer[LogConfig] // replaced whole by SetConfig
+	logger  *slog.Logger
+	now     func() time.Time
 	// deleteLater schedules the removal of deleted segments' files
 	// (LogOptions.DeleteLater); nil removes them at once.
 	deleteLater func(files []string, at time.Time)
@@ -94,7 +96,8 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{dir: dir, fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater}
+	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater}
+	l.dirPath.Store(&dir)
 	l.cfg.Store(&cfg)
 	l.mu.producers = make(producerStateMap)
 	l.mu.snapshotOffset = -1
@@ -129,7 +132,7 @@ func (l *Log) HighWatermarkCheckpoint() int64 {
 }
 
 // Dir returns the partition directory.
-func (l *Log) Dir() string { return l.dir }
+func (l *Log) Dir() string { return *l.dirPath.Load() }
 
 // LogEndOffset returns the offset the next appended record will get.
 func (l *Log) LogEndOffset() int64 {
@@ -224,11 +227,11 @@ func (l *Log) validateClientBatch(b record.Batch) error {
 // the attributes, maxTimestamp and CRC).
 func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, error) {
 	if err := l.validateClientBatch(b); err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	b, logAppendTime, err := validateForAppend(b, l.config(), l.now())
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	if opts.LogAppendTimeMs < 0 {
 		opts.LogAppendTimeMs = logAppendTime
@@ -236,15 +239,15 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, ErrClosed)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if l.mu.failed != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, l.mu.failed)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.mu.failed)
 	}
 	res := AppendResult{LogAppendTimeMs: -1, LogStartOffset: l.mu.logStartOffset}
 	dup, err := l.mu.producers.check(b)
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	if dup != nil {
 		res.FirstOffset, res.LastOffset, res.Duplicate = dup.firstOffset, dup.lastOffset, true
@@ -255,7 +258,7 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	}
 
 	if l.mu.logEndOffset > math.MaxInt64-1-int64(b.LastOffsetDelta()) {
-		return AppendResult{}, fmt.Errorf("append to %s: %w: offsets would overflow", l.dir, ErrInvalidRecord)
+		return AppendResult{}, fmt.Errorf("append to %s: %w: offsets would overflow", l.Dir(), ErrInvalidRecord)
 	}
 	b.SetBaseOffset(l.mu.logEndOffset)
 	b.SetPartitionLeaderEpoch(opts.LeaderEpoch)
@@ -264,15 +267,15 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 		res.LogAppendTimeMs = opts.LogAppendTimeMs
 	}
 	if err := l.appendLocked(b); err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	if err := l.applyBatchLocked(b); err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	l.noteBatchEpochLocked(b)
 	res.FirstOffset, res.LastOffset = b.BaseOffset(), b.LastOffset()
 	if err := l.maybeFlushLocked(int64(b.RecordCount())); err != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	return res, nil
 }
@@ -324,7 +327,7 @@ func (l *Log) undoWriteLocked(s *segment, pos int64, entries int, saved timeStat
 	if terr := errors.Join(s.log.Truncate(pos), s.idx.Truncate(int64(entries)*indexEntrySize),
 		s.tidx.Truncate(int64(saved.tentries)*timeIndexEntrySize)); terr != nil {
 		l.mu.failed = fmt.Errorf("%w: undoing a failed write: %v (after %v)", ErrStorage, terr, cause)
-		l.logger.Error("log failed: cannot truncate after a failed write", "dir", l.dir, "err", terr, "cause", cause)
+		l.logger.Error("log failed: cannot truncate after a failed write", "dir", l.Dir(), "err", terr, "cause", cause)
 		return l.mu.failed
 	}
 	s.entries = entries
@@ -380,7 +383,7 @@ func (l *Log) rollLocked(base int64, reason string) error {
 	}
 	l.mu.recoveryPoint = l.mu.logEndOffset
 	l.mu.unflushed = 0
-	s, err := openSegment(l.fs, l.dir, base, true, l.now())
+	s, err := openSegment(l.fs, l.Dir(), base, true, l.now())
 	if err != nil {
 		return fmt.Errorf("%w: roll: %v", ErrStorage, err)
 	}
@@ -396,7 +399,7 @@ func (l *Log) rollLocked(base int64, reason string) error {
 		s.close()
 		return err
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.Dir()); err != nil {
 		s.close()
 		return fmt.Errorf("%w: roll: %v", ErrStorage, err)
 	}
@@ -404,9 +407,9 @@ func (l *Log) rollLocked(base int64, reason string) error {
 	// A snapshot at each roll bounds the replay after a crash; failing to
 	// write it only costs time at the next open.
 	if err := l.writeSnapshotLocked(); err != nil {
-		l.logger.Warn("producer snapshot at roll failed", "dir", l.dir, "err", err)
+		l.logger.Warn("producer snapshot at roll failed", "dir", l.Dir(), "err", err)
 	}
-	l.logger.Debug("rolled segment", "dir", l.dir, "base", base, "reason", reason)
+	l.logger.Debug("rolled segment", "dir", l.Dir(), "base", base, "reason", reason)
 	return nil
 }
 
@@ -425,7 +428,7 @@ func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return fmt.Errorf("flush %s: %w", l.dir, ErrClosed)
+		return fmt.Errorf("flush %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	return l.flushLocked()
 }
@@ -461,9 +464,9 @@ func (l *Log) SyncTo(offset int64) error {
 	l.mu.RUnlock()
 	switch {
 	case closed:
-		return fmt.Errorf("sync %s: %w", l.dir, ErrClosed)
+		return fmt.Errorf("sync %s: %w", l.Dir(), ErrClosed)
 	case failed != nil:
-		return fmt.Errorf("sync %s: %w", l.dir, failed)
+		return fmt.Errorf("sync %s: %w", l.Dir(), failed)
 	case covered:
 		return nil
 	}
@@ -472,7 +475,7 @@ func (l *Log) SyncTo(offset int64) error {
 	defer l.mu.Unlock()
 	if !slices.Contains(l.mu.segments, s) {
 		// Truncated or closed meanwhile: what was appended may be gone.
-		return fmt.Errorf("sync %s: %w: the active segment was replaced during the fsync", l.dir, ErrStorage)
+		return fmt.Errorf("sync %s: %w: the active segment was replaced during the fsync", l.Dir(), ErrStorage)
 	}
 	if err != nil {
 		l.mu.failed = fmt.Errorf("%w: fsync: %v", ErrStorage, err)
@@ -506,7 +509,7 @@ func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return fmt.Errorf("close %s: %w", l.dir, ErrClosed)
+		return fmt.Errorf("close %s: %w", l.Dir(), ErrClosed)
 	}
 	l.mu.closed = true
 	var errs []error
@@ -551,10 +554,10 @@ func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch boo
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return nil, fmt.Errorf("read %s: %w", l.dir, ErrClosed)
+		return nil, fmt.Errorf("read %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if offset < l.mu.logStartOffset || offset > l.mu.logEndOffset {
-		return nil, fmt.Errorf("read %s at %d: %w: log is [%d, %d)", l.dir, offset, ErrOffsetOutOfRange,
+		return nil, fmt.Errorf("read %s at %d: %w: log is [%d, %d)", l.Dir(), offset, ErrOffsetOutOfRange,
 			l.mu.logStartOffset, l.mu.logEndOffset)
 	}
 	if offset >= l.mu.logEndOffset || offset >= upperBound {
@@ -568,7 +571,7 @@ func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch boo
 		if locate {
 			p, found, err := l.locateLocked(s, offset)
 			if err != nil {
-				return nil, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
+				return nil, fmt.Errorf("read %s at %d: %w", l.Dir(), offset, err)
 			}
 			if !found {
 				continue // offset lies past this segment's batches
@@ -577,7 +580,7 @@ func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch boo
 		}
 		chunk, done, err := readChunk(s, pos, maxBytes-len(out), upperBound, minOneBatch && len(out) == 0)
 		if err != nil {
-			return nil, fmt.Errorf("read %s at %d: %w", l.dir, offset, err)
+			return nil, fmt.Errorf("read %s at %d: %w", l.Dir(), offset, err)
 		}
 		if out == nil {
 			out = chunk
@@ -663,7 +666,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, ErrClosed)
+		return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	start := l.mu.logStartOffset
 	for _, s := range l.mu.segments {
@@ -672,11 +675,11 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		}
 		from, err := s.timeLookup(ts)
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w: time index: %v", l.dir, ErrStorage, err)
+			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w: time index: %v", l.Dir(), ErrStorage, err)
 		}
 		pos, err := s.lookup(max(from, start))
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w: index: %v", l.dir, ErrStorage, err)
+			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w: index: %v", l.Dir(), ErrStorage, err)
 		}
 		sc := newBatchScanner(s.log, pos, s.size)
 		for {
@@ -689,14 +692,14 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 			}
 			off, t, ok, err := firstRecordAtOrAfter(b, ts, start)
 			if err != nil {
-				return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, err)
+				return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.Dir(), err)
 			}
 			if ok {
 				return off, t, true, nil
 			}
 		}
 		if sc.err != nil {
-			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.dir, sc.err)
+			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.Dir(), sc.err)
 		}
 	}
 	return 0, 0, false, nil
@@ -709,7 +712,7 @@ func (l *Log) config() *LogConfig { return l.cfg.Load() }
 // made while it is open: new appends, rolls, retention and cleaning use it.
 func (l *Log) SetConfig(cfg LogConfig) error {
 	if err := cfg.Validate(); err != nil {
-		return fmt.Errorf("storage: %s: %w", l.dir, err)
+		return fmt.Errorf("storage: %s: %w", l.Dir(), err)
 	}
 	l.cfg.Store(&cfg)
 	return nil

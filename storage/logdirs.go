@@ -13,7 +13,22 @@ import (
 // LogDirLogs is one log directory and the open logs it holds.
 type LogDirLogs struct {
 	Path string
-	Logs []DirLog // sorted by topic, then partition
+	// Offline is why the directory went offline (logdir_failure.go), nil
+	// while it is online.
+	Offline error
+	Logs    []DirLog // sorted by topic, then partition
+	// Futures are the logs being moved into this directory
+	// (AlterReplicaLogDirs, move.go).
+	Futures []FutureLog // sorted like Logs
+}
+
+// FutureLog is a log being copied into a directory by MoveLog.
+type FutureLog struct {
+	Topic     string
+	Partition int32
+	// Size is the bytes copied so far; EndOffset is the offset below
+	// which everything is copied.
+	Size, EndOffset int64
 }
 
 // DirLog is an open partition log in a LogDirLogs.
@@ -32,7 +47,13 @@ func (m *Manager) LogDirs() []LogDirLogs {
 	byPath := make(map[string]int, len(m.dirs))
 	for i, d := range m.dirs {
 		out[i].Path = d.path
+		out[i].Offline = d.offline()
 		byPath[filepath.Clean(d.path)] = i
+	}
+	for tp, mv := range m.mu.moving {
+		i := byPath[mv.to.cleanPath]
+		out[i].Futures = append(out[i].Futures, FutureLog{Topic: tp.topic, Partition: tp.partition,
+			Size: mv.copied.Load(), EndOffset: mv.endOffset.Load()})
 	}
 	for tp, l := range m.mu.logs {
 		i, ok := byPath[filepath.Dir(filepath.Clean(l.Dir()))]
@@ -42,6 +63,9 @@ func (m *Manager) LogDirs() []LogDirLogs {
 		out[i].Logs = append(out[i].Logs, DirLog{Topic: tp.topic, Partition: tp.partition, Log: l})
 	}
 	for i := range out {
+		slices.SortFunc(out[i].Futures, func(a, b FutureLog) int {
+			return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+		})
 		slices.SortFunc(out[i].Logs, func(a, b DirLog) int {
 			if c := strings.Compare(a.Topic, b.Topic); c != 0 {
 				return c

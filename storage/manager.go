@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,10 +33,20 @@ type Manager struct {
 	// file.delete.delay.ms passes (delete.go).
 	deletes deleteQueue
 
+	// dirFailed is signalled when a log directory goes offline, and
+	// offlineDirs counts them (logdir_failure.go).
+	dirFailed   chan struct{}
+	offlineDirs atomic.Int32
+
 	mu struct {
 		sync.Mutex
 		logs   map[topicPartition]*Log
 		closed bool
+		// preferred is where AlterReplicaLogDirs asked a partition not
+		// yet created to go (Kafka's preferred log dir).
+		preferred map[topicPartition]*logDir
+		// moving are the logs being moved to another directory (move.go).
+		moving map[topicPartition]*logMove
 		// retentionCheck is how often Run applies retention.
 		retentionCheck time.Duration
 		// checkpointEvery is how often Run writes the log start offset and
@@ -75,6 +86,7 @@ func (m *Manager) SetRetentionCheckInterval(d time.Duration) {
 // logDir is one log.dirs entry.
 type logDir struct {
 	path           string
+	cleanPath      string                   // filepath.Clean(path), to match the paths of files
 	clean          bool                     // the clean-shutdown marker was present at open
 	recoveryPoints map[topicPartition]int64 // as checkpointed at the last flush or close
 	// logStartOffsets and highWatermarks as last written to
@@ -82,6 +94,13 @@ type logDir struct {
 	logStartOffsets offsetCheckpoint
 	highWatermarks  offsetCheckpoint
 	partitions      map[topicPartition]bool // partition directories present
+	// futures are the partition directories of moves a crash
+	// interrupted (<topic>-<partition>.<id>-future), resolved by
+	// OpenManager (move.go).
+	futures map[topicPartition]string
+	// failure is why the directory went offline, nil while it is online
+	// (logdir_failure.go).
+	failure atomic.Pointer[dirFailure]
 }
 
 // OpenManager opens the log directories, creating them if missing, and
@@ -99,8 +118,11 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	m := &Manager{fs: fsys, logger: logger}
+	m := &Manager{logger: logger, dirFailed: make(chan struct{}, 1)}
+	m.fs = failFS{FS: fsys, m: m}
 	m.mu.logs = make(map[topicPartition]*Log)
+	m.mu.preferred = make(map[topicPartition]*logDir)
+	m.mu.moving = make(map[topicPartition]*logMove)
 	m.mu.retentionCheck = DefaultRetentionCheckInterval
 	m.mu.checkpointEvery = 5 * time.Second
 	m.mu.cleanerBackoff = DefaultCleanerBackoff
@@ -108,31 +130,38 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	m.cleanerThrottle = &throttleState{rate: math.MaxFloat64}
 	m.cleanerBackoffChanged = make(chan struct{}, 1)
 	for _, path := range dirs {
-		d, err := openLogDir(fsys, path, logger)
-		if err != nil {
+		m.dirs = append(m.dirs, &logDir{path: path, cleanPath: filepath.Clean(path),
+			partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{},
+			futures:         map[topicPartition]string{},
+			logStartOffsets: offsetCheckpoint{offsets: map[topicPartition]int64{}},
+			highWatermarks:  offsetCheckpoint{offsets: map[topicPartition]int64{}}})
+	}
+	for _, d := range m.dirs {
+		if err := openLogDir(m.fs, d, logger); err != nil {
+			// A directory that cannot be opened at start stops the
+			// broker: its partitions would otherwise be created afresh
+			// in another directory.
 			return nil, err
 		}
-		m.dirs = append(m.dirs, d)
 	}
+	m.resolveFutures()
 	return m, nil
 }
 
-func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
+func openLogDir(fsys FS, d *logDir, logger *slog.Logger) error {
+	path := d.path
 	if err := fsys.MkdirAll(path, DirPerm); err != nil {
-		return nil, fmt.Errorf("%w: create log dir %s: %v", ErrStorage, path, err)
+		return fmt.Errorf("%w: create log dir %s: %v", ErrStorage, path, err)
 	}
-	d := &logDir{path: path, partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{},
-		logStartOffsets: offsetCheckpoint{offsets: map[topicPartition]int64{}},
-		highWatermarks:  offsetCheckpoint{offsets: map[topicPartition]int64{}}}
 	marker := filepath.Join(path, cleanShutdownFile)
 	switch err := fsys.Remove(marker); {
 	case err == nil:
 		d.clean = true
 		if err := fsys.SyncDir(path); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrStorage, err)
+			return fmt.Errorf("%w: %v", ErrStorage, err)
 		}
 	case !errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%w: remove %s: %v", ErrStorage, marker, err)
+		return fmt.Errorf("%w: remove %s: %v", ErrStorage, marker, err)
 	}
 	if data, err := readFile(fsys, filepath.Join(path, recoveryPointFile)); err == nil {
 		if rp, err := decodeCheckpoint(data); err == nil {
@@ -155,7 +184,7 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 	}
 	ents, err := fsys.ReadDir(path)
 	if err != nil {
-		return nil, fmt.Errorf("%w: list %s: %v", ErrStorage, path, err)
+		return fmt.Errorf("%w: list %s: %v", ErrStorage, path, err)
 	}
 	for _, e := range ents {
 		if strings.HasSuffix(e.Name(), deleteDirSuffix) && e.IsDir() {
@@ -166,12 +195,16 @@ func openLogDir(fsys FS, path string, logger *slog.Logger) (*logDir, error) {
 			}
 			continue
 		}
+		if tp, ok := parseFutureDirName(e.Name()); ok && e.IsDir() {
+			d.futures[tp] = filepath.Join(path, e.Name())
+			continue
+		}
 		if tp, ok := parseDirName(e.Name()); ok && e.IsDir() {
 			d.partitions[tp] = true
 		}
 	}
 	logger.Info("opened log dir", "dir", path, "clean_shutdown", d.clean, "partitions", len(d.partitions))
-	return d, nil
+	return nil
 }
 
 // HostedPartitions is how many partition directories the log dirs held
@@ -200,20 +233,26 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 	if l, ok := m.mu.logs[tp]; ok {
 		return l, nil
 	}
-	var d *logDir
-	for _, c := range m.dirs {
-		if c.partitions[tp] {
-			d = c
-			break
-		}
-	}
+	d := m.dirOfPartitionLocked(tp)
 	created := d == nil // no directory of it in any log dir yet
 	if d == nil {
-		for _, c := range m.dirs {
-			if d == nil || len(c.partitions) < len(d.partitions) {
-				d = c
+		// The directory AlterReplicaLogDirs asked for, else the one
+		// holding the fewest partitions; never an offline one.
+		if p := m.mu.preferred[tp]; p != nil && p.offline() == nil {
+			d = p
+		} else {
+			for _, c := range m.dirs {
+				if c.offline() == nil && (d == nil || len(c.partitions) < len(d.partitions)) {
+					d = c
+				}
 			}
 		}
+		if d == nil {
+			d = m.dirs[0] // every directory is offline: refused below
+		}
+	}
+	if err := d.offline(); err != nil {
+		return nil, fmt.Errorf("open partition %s-%d in %s: %w (%v)", topic, partition, d.path, ErrLogDirOffline, err)
 	}
 	rp, haveRP := d.recoveryPoints[tp]
 	if !haveRP {
@@ -241,6 +280,7 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		return nil, fmt.Errorf("storage: open partition %s-%d: %w", topic, partition, err)
 	}
 	d.partitions[tp] = true
+	delete(m.mu.preferred, tp)
 	m.mu.logs[tp] = l
 	return l, nil
 }
@@ -265,6 +305,8 @@ func (m *Manager) Delete(topic string, partition int32) error {
 	defer m.mu.Unlock()
 	var path string
 	delayMs := DefaultLogConfig().FileDeleteDelayMs
+	delete(m.mu.preferred, tp)
+	m.abortMoveLocked(tp)
 	if l, ok := m.mu.logs[tp]; ok {
 		delete(m.mu.logs, tp)
 		delayMs = l.config().FileDeleteDelayMs
@@ -417,7 +459,7 @@ func (m *Manager) checkpointOffsetsLocked(file string, get func(*Log) int64, cp 
 	var errs []error
 	for _, d := range m.dirs {
 		c := cp(d)
-		if !force && !changed[d] && !c.dirty {
+		if d.offline() != nil || !force && !changed[d] && !c.dirty {
 			continue
 		}
 		if err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, file), encodeCheckpoint(c.offsets)); err != nil {
@@ -462,6 +504,9 @@ func (m *Manager) checkpointLocked() error {
 	}
 	var errs []error
 	for _, d := range m.dirs {
+		if d.offline() != nil {
+			continue
+		}
 		err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: checkpoint %s: %v", ErrStorage, d.path, err))
@@ -486,6 +531,10 @@ func (m *Manager) Close() error {
 		errs = append(errs, err)
 	}
 	for tp, l := range m.mu.logs {
+		if d := m.dirOfPartitionLocked(tp); d != nil && d.offline() != nil {
+			l.abandon(ErrLogDirOffline)
+			continue
+		}
 		err := l.Close()
 		for _, d := range m.dirs {
 			if d.partitions[tp] {
@@ -500,6 +549,11 @@ func (m *Manager) Close() error {
 		}
 	}
 	for _, d := range m.dirs {
+		if d.offline() != nil {
+			// Nothing more is written to a failed disk; the next
+			// start recovers its logs.
+			continue
+		}
 		err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: checkpoint %s: %v", ErrStorage, d.path, err))

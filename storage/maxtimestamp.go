@@ -21,7 +21,7 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.dir, ErrClosed)
+		return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	start := l.mu.logStartOffset
 	var (
@@ -64,7 +64,7 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 			consider(s, b.MaxTimestamp(), b.LastOffset(), b)
 		}
 		if sc.err != nil {
-			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.dir, sc.err)
+			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), sc.err)
 		}
 	}
 	if !haveBest {
@@ -74,15 +74,15 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 		// Known from the segment's tracking: read that batch.
 		pos, found, err := l.locateLocked(bestSeg, bestLast)
 		if err != nil || !found {
-			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: batch ending at %d: %w", l.dir, bestLast, errors.Join(err, ErrCorrupt))
+			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: batch ending at %d: %w", l.Dir(), bestLast, errors.Join(err, ErrCorrupt))
 		}
 		_, size, err := bestSeg.readHeader(pos)
 		if err != nil {
-			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.dir, err)
+			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), err)
 		}
 		best = make([]byte, size)
 		if _, err := bestSeg.log.ReadAt(best, pos); err != nil {
-			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w: %v", l.dir, ErrStorage, err)
+			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w: %v", l.Dir(), ErrStorage, err)
 		}
 	}
 	offset, timestamp = max(best.BaseOffset(), start), best.MaxTimestamp()
@@ -98,7 +98,7 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopIterate) {
-		return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.dir, err)
+		return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), err)
 	}
 	return offset, timestamp, true, nil
 }

@@ -15,7 +15,7 @@ func (l *Log) preallocateLocked(s *segment) error {
 		return nil
 	}
 	if err := allocate(s.log, cfg.SegmentBytes); err != nil {
-		return fmt.Errorf("%w: preallocate segment %d of %s to %d bytes: %v", ErrStorage, s.base, l.dir, cfg.SegmentBytes, err)
+		return fmt.Errorf("%w: preallocate segment %d of %s to %d bytes: %v", ErrStorage, s.base, l.Dir(), cfg.SegmentBytes, err)
 	}
 	s.preallocated = true
 	return nil

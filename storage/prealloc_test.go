@@ -11,7 +11,7 @@ func segmentSizes(t testing.TB, l *Log) (written, onDisk []int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.mu.segments {
-		fi, err := os.Stat(fileName(l.dir, s.base, logSuffix))
+		fi, err := os.Stat(fileName(l.Dir(), s.base, logSuffix))
 		if err != nil {
 			t.Fatal(err)
 		}

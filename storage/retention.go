@@ -27,10 +27,10 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStartOffset int64, err er
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return 0, fmt.Errorf("delete records %s: %w", l.dir, ErrClosed)
+		return 0, fmt.Errorf("delete records %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if offset > l.mu.logEndOffset || offset < 0 {
-		return 0, fmt.Errorf("delete records %s before %d: %w: log end offset %d", l.dir, offset,
+		return 0, fmt.Errorf("delete records %s before %d: %w: log end offset %d", l.Dir(), offset,
 			ErrOffsetOutOfRange, l.mu.logEndOffset)
 	}
 	if offset <= l.mu.logStartOffset {
@@ -42,7 +42,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStartOffset int64, err er
 		n++
 	}
 	if err := l.deleteOldestLocked(n, "log start offset"); err != nil {
-		return l.mu.logStartOffset, fmt.Errorf("delete records %s: %w", l.dir, err)
+		return l.mu.logStartOffset, fmt.Errorf("delete records %s: %w", l.Dir(), err)
 	}
 	return l.mu.logStartOffset, nil
 }
@@ -62,7 +62,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.mu.closed {
-		return 0, fmt.Errorf("retention %s: %w", l.dir, ErrClosed)
+		return 0, fmt.Errorf("retention %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	if !l.config().Delete() {
 		return 0, nil
@@ -75,7 +75,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 			n++
 		}
 		if err := l.deleteOldestLocked(n, "retention.ms"); err != nil {
-			return n, fmt.Errorf("retention %s: %w", l.dir, err)
+			return n, fmt.Errorf("retention %s: %w", l.Dir(), err)
 		}
 	}
 	deleted := n
@@ -92,7 +92,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 			n++
 		}
 		if err := l.deleteOldestLocked(n, "retention.bytes"); err != nil {
-			return deleted + n, fmt.Errorf("retention %s: %w", l.dir, err)
+			return deleted + n, fmt.Errorf("retention %s: %w", l.Dir(), err)
 		}
 	}
 	return deleted + n, nil
@@ -114,7 +114,7 @@ func (l *Log) deleteOldestLocked(n int, reason string) error {
 	renamed := 0
 	var err error
 	for _, s := range l.mu.segments[:n] {
-		name := fileName(l.dir, s.base, logSuffix)
+		name := fileName(l.Dir(), s.base, logSuffix)
 		if err = l.fs.Rename(name, name+deletedSuffix); err != nil {
 			err = fmt.Errorf("%w: delete segment %d: %v", ErrStorage, s.base, err)
 			break
@@ -129,12 +129,12 @@ func (l *Log) deleteOldestLocked(n int, reason string) error {
 		errs = append(errs, err)
 	}
 	if renamed > 0 {
-		if err := l.fs.SyncDir(l.dir); err != nil {
+		if err := l.fs.SyncDir(l.Dir()); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %v", ErrStorage, err))
 		}
 	}
 	for _, s := range gone {
-		l.logger.Info("deleting segment", "dir", l.dir, "base", s.base, "reason", reason)
+		l.logger.Info("deleting segment", "dir", l.Dir(), "base", s.base, "reason", reason)
 		s.close()
 		l.removeSegmentFiles(s.base)
 	}

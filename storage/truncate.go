@@ -26,7 +26,7 @@ func (l *Log) TruncateTo(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
-		return fmt.Errorf("truncate %s: %w", l.dir, err)
+		return fmt.Errorf("truncate %s: %w", l.Dir(), err)
 	}
 	if offset >= l.mu.logEndOffset {
 		return nil
@@ -39,12 +39,12 @@ func (l *Log) TruncateTo(offset int64) error {
 	s := l.mu.segments[i]
 	cut := s.size
 	if pos, found, err := l.locateLocked(s, offset); err != nil {
-		return fmt.Errorf("truncate %s: %w", l.dir, err)
+		return fmt.Errorf("truncate %s: %w", l.Dir(), err)
 	} else if found {
 		cut = pos
 	}
 	if err := l.deleteNewestLocked(i + 1); err != nil {
-		return fmt.Errorf("truncate %s: %w", l.dir, err)
+		return fmt.Errorf("truncate %s: %w", l.Dir(), err)
 	}
 	if err := s.log.Truncate(cut); err != nil {
 		l.mu.failed = fmt.Errorf("%w: truncate segment %d: %v", ErrStorage, s.base, err)
@@ -74,7 +74,7 @@ func (l *Log) TruncateTo(offset int64) error {
 		l.mu.failed = err
 		return err
 	}
-	l.logger.Info("truncated log", "dir", l.dir, "offset", offset, "log_end_offset", l.mu.logEndOffset)
+	l.logger.Info("truncated log", "dir", l.Dir(), "offset", offset, "log_end_offset", l.mu.logEndOffset)
 	return nil
 }
 
@@ -85,10 +85,10 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
-		return fmt.Errorf("truncate %s: %w", l.dir, err)
+		return fmt.Errorf("truncate %s: %w", l.Dir(), err)
 	}
 	if offset < 0 {
-		return fmt.Errorf("truncate %s: %w: offset %d", l.dir, ErrOffsetOutOfRange, offset)
+		return fmt.Errorf("truncate %s: %w: offset %d", l.Dir(), ErrOffsetOutOfRange, offset)
 	}
 	return l.truncateFullyLocked(offset)
 }
@@ -107,7 +107,7 @@ func (l *Log) writableLocked() error {
 func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.generation++
 	if err := l.deleteNewestLocked(0); err != nil {
-		return fmt.Errorf("truncate %s: %w", l.dir, err)
+		return fmt.Errorf("truncate %s: %w", l.Dir(), err)
 	}
 	l.mu.epochs = nil
 	l.writeEpochsLocked()
@@ -115,10 +115,10 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	l.mu.txns = txnTracker{}
 	l.mu.snapshotOffset = -1
 	if _, err := l.removeSnapshotsLocked(-1); err != nil {
-		l.mu.failed = fmt.Errorf("truncate %s fully: %w", l.dir, err)
+		l.mu.failed = fmt.Errorf("truncate %s fully: %w", l.Dir(), err)
 		return l.mu.failed
 	}
-	s, err := openSegment(l.fs, l.dir, offset, true, l.now())
+	s, err := openSegment(l.fs, l.Dir(), offset, true, l.now())
 	if err == nil && (s.size != 0 || s.entries != 0 || s.tentries != 0 || s.txn != nil) {
 		err = errors.Join(s.log.Truncate(0), s.idx.Truncate(0), s.tidx.Truncate(0), s.truncateAborted(offset))
 		s.size, s.entries, s.tentries = 0, 0, 0
@@ -127,17 +127,17 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 		err = l.preallocateLocked(s)
 	}
 	if err == nil {
-		err = l.fs.SyncDir(l.dir)
+		err = l.fs.SyncDir(l.Dir())
 	}
 	if err != nil {
-		l.mu.failed = fmt.Errorf("%w: truncate %s fully: %v", ErrStorage, l.dir, err)
+		l.mu.failed = fmt.Errorf("%w: truncate %s fully: %v", ErrStorage, l.Dir(), err)
 		return l.mu.failed
 	}
 	l.mu.segments = []*segment{s}
 	l.mu.logStartOffset, l.mu.logEndOffset, l.mu.recoveryPoint = offset, offset, offset
 	l.mu.highWatermark = offset
 	l.mu.unflushed = 0
-	l.logger.Info("truncated log fully", "dir", l.dir, "offset", offset)
+	l.logger.Info("truncated log fully", "dir", l.Dir(), "offset", offset)
 	return nil
 }
 
@@ -147,7 +147,7 @@ func (l *Log) deleteNewestLocked(from int) error {
 	var errs []error
 	for len(l.mu.segments) > from {
 		s := l.mu.segments[len(l.mu.segments)-1]
-		name := fileName(l.dir, s.base, logSuffix)
+		name := fileName(l.Dir(), s.base, logSuffix)
 		if err := l.fs.Rename(name, name+deletedSuffix); err != nil {
 			err = fmt.Errorf("%w: delete segment %d: %v", ErrStorage, s.base, err)
 			if from == 0 {
@@ -161,7 +161,7 @@ func (l *Log) deleteNewestLocked(from int) error {
 		// file.delete.delay.ms (Kafka's asyncDeleteSegment on truncation).
 		l.removeSegmentFiles(s.base)
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	if err := l.fs.SyncDir(l.Dir()); err != nil {
 		errs = append(errs, fmt.Errorf("%w: %v", ErrStorage, err))
 	}
 	return errors.Join(errs...)
@@ -174,9 +174,9 @@ func (l *Log) deleteNewestLocked(from int) error {
 // records it never saw; so a failure is returned (and fails the log), and
 // the removals are made durable before the log grows again.
 func (l *Log) removeSnapshotsLocked(keepAtOrBelow int64) ([]int64, error) {
-	ents, err := l.fs.ReadDir(l.dir)
+	ents, err := l.fs.ReadDir(l.Dir())
 	if err != nil {
-		return nil, fmt.Errorf("%w: list producer snapshots of %s: %v", ErrStorage, l.dir, err)
+		return nil, fmt.Errorf("%w: list producer snapshots of %s: %v", ErrStorage, l.Dir(), err)
 	}
 	var (
 		kept    []int64
@@ -192,17 +192,17 @@ func (l *Log) removeSnapshotsLocked(keepAtOrBelow int64) ([]int64, error) {
 			kept = append(kept, o)
 			continue
 		}
-		if err := l.fs.Remove(filepath.Join(l.dir, e.Name())); err == nil {
+		if err := l.fs.Remove(filepath.Join(l.Dir(), e.Name())); err == nil {
 			removed = true
 		} else if !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
 	if removed {
-		errs = append(errs, l.fs.SyncDir(l.dir))
+		errs = append(errs, l.fs.SyncDir(l.Dir()))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: remove producer snapshots above %d in %s: %v", ErrStorage, keepAtOrBelow, l.dir, err)
+		return nil, fmt.Errorf("%w: remove producer snapshots above %d in %s: %v", ErrStorage, keepAtOrBelow, l.Dir(), err)
 	}
 	return kept, nil
 }
@@ -234,30 +234,30 @@ func (l *Log) AppendAsFollower(batches []byte) (lastOffset int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
-		return 0, fmt.Errorf("append to %s: %w", l.dir, err)
+		return 0, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	var list []record.Batch
 	next := l.mu.logEndOffset
 	compact := l.config().Compact()
 	for rest := batches; len(rest) > 0; {
 		if len(rest) < record.HeaderSize {
-			return 0, fmt.Errorf("append to %s: %w: %d trailing bytes", l.dir, ErrCorrupt, len(rest))
+			return 0, fmt.Errorf("append to %s: %w: %d trailing bytes", l.Dir(), ErrCorrupt, len(rest))
 		}
 		size, err := record.PeekSize(rest)
 		if err != nil || size < record.HeaderSize || size > len(rest) {
-			return 0, fmt.Errorf("append to %s: %w: batch of %d bytes in %d", l.dir, ErrCorrupt, size, len(rest))
+			return 0, fmt.Errorf("append to %s: %w: batch of %d bytes in %d", l.Dir(), ErrCorrupt, size, len(rest))
 		}
 		b := record.Batch(rest[:size])
 		rest = rest[size:]
 		switch {
 		case b.Magic() != record.MagicV2:
-			return 0, fmt.Errorf("append to %s: %w: magic %d", l.dir, ErrInvalidRecord, b.Magic())
+			return 0, fmt.Errorf("append to %s: %w: magic %d", l.Dir(), ErrInvalidRecord, b.Magic())
 		case !b.ValidCRC():
-			return 0, fmt.Errorf("append to %s: %w: CRC mismatch at offset %d", l.dir, ErrCorrupt, b.BaseOffset())
+			return 0, fmt.Errorf("append to %s: %w: CRC mismatch at offset %d", l.Dir(), ErrCorrupt, b.BaseOffset())
 		case b.BaseOffset() < next || (b.BaseOffset() > next && !compact):
-			return 0, fmt.Errorf("append to %s: %w: batch at %d, log end offset %d", l.dir, ErrInvalidRecord, b.BaseOffset(), next)
+			return 0, fmt.Errorf("append to %s: %w: batch at %d, log end offset %d", l.Dir(), ErrInvalidRecord, b.BaseOffset(), next)
 		case b.LastOffsetDelta() < 0 || b.BaseOffset() > (1<<62)-int64(b.LastOffsetDelta()):
-			return 0, fmt.Errorf("append to %s: %w: lastOffsetDelta %d", l.dir, ErrInvalidRecord, b.LastOffsetDelta())
+			return 0, fmt.Errorf("append to %s: %w: lastOffsetDelta %d", l.Dir(), ErrInvalidRecord, b.LastOffsetDelta())
 		}
 		next = b.LastOffset() + 1
 		list = append(list, b)
@@ -265,16 +265,16 @@ func (l *Log) AppendAsFollower(batches []byte) (lastOffset int64, err error) {
 	var messages int64
 	for _, b := range list {
 		if err := l.appendLocked(b); err != nil {
-			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.dir, err)
+			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.Dir(), err)
 		}
 		if err := l.applyBatchLocked(b); err != nil {
-			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.dir, err)
+			return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.Dir(), err)
 		}
 		l.noteBatchEpochLocked(b)
 		messages += int64(b.RecordCount())
 	}
 	if err := l.maybeFlushLocked(messages); err != nil {
-		return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.dir, err)
+		return l.mu.logEndOffset - 1, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	return l.mu.logEndOffset - 1, nil
 }

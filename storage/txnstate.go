@@ -131,13 +131,13 @@ func (l *Log) indexAbortLocked(ev txnEvent) error {
 	// is stale and is re-added as the replay reaches it.
 	err := s.truncateAborted(ev.lastOffset)
 	if err == nil {
-		err = s.appendAborted(l.fs, l.dir, a)
+		err = s.appendAborted(l.fs, l.Dir(), a)
 	}
 	if err != nil {
 		// The marker is in the log but not in the index: stop writing;
 		// recovery at the next open rebuilds the index from the log.
 		l.mu.failed = fmt.Errorf("%w: transaction index of segment %d: %v", ErrStorage, s.base, err)
-		l.logger.Error("log failed: cannot write the transaction index", "dir", l.dir, "err", err)
+		l.logger.Error("log failed: cannot write the transaction index", "dir", l.Dir(), "err", err)
 		return l.mu.failed
 	}
 	return nil
@@ -159,15 +159,15 @@ func (l *Log) indexAbortLocked(ev txnEvent) error {
 // (the coordinator retries markers) and changes only the epochs.
 func (l *Log) AppendControl(producerID int64, producerEpoch int16, coordinatorEpoch int32, commit bool, leaderEpoch int32) (AppendResult, error) {
 	if producerID < 0 || producerEpoch < 0 {
-		return AppendResult{}, fmt.Errorf("append marker to %s: %w: producer id %d epoch %d", l.dir, ErrInvalidRecord, producerID, producerEpoch)
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w: producer id %d epoch %d", l.Dir(), ErrInvalidRecord, producerID, producerEpoch)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.writableLocked(); err != nil {
-		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
 	if err := l.mu.producers.checkMarker(producerID, producerEpoch, coordinatorEpoch); err != nil {
-		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
 	typ := record.ControlAbort
 	if commit {
@@ -184,10 +184,10 @@ func (l *Log) AppendControl(producerID int64, producerEpoch int16, coordinatorEp
 		ProducerEpoch:        producerEpoch,
 	}, record.EndTxnMarker{Type: typ, CoordinatorEpoch: coordinatorEpoch})
 	if err != nil {
-		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
 	if err := l.appendLocked(b); err != nil {
-		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
 	res := AppendResult{FirstOffset: b.BaseOffset(), LastOffset: b.LastOffset(), LogAppendTimeMs: -1,
 		LogStartOffset: l.mu.logStartOffset}
@@ -195,11 +195,11 @@ func (l *Log) AppendControl(producerID int64, producerEpoch int16, coordinatorEp
 		res.LogAppendTimeMs = now
 	}
 	if err := l.applyBatchLocked(b); err != nil {
-		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
 	l.noteBatchEpochLocked(b)
 	if err := l.maybeFlushLocked(1); err != nil {
-		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.dir, err)
+		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
 	return res, nil
 }
@@ -255,7 +255,7 @@ func (l *Log) AbortedTransactions(fetchOffset, upperBoundOffset int64) ([]Aborte
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
-		return nil, fmt.Errorf("aborted transactions %s: %w", l.dir, ErrClosed)
+		return nil, fmt.Errorf("aborted transactions %s: %w", l.Dir(), l.closedErrLocked())
 	}
 	var out []AbortedTxn
 	for i := l.segmentForLocked(fetchOffset); i < len(l.mu.segments); i++ {

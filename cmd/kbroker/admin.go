@@ -39,6 +39,7 @@ Commands (each takes --bootstrap-server H:P[,H:P] and --output table|json):
   groups reset-offsets --group G [--topic T]... (--to-earliest|--to-latest|--to-offset N) [--execute]
   elect-leaders   (--preferred|--unclean) [--topic T [--partition P]]
   log-dirs describe [--broker B]... [--topic T]...
+  log-dirs move   --broker B --dir D --topic T [--partition P]...
   reassign --generate --brokers 1,2,3 --topics t1,t2
   reassign --execute FILE | --verify FILE | --cancel FILE
   brokers list
@@ -80,6 +81,7 @@ func adminCommands() map[string]func() adminCommand {
 		"groups reset-offsets": groupsResetOffsets,
 		"elect-leaders":        electLeadersCmd,
 		"log-dirs describe":    logDirsDescribe,
+		"log-dirs move":        logDirsMove,
 		"reassign":             reassignCmd,
 		"brokers list":         brokersList,
 		"brokers unregister":   brokersUnregister,

@@ -178,3 +178,77 @@ func logDirsDescribe() adminCommand {
 }
 
 func isElectionNotNeeded(err error) bool { return errors.Is(err, kerr.ElectionNotNeeded) }
+
+// logDirsMove moves replicas of one broker to another of its log dirs
+// (AlterReplicaLogDirs; kafka-reassign-partitions.sh does it for the
+// log_dirs of its JSON). The move goes on in the background once
+// accepted: log-dirs describe shows the future replica until it is done.
+func logDirsMove() adminCommand {
+	var broker int
+	var dir, topic string
+	var partitions commaList
+	return adminCommand{
+		flags: func(fs *flag.FlagSet) {
+			fs.IntVar(&broker, "broker", -1, "the broker whose replicas move")
+			fs.StringVar(&dir, "dir", "", "the log dir to move them to (as in the broker's log.dirs)")
+			fs.StringVar(&topic, "topic", "", "the topic")
+			fs.Var(&partitions, "partition", "partition to move (repeatable or comma-separated; absent: every partition of --topic on the broker)")
+		},
+		run: func(ctx context.Context, a *adminEnv) error {
+			if broker < 0 || dir == "" || topic == "" {
+				return usagef("--broker, --dir and --topic are required")
+			}
+			ps, err := list32(partitions.String())
+			if err != nil {
+				return usagef("--partition: %v", err)
+			}
+			if len(ps) == 0 {
+				details, err := a.adm.ListTopics(ctx, topic)
+				if err != nil {
+					return err
+				}
+				d := details[topic]
+				if d.Err != nil {
+					return fmt.Errorf("topic %s: %w", topic, d.Err)
+				}
+				for p, pd := range d.Partitions {
+					if slices.Contains(pd.Replicas, int32(broker)) {
+						ps = append(ps, p)
+					}
+				}
+			}
+			var req kadm.AlterReplicaLogDirsReq
+			set := kadm.TopicsSet{}
+			set.Add(topic, ps...)
+			req.Add(dir, set)
+			res, err := a.adm.AlterBrokerReplicaLogDirs(ctx, int32(broker), req)
+			if err != nil {
+				return err
+			}
+			type result struct {
+				Topic     string `json:"topic"`
+				Partition int32  `json:"partition"`
+				Dir       string `json:"dir"`
+				Error     string `json:"error,omitempty"`
+			}
+			var out []result
+			var rows [][]string
+			var errs []error
+			for _, p := range slices.Sorted(maps.Keys(res[topic])) {
+				r := res[topic][p]
+				e := errText(r.Err, "")
+				out = append(out, result{topic, p, dir, e})
+				status := "moving"
+				if r.Err != nil {
+					status = e
+				}
+				rows = append(rows, []string{topic, strconv.Itoa(int(p)), dir, status})
+				errs = append(errs, r.Err)
+			}
+			if err := a.emit(out, []string{"TOPIC", "PARTITION", "DIR", "RESULT"}, rows); err != nil {
+				return err
+			}
+			return firstErr("log dir moves", errs)
+		},
+	}
+}

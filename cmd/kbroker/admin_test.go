@@ -341,6 +341,12 @@ func TestAdminElectLogDirsReassign(t *testing.T) {
 	if d.Error != nil || d.TotalBytes <= 0 || len(sizes) != 2 || sizes["sized-0"] != 0 || sizes["sized-1"] < 1000 {
 		t.Fatalf("log dir %+v", d)
 	}
+	if out, _, code := runAdmin(t, addr, "log-dirs", "move", "--broker", "1", "--dir", t.TempDir(), "--topic", "sized"); code != 1 || strings.Count(out, "LOG_DIR_NOT_FOUND") != 2 {
+		t.Fatalf("log-dirs move to a dir not in log.dirs: exit %d\n%s", code, out)
+	}
+	if _, _, code := runAdmin(t, addr, "log-dirs", "move", "--broker", "1", "--topic", "sized"); code != 2 {
+		t.Fatalf("log-dirs move without --dir: exit %d, want 2", code)
+	}
 	if out := mustAdmin(t, addr, "log-dirs", "describe", "--broker", "1"); !strings.Contains(out, "sized") {
 		t.Fatalf("log-dirs table:\n%s", out)
 	}

@@ -1,0 +1,27 @@
+package cluster
+
+import "errors"
+
+// Log dir failure, the node's part (Kafka's LogDirFailureHandler): the
+// replication manager took the failed directory's partitions offline
+// (replication logdir.go); the heartbeat loop reports them to the
+// controller at once instead of at the next interval, so that their
+// leadership moves away within a round trip. With no directory left the
+// broker can serve nothing and stops, as Kafka's does ("all log dirs
+// have failed"); Kafka halts the process, kbroker ends Node.Run with
+// errAllLogDirsOffline after its controlled shutdown.
+
+var errAllLogDirsOffline = errors.New("every log dir is offline")
+
+// onLogDirFailure is replication's OnLogDirFailure hook.
+func (n *Node) onLogDirFailure() {
+	if n.logs.AllDirsOffline() {
+		n.logger.Error("shutting down: every log dir is offline", "dirs", n.logs.OfflineDirs())
+		n.halt(errAllLogDirsOffline)
+		return
+	}
+	select {
+	case n.offlineReport <- struct{}{}:
+	default:
+	}
+}
