@@ -159,8 +159,9 @@ func brokerIDs(m *kmsg.MetadataResponse) []int32 {
 }
 
 // loadProducer produces acks=all with franz-go's idempotent defaults to
-// topic, perTick records every tick, until stop is called; it records
-// every acknowledgement (value and time) in acks and clock.
+// topic, round robin over its partitions, perTick records every tick
+// until finish (or limit records); it records every acknowledgement
+// (value and time) in acks and clock.
 type loadProducer struct {
 	cl    *kgo.Client
 	acks  *acks
@@ -177,7 +178,10 @@ type loadProducer struct {
 
 func startLoad(t testing.TB, c *testCluster, topic string, perTick int, tick time.Duration, limit int) *loadProducer {
 	l := &loadProducer{
-		cl:    clusterClient(t, c, producerOpts()...),
+		// Round robin: every partition gets a record every few ms, so
+		// a gap between its acknowledgements is its unavailability
+		// (a sticky partitioner may leave a partition idle for a while).
+		cl:    clusterClient(t, c, append(producerOpts(), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...),
 		acks:  newAcks(),
 		began: time.Now(),
 		stop:  make(chan struct{}),
@@ -238,7 +242,7 @@ func (l *loadProducer) finish(t testing.TB) time.Time {
 	end := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t.Logf("%d records handed over in %v, %d acknowledged, %d failed (samples: %v)",
+	t.Logf("load: %d records handed over in %v; %d acknowledged in all (preloads included), %d failed (samples: %v)",
 		l.sent, end.Sub(l.began).Round(time.Millisecond), l.acks.Count(), l.acks.Failed(), l.samples)
 	if l.acks.Failed() > 0 {
 		t.Errorf("%d acks=all records failed", l.acks.Failed())
