@@ -341,7 +341,7 @@ func TestGrowAndDrain(t *testing.T) {
 		}
 		return nil
 	}, "broker 1's registration gone from every broker")
-	m = c.waitConverged(30*time.Second, "brokers [2 3 4]", func(m *kmsg.MetadataResponse) bool {
+	c.waitConverged(30*time.Second, "brokers [2 3 4]", func(m *kmsg.MetadataResponse) bool {
 		return slices.Equal(brokerIDs(m), []int32{2, 3, 4})
 	})
 	t.Logf("broker 1 unregistered and gone from every broker's metadata after %v", time.Since(start).Round(time.Millisecond))
