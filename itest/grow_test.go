@@ -2,6 +2,7 @@ package itest
 
 import (
 	"context"
+	crand "crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -222,11 +223,14 @@ func TestGrowAndDrain(t *testing.T) {
 	load := startLoad(t, c, topic, 5, 10*time.Millisecond, 1_000_000)
 	// Some data to move: preloaded (acknowledged too, so checked too)
 	// while the load runs.
-	pre := pick(5000, 20000)
+	// Random padding: franz-go compresses batches (snappy), and a
+	// repeated byte would leave nothing to move.
+	pre := pick(5000, 30000)
 	var vals []string
-	pad := strings.Repeat("x", 1000)
+	pad := make([]byte, 500)
 	for i := range pre {
-		vals = append(vals, fmt.Sprintf("pre-%06d-%s", i, pad))
+		_, _ = crand.Read(pad)
+		vals = append(vals, fmt.Sprintf("pre-%06d-%x", i, pad))
 	}
 	start := time.Now()
 	preCl := clusterClient(t, c, append(producerOpts(), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))...)
