@@ -69,12 +69,21 @@ func enableProfiling(mux *http.ServeMux) {
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 }
 
-// readiness reports why the broker is not ready, or nil.
+// readiness reports why the node is not ready, or nil. A broker is ready
+// once registered and unfenced; a controller-only node, which never
+// registers as a broker, once it has started (its metadata caught up with
+// the quorum's) and knows an active controller.
 func (n *Node) readiness() error {
 	select {
 	case <-n.ready:
 	default:
 		return errors.New("starting")
+	}
+	if !n.cfg.IsBroker() {
+		if n.store.ControllerID() < 0 {
+			return errors.New("no active controller known")
+		}
+		return nil
 	}
 	b, ok := n.store.Image().Brokers[n.cfg.NodeID]
 	switch {

@@ -4,7 +4,8 @@ package cluster
 //
 // Answers from the local metadata image: the unfenced brokers with their
 // endpoint for the listener the request came in on, the cluster id, the
-// active controller, and each requested topic with its id (v10+),
+// active controller (or a broker that forwards to it, when the active
+// controller is not a broker: advertisedControllerID), and each requested topic with its id (v10+),
 // partitions, leaders, leader epochs, replicas and ISR. Topics may be
 // named or, from v10, given by id. An unknown topic is created through
 // the controller when auto.create.topics.enable is set and the request
@@ -77,7 +78,11 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 
 	resp.Brokers = metadataBrokers(img, rc.Listener)
 	resp.ClusterID = &img.ClusterID
-	resp.ControllerID = n.store.ControllerID()
+	listed := make([]int32, len(resp.Brokers))
+	for i, b := range resp.Brokers {
+		listed[i] = b.NodeID
+	}
+	resp.ControllerID = advertisedControllerID(n.store.ControllerID(), listed)
 	resp.AuthorizedOperations = authorizedOperationsOmitted
 
 	if allTopics {

@@ -82,6 +82,18 @@ func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq 
 		}
 	}
 	if !req.ValidateOnly && len(specs) > 0 {
+		// The answer comes from the local image, which must hold the
+		// topics just created: a node that forwarded the creation to the
+		// controller may not have applied it yet.
+		img, behind := n.store.Image(), false
+		for j, sp := range specs {
+			behind = behind || errs[at[j]] == nil && img.Topics[sp.Name] == nil
+		}
+		if behind {
+			if err := n.store.CatchUp(ctx); err != nil {
+				n.logger.Warn("catching up with the created topics", "err", err)
+			}
+		}
 		if err := n.replicas.Apply(n.store.Image()); err != nil {
 			n.logger.Warn("opening created partitions", "err", err)
 		}

@@ -3,7 +3,8 @@ package cluster
 // DescribeCluster (key 60).
 //
 // The unfenced brokers with their endpoint on the listener the request
-// came in on, the cluster id and the active controller. EndpointType 2
+// came in on, the cluster id and the active controller (or a broker that
+// forwards to it: advertisedControllerID). EndpointType 2
 // (v1, controllers) is refused with UNSUPPORTED_ENDPOINT_TYPE: clients
 // reach the controllers only through the brokers. v2
 // (IncludeFencedBrokers) adds the fenced brokers, with IsFenced set.
@@ -40,12 +41,16 @@ func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq
 	}
 	img := n.store.Image()
 	resp.ClusterID = img.ClusterID
-	resp.ControllerID = n.store.ControllerID()
+	var unfenced []int32
 	for _, b := range listenerBrokers(img, rc.Listener, req.IncludeFencedBrokers) {
 		db := kmsg.NewDescribeClusterResponseBroker()
 		db.NodeID, db.Host, db.Port, db.Rack = b.NodeID, b.Host, b.Port, b.Rack
 		db.IsFenced = img.Brokers[b.NodeID].Fenced
 		resp.Brokers = append(resp.Brokers, db)
+		if !db.IsFenced {
+			unfenced = append(unfenced, db.NodeID)
+		}
 	}
+	resp.ControllerID = advertisedControllerID(n.store.ControllerID(), unfenced)
 	return resp, nil
 }

@@ -254,8 +254,13 @@ func (n *Node) Run(ctx context.Context) (err error) {
 
 		PartitionCapacity: capacity,
 	}
-	if err := n.store.RegisterBroker(ctx, reg); err != nil {
-		return fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
+	// A controller-only node is no broker: registered, it would be
+	// unfenced and take replicas until its session (kept alive only by a
+	// broker's heartbeats) expired, and be listed as a fenced broker after.
+	if cfg.IsBroker() {
+		if err := n.store.RegisterBroker(ctx, reg); err != nil {
+			return fmt.Errorf("registering broker %d: %w", cfg.NodeID, err)
+		}
 	}
 	n.mu.Lock()
 	n.mu.advertised = endpoints

@@ -108,10 +108,12 @@ func (c *testCluster) addBrokerOnly() *broker {
 
 func (c *testCluster) node(id int32) *broker { return c.brokers[id-1] }
 
+// alive returns the running nodes that serve clients: controller-only
+// nodes have no client listener and are left out.
 func (c *testCluster) alive() []*broker {
 	var out []*broker
 	for _, b := range c.brokers {
-		if b.running() {
+		if b.running() && !b.controllerOnly {
 			out = append(out, b)
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +77,12 @@ type broker struct {
 	ctrlAddr string   // CONTROLLER host:port
 	logPath  string   // stderr+stdout of every start, appended
 	spare    string   // the spareAddr of startBroker
-	nofile   int      // > 0: the process runs under ulimit -n nofile
+	admin    string   // admin.listener host:port; "" when it has none
+	// controllerOnly: process.roles=controller. It has no client
+	// listener (addr is ""), so readiness is its admin listener's
+	// /readyz instead of Metadata.
+	controllerOnly bool
+	nofile         int // > 0: the process runs under ulimit -n nofile
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -146,6 +153,8 @@ func emptyDir(t testing.TB, dir string) {
 
 // newBroker prepares (but does not start) node id with its listeners on
 // addr (clients) and ctrl (Raft), the given quorum voters and data dir.
+// An empty addr gives a node with the controller listener only (for
+// process.roles=controller).
 func newBroker(t testing.TB, id int, dir, addr, ctrl, voters string, sets ...string) *broker {
 	t.Helper()
 	b := &broker{
@@ -155,13 +164,20 @@ func newBroker(t testing.TB, id int, dir, addr, ctrl, voters string, sets ...str
 		ctrlAddr: ctrl,
 		logPath:  filepath.Join(t.TempDir(), "kbroker.log"),
 	}
-	b.args = []string{"serve",
-		"--set", fmt.Sprintf("node.id=%d", id),
-		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", b.addr, b.ctrlAddr),
-		"--set", "advertised.listeners=PLAINTEXT://" + b.addr,
-		"--set", "controller.quorum.voters=" + voters,
-		"--set", "log.dirs=" + dir,
+	b.args = []string{"serve", "--set", fmt.Sprintf("node.id=%d", id)}
+	if addr == "" {
+		// A controller-only node listens on its controller listener
+		// alone, as Kafka's does (config refuses any other).
+		b.args = append(b.args, "--set", "listeners=CONTROLLER://"+b.ctrlAddr)
+	} else {
+		b.args = append(b.args,
+			"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", b.addr, b.ctrlAddr),
+			"--set", "advertised.listeners=PLAINTEXT://"+b.addr)
 	}
+	b.args = append(b.args,
+		"--set", "controller.quorum.voters="+voters,
+		"--set", "log.dirs="+dir,
+	)
 	if lvl := os.Getenv("KB_TEST_LOG"); lvl != "" {
 		b.args = append(b.args, "--log-level", lvl)
 	}
@@ -259,10 +275,29 @@ func (b *broker) ready() error {
 		if !b.running() {
 			return testutil.Permanent(fmt.Errorf("%w (%v)", errExited, b.waitErr))
 		}
+		if b.controllerOnly {
+			return adminReady(b.admin)
+		}
 		return clustercheck.Ready(context.Background(), b.addr)
 	})
 	if err != nil {
 		return fmt.Errorf("kbroker %s not ready: %w", b.addr, err)
+	}
+	return nil
+}
+
+// adminReady returns nil once the admin listener at addr answers /readyz
+// with 200, else why not.
+func adminReady(addr string) error {
+	c := http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz on %s: %d %s", addr, resp.StatusCode, bytes.TrimSpace(body))
 	}
 	return nil
 }

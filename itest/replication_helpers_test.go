@@ -19,12 +19,15 @@ import (
 )
 
 // clusterClient is a franz-go client seeded with every broker of c (running
-// or not), closed at the end of the test.
+// or not; controller-only nodes have no client listener), closed at the
+// end of the test.
 func clusterClient(t testing.TB, c *testCluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	var seeds []string
 	for _, b := range c.brokers {
-		seeds = append(seeds, b.addr)
+		if b.addr != "" {
+			seeds = append(seeds, b.addr)
+		}
 	}
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
 	if err != nil {

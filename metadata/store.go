@@ -593,6 +593,20 @@ func (s *Store) WaitReady(ctx context.Context) error {
 	}
 }
 
+// CatchUp waits until this node's image holds everything the quorum had
+// committed when it was called: a ReadIndex at the active controller, then
+// a wait for the local apply. A controller operation returns once its
+// record is committed, which a node that forwarded it (a broker-only
+// node, a Raft non-voter, most of all) may not have applied yet; it calls
+// CatchUp before answering from its own image.
+func (s *Store) CatchUp(ctx context.Context) error {
+	res, err := call(ctx, s, opReadIndex, none{})
+	if err != nil {
+		return fmt.Errorf("metadata: catch up: %w", err)
+	}
+	return s.waitApplied(ctx, res.Index)
+}
+
 // waitApplied waits until this node's image is at offset index or later
 // and has a cluster id.
 func (s *Store) waitApplied(ctx context.Context, index uint64) error {

@@ -8,8 +8,10 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // reassign --execute, --verify and --cancel: the plan file is Kafka's
@@ -107,11 +109,44 @@ func reassignCancel(ctx context.Context, a *adminEnv, path string) error {
 // reassignVerify reports each partition of the plan as in progress,
 // complete (its replicas are the plan's) or failed (no reassignment in
 // progress, yet other replicas). Only the last is an error.
+//
+// ListPartitionReassignments is answered by the broker named as the
+// controller and Metadata by any broker, which may not have applied the
+// record completing a reassignment yet: a partition found failed is
+// looked at again, up to verifySettle, before it is reported so.
 func reassignVerify(ctx context.Context, a *adminEnv, path string) error {
 	plan, err := readPlan(path)
 	if err != nil {
 		return err
 	}
+	deadline := time.Now().Add(verifySettle)
+	for {
+		out, failed, err := verifyPlan(ctx, a, plan)
+		if err != nil {
+			return err
+		}
+		if !failed || !time.Now().Before(deadline) {
+			return emitPlanResults(a, out, "reassignments")
+		}
+		select {
+		case <-ctx.Done():
+			return emitPlanResults(a, out, "reassignments")
+		case <-time.After(verifyRetry):
+		}
+	}
+}
+
+// verifySettle bounds how long reassign --verify waits for the brokers'
+// metadata to agree with the controller's before it reports a partition
+// failed; verifyRetry is the pause between two looks.
+const (
+	verifySettle = 3 * time.Second
+	verifyRetry  = 200 * time.Millisecond
+)
+
+// verifyPlan looks once at the plan's partitions; failed reports whether
+// one has no reassignment in progress but other replicas than planned.
+func verifyPlan(ctx context.Context, a *adminEnv, plan reassignment) (out []planPartition, failed bool, err error) {
 	set := kadm.TopicsSet{}
 	var topics []string
 	for _, p := range plan.Partitions {
@@ -122,13 +157,32 @@ func reassignVerify(ctx context.Context, a *adminEnv, path string) error {
 	}
 	active, err := a.adm.ListPartitionReassignments(ctx, set)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	details, err := a.adm.ListTopics(ctx, topics...)
+	// A Metadata request of its own, not kadm's ListTopics: that answers
+	// from the client's metadata cache (up to MetadataMinAge old), so a
+	// second look would see nothing new.
+	mreq := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		mreq.Topics = append(mreq.Topics, rt)
+	}
+	mresp, err := mreq.RequestWith(ctx, a.cl)
 	if err != nil {
-		return err
+		return nil, false, err
 	}
-	var out []planPartition
+	replicas := map[string]map[int32][]int32{}
+	for _, t := range mresp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 {
+			continue
+		}
+		ps := map[int32][]int32{}
+		for _, p := range t.Partitions {
+			ps[p.Partition] = p.Replicas
+		}
+		replicas[*t.Topic] = ps
+	}
 	for _, p := range plan.Partitions {
 		pp := planPartition{Topic: p.Topic, Partition: p.Partition, Replicas: p.Replicas}
 		if r, ok := active[p.Topic][p.Partition]; ok {
@@ -136,16 +190,17 @@ func reassignVerify(ctx context.Context, a *adminEnv, path string) error {
 			out = append(out, pp)
 			continue
 		}
-		cur, ok := details[p.Topic].Partitions[p.Partition]
+		cur, ok := replicas[p.Topic][p.Partition]
 		switch {
 		case !ok:
 			pp.Error = "unknown topic or partition"
-		case slices.Equal(cur.Replicas, p.Replicas):
+		case slices.Equal(cur, p.Replicas):
 			pp.Status = "complete"
 		default:
-			pp.Error = fmt.Sprintf("no reassignment in progress, but the replicas are %s", join32(cur.Replicas))
+			pp.Error = fmt.Sprintf("no reassignment in progress, but the replicas are %s", join32(cur))
+			failed = true
 		}
 		out = append(out, pp)
 	}
-	return emitPlanResults(a, out, "reassignments")
+	return out, failed, nil
 }

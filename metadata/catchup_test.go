@@ -1,0 +1,33 @@
+package metadata
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// A controller operation returns once its record is committed; the node
+// that forwarded it (here a non-voter, which is not needed for the
+// commit) may not have applied it yet. After CatchUp it has, every time.
+func TestCatchUpAfterForwardedWrite(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := newTestCluster(t, 3, nil)
+	c.converged()
+	b := c.open(4, freeAddrs(t, 1)[0])
+	c.ready()
+	c.registerBrokers(ctx, c.leader(), 1, 2, 3)
+	for i := range 20 {
+		name := fmt.Sprint("caught-up-", i)
+		if errs := b.CreateTopics(ctx, []TopicSpec{{Name: name, NumPartitions: 3, ReplicationFactor: 2}}, false); errs[0] != nil {
+			t.Fatalf("create %s via the non-voter: %v", name, errs[0])
+		}
+		if err := b.CatchUp(ctx); err != nil {
+			t.Fatalf("catch up after creating %s: %v", name, err)
+		}
+		if tp := b.Image().Topics[name]; tp == nil || len(tp.Partitions) != 3 {
+			t.Fatalf("non-voter image after CatchUp lacks %s (at offset %d)", name, b.Image().Offset)
+		}
+	}
+}
