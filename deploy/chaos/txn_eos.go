@@ -47,7 +47,6 @@ func eosOpts(ep endpoint, in, out, group, txnID string) []kgo.Opt {
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(in),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.RequireStableFetchOffsets(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.SessionTimeout(10*time.Second),
 		kgo.DefaultProduceTopic(out),
