@@ -1,6 +1,6 @@
 package cluster
 
-// DescribeQuorum (key 55), v0–2.
+// DescribeQuorum (key 55).
 //
 // The state of the metadata quorum (KIP-595, KIP-836, KIP-853) for the
 // one partition Kafka names __cluster_metadata-0. As a Kafka broker

@@ -1,6 +1,6 @@
 package cluster
 
-// AddRaftVoter (key 80), v0.
+// AddRaftVoter (key 80).
 //
 // Makes a node a voter of the metadata quorum (KIP-853). Every node
 // forwards it to the active controller (metadata.AddVoter), as a Kafka

@@ -1,6 +1,6 @@
 package cluster
 
-// RemoveRaftVoter (key 81), v0.
+// RemoveRaftVoter (key 81).
 //
 // Removes a voter from the metadata quorum (KIP-853). Every node forwards
 // it to the active controller (metadata.RemoveVoter), which removes it
