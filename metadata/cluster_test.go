@@ -15,11 +15,12 @@ import (
 )
 
 // clusterRaft: timeouts short enough for fast elections, long enough not to
-// flap under the race detector.
+// flap under the race detector on a loaded two-core machine (a 150 ms lease
+// made a leader step down mid-commit while TLS handshakes queued for CPU).
 func clusterRaft(c *raft.Config) {
-	c.HeartbeatTimeout = 300 * time.Millisecond
-	c.ElectionTimeout = 300 * time.Millisecond
-	c.LeaderLeaseTimeout = 150 * time.Millisecond
+	c.HeartbeatTimeout = 400 * time.Millisecond
+	c.ElectionTimeout = 400 * time.Millisecond
+	c.LeaderLeaseTimeout = 300 * time.Millisecond
 	c.CommitTimeout = 5 * time.Millisecond
 }
 
