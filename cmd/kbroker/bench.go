@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 type benchConfig struct {
@@ -57,7 +58,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&c.kills, "kills", 6, "failover: kills (round robin over the three nodes)")
 	fs.Float64Var(&c.rate, "rate", 3000, "failover: records/s produced during the kills")
 	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
-	fs.StringVar(&c.clientLog, "client-log", "", "failover: write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
+	fs.StringVar(&c.clientLog, "client-log", "", "write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
 	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
 	if err := fs.Parse(args); err != nil {
 		return c, parseError{err}
@@ -172,7 +173,10 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 			if t.cluster != nil && c.profileDir != "" && round == 0 && t.name == "kbroker" {
 				stopProfiles = t.cluster.profile(ctx, c.profileDir, c.duration, stderr)
 			}
+			cpu0 := t.cluster.sampleCPU()
 			p, err := benchProduce(ctx, produceSpec{seeds: t.seeds, topic: topic, recordSize: c.recordSize, duration: c.duration, linger: 10 * time.Millisecond})
+			cpu1 := t.cluster.sampleCPU()
+			p.nodeCPU, p.selfCPU = perRecord(cpu0.nodes, cpu1.nodes, p.records), perRecord(cpu0.self, cpu1.self, p.records)
 			if stopProfiles != nil {
 				stopProfiles()
 			}
@@ -197,28 +201,43 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 			best[t.name] = b
 		}
 	}
+	var clientLog kgo.Logger
+	if c.clientLog != "" {
+		f, err := os.Create(c.clientLog)
+		if err != nil {
+			return fmt.Errorf("--client-log: %w", err)
+		}
+		defer f.Close()
+		clientLog = clientLogger(f)
+	}
 	full := best["kbroker"][0].rate()
 	type latRow struct {
 		label string
 		res   map[string]loadResult
 	}
 	var lats []latRow
+	// Half and a quarter of kbroker's full rate (the goals), and a
+	// light fixed load where neither target is short of CPU.
 	for _, frac := range []struct {
 		label string
-		f     float64
-	}{{"half", 0.5}, {"quarter", 0.25}} {
-		rate := full * frac.f
-		row := latRow{label: fmt.Sprintf("%s of kbroker's full rate (%.0f rec/s, linger 0)", frac.label, rate), res: map[string]loadResult{}}
+		rate  float64
+	}{{"half of kbroker's full rate", full * 0.5}, {"a quarter of kbroker's full rate", full * 0.25}, {"a light load", 20_000}} {
+		rate := frac.rate
+		row := latRow{label: fmt.Sprintf("%s (%.0f rec/s, linger 0)", frac.label, rate), res: map[string]loadResult{}}
 		for _, t := range targets {
 			topic, err := newTopic(t)
 			if err != nil {
 				return fmt.Errorf("%s: %w", t.name, err)
 			}
-			r, err := benchProduce(ctx, produceSpec{seeds: t.seeds, topic: topic, recordSize: c.recordSize, duration: c.duration, rate: rate})
+			var logger kgo.Logger
+			if t.cluster != nil {
+				logger = clientLog
+			}
+			r, err := benchProduce(ctx, produceSpec{seeds: t.seeds, topic: topic, recordSize: c.recordSize, duration: c.duration, rate: rate, logger: logger})
 			if err != nil {
 				return fmt.Errorf("%s paced produce: %w", t.name, err)
 			}
-			fmt.Fprintf(stderr, "%-8s %-16s p50 %v p99 %v (%.0f rec/s, %d failed %v)\n", frac.label, t.name, r.p50, r.p99, r.rate(), r.failed, r.firstErr)
+			fmt.Fprintf(stderr, "%.0f rec/s %-16s p50 %v p99 %v (%.0f rec/s, %d failed %v)\n", rate, t.name, r.p50, r.p99, r.rate(), r.failed, r.firstErr)
 			row.res[t.name] = r
 		}
 		lats = append(lats, row)
@@ -230,6 +249,8 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 	fmt.Fprintf(stdout, "%-44s %14s %14s %8s\n", "", "kfake", "kbroker", "ratio")
 	fmt.Fprintf(stdout, "%-44s %14.0f %14.0f %8.2f\n", "produce rec/s (linger 10ms)", fk[0].rate(), kb[0].rate(), ratio(kb[0].rate(), fk[0].rate()))
 	fmt.Fprintf(stdout, "%-44s %14.0f %14.0f %8.2f\n", "consume rec/s", fk[1].rate(), kb[1].rate(), ratio(kb[1].rate(), fk[1].rate()))
+	fmt.Fprintf(stdout, "%-44s %14.2f %14.2f %8.2f\n", "produce CPU µs/record, broker side", fk[0].selfCPU-kb[0].selfCPU, kb[0].nodeCPU, ratio(kb[0].nodeCPU, fk[0].selfCPU-kb[0].selfCPU))
+	fmt.Fprintf(stdout, "%-44s %14.2f %14.2f\n", "produce CPU µs/record, this process", fk[0].selfCPU, kb[0].selfCPU)
 	if d, ok := best["kbroker-durable"]; ok {
 		fmt.Fprintf(stdout, "%-44s %14s %14.0f %8.2f  (vs kbroker default)\n", "produce rec/s, flush.messages=1", "", d[0].rate(), ratio(d[0].rate(), kb[0].rate()))
 	}

@@ -112,8 +112,7 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 			return fmt.Errorf("--client-log: %w", err)
 		}
 		defer f.Close()
-		opts = append(opts, kgo.WithLogger(kgo.BasicLogger(f, kgo.LogLevelDebug,
-			func() string { return time.Now().UTC().Format("15:04:05.000 ") })))
+		opts = append(opts, kgo.WithLogger(clientLogger(f)))
 	}
 	prod, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -314,4 +313,10 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// clientLogger is franz-go's debug log with UTC millisecond timestamps, to
+// line up with the nodes' logs.
+func clientLogger(w io.Writer) kgo.Logger {
+	return kgo.BasicLogger(w, kgo.LogLevelDebug, func() string { return time.Now().UTC().Format("15:04:05.000 ") })
 }

@@ -21,6 +21,9 @@ type loadResult struct {
 	failed   int64
 	firstErr error
 	p50, p99 time.Duration
+	// CPU per record produced, in µs: the kbroker nodes', and this
+	// process's (the client, plus kfake when it is the target).
+	nodeCPU, selfCPU float64
 }
 
 func (r loadResult) rate() float64 {
@@ -79,18 +82,23 @@ type produceSpec struct {
 	duration   time.Duration
 	rate       float64 // records/s; 0 is as fast as the client goes
 	linger     time.Duration
+	logger     kgo.Logger // nil: none
 }
 
 // benchProduce produces for spec.duration with an idempotent acks=all
 // franz-go producer without compression (otherwise its defaults) and
 // measures records/s and the produce→ack latency percentiles.
 func benchProduce(ctx context.Context, spec produceSpec) (loadResult, error) {
-	cl, err := kgo.NewClient(
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(spec.seeds...),
 		kgo.DefaultProduceTopic(spec.topic),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.ProducerLinger(spec.linger),
-	)
+	}
+	if spec.logger != nil {
+		opts = append(opts, kgo.WithLogger(spec.logger))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return loadResult{}, err
 	}
