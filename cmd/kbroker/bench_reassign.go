@@ -250,7 +250,7 @@ func runReassignBench(ctx context.Context, c benchConfig, cl *benchCluster, stdo
 			second = append(second, p)
 		}
 	}
-	free, err := moveOnto(ctx, adm, admCl, replicas, first, four.id)
+	free, err := moveOnto(ctx, adm, admCl, replicas, first, four.id, stderr)
 	if err != nil {
 		return fmt.Errorf("unthrottled move: %w", err)
 	}
@@ -265,7 +265,7 @@ func runReassignBench(ctx context.Context, c benchConfig, cl *benchCluster, stdo
 	if err != nil {
 		return fmt.Errorf("setting the throttle: %w", err)
 	}
-	throttled, moveErr := moveOnto(ctx, adm, admCl, replicas, second, four.id)
+	throttled, moveErr := moveOnto(ctx, adm, admCl, replicas, second, four.id, stderr)
 	throttled.name = fmt.Sprintf("throttled %g MB/s", rc.throttleMB)
 	// The throttle goes even when the move failed: it would otherwise
 	// hold back every later reassignment of the topic.
@@ -405,7 +405,7 @@ func moveTarget(replicas []int32, to int32) []int32 {
 // replicas to moveTarget's and waits until the controller lists none of
 // them in progress and a broker's metadata shows the targets; the bytes
 // moved are the partitions' sizes on broker to at the end.
-func moveOnto(ctx context.Context, adm *kadm.Client, cl *kgo.Client, replicas map[int32][]int32, partitions []int32, to int32) (moveResult, error) {
+func moveOnto(ctx context.Context, adm *kadm.Client, cl *kgo.Client, replicas map[int32][]int32, partitions []int32, to int32, progress io.Writer) (moveResult, error) {
 	m := moveResult{partitions: partitions}
 	ctx, cancel := context.WithTimeout(ctx, reassignMoveTimeout)
 	defer cancel()
@@ -423,10 +423,20 @@ func moveOnto(ctx context.Context, adm *kadm.Client, cl *kgo.Client, replicas ma
 	if err != nil {
 		return m, fmt.Errorf("AlterPartitionReassignments: %w", err)
 	}
+	lastReport := start
 	for {
 		done, err := movesDone(ctx, adm, cl, replicas, partitions, to)
 		if err == nil && done {
 			break
+		}
+		// The copy's progress each second: a throttle's rate is an
+		// average over replication.quota.window.num samples, which
+		// lets bursts through.
+		if now := time.Now(); now.Sub(lastReport) >= time.Second {
+			lastReport = now
+			if dirs, err := adm.DescribeBrokerLogDirs(ctx, to, set); err == nil {
+				fmt.Fprintf(progress, "  %6.1f s: %7.1f MB on broker %d\n", now.Sub(start).Seconds(), float64(dirs.Size())/mib, to)
+			}
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
 			return m, fmt.Errorf("waiting for the reassignments of %v: %w", partitions, err)
