@@ -334,11 +334,11 @@ func TestKillControllerDuringReassignment(t *testing.T) {
 	})
 	t.Logf("new controller after %v", time.Since(killed).Round(time.Millisecond))
 	// The new controller has the reassignments from the metadata log.
-	if n, err := s.inProgress(c.node(4).addr); err != nil {
-		t.Fatal(err)
-	} else {
-		t.Logf("%d reassignments listed by the new controller", n)
+	n, err = s.inProgress(c.node(4).addr)
+	if err != nil || n == 0 {
+		t.Fatalf("want reassignments listed in progress after the failover, got %d (%v)", n, err)
 	}
+	t.Logf("%d reassignments listed in progress after the failover", n)
 
 	c.node(old).start()
 	// The copy goes on under the new controller (still throttled).
