@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover secure-up secure-down chaos chaos-secure
+.PHONY: build test fuzz image up down lint bench bench-failover bench-reassign secure-up secure-down chaos chaos-secure
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -90,3 +90,10 @@ bench: build
 # any partition and how long the group's committed offsets were unreadable.
 bench-failover: build
 	./bin/kbroker bench --mode failover $(BENCH_FLAGS)
+
+# A fourth broker joins and one replica of half the partitions of a
+# preloaded topic (--preload-mb, 300 MB) moves onto it unthrottled, the
+# other half with a --throttle-mb (10 MB/s) replication throttle, under a
+# light acks=all producer: MB/s per move and the producer's p50/p99.
+bench-reassign: build
+	./bin/kbroker bench --mode reassign $(BENCH_FLAGS)

@@ -39,13 +39,14 @@ type benchConfig struct {
 	durable    bool
 	nodeBin    string
 	clientLog  string
+	reassign   reassignBenchConfig
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c benchConfig
-	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency) or failover (kill -9 each broker in turn under load)")
+	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load) or reassign (move partitions onto a new broker with and without a replication throttle)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each produce run")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the bench topic (replication factor 3, min.insync.replicas 2)")
 	fs.IntVar(&c.recordSize, "record-size", 100, "value bytes per record")
@@ -60,13 +61,14 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
 	fs.StringVar(&c.clientLog, "client-log", "", "write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
 	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
+	addReassignBenchFlags(fs, &c.reassign)
 	if err := fs.Parse(args); err != nil {
 		return c, parseError{err}
 	}
 	c.sets = sets
 	switch {
-	case c.mode != "compare" && c.mode != "failover":
-		return c, flagErr("mode", "must be compare or failover, got %q", c.mode)
+	case c.mode != "compare" && c.mode != "failover" && c.mode != "reassign":
+		return c, flagErr("mode", "must be compare, failover or reassign, got %q", c.mode)
 	case c.duration <= 0:
 		return c, flagErr("duration", "must be positive")
 	case c.partitions <= 0:
@@ -79,6 +81,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, flagErr("kills", "must be positive")
 	case c.rate <= 0:
 		return c, flagErr("rate", "must be positive")
+	}
+	if c.mode == "reassign" {
+		return c, c.reassign.validate(c.partitions)
 	}
 	return c, nil
 }
@@ -129,6 +134,9 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	}
 	if c.mode == "failover" {
 		return runFailover(ctx, c, cl, stdout)
+	}
+	if c.mode == "reassign" {
+		return runReassignBench(ctx, c, cl, stdout, stderr)
 	}
 	fake, err := kfake.NewCluster(kfake.NumBrokers(3))
 	if err != nil {
