@@ -109,7 +109,7 @@ func (l *Log) planLocked(now time.Time) cleanPlan {
 	lagLimit := now.UnixMilli() - l.config().MinCompactionLagMs
 	// Records of transactions still undecided (or whose marker may not be
 	// replicated) are not cleaned: whether they are aborted is not known.
-	firstUnstable, unstable := l.firstUnstableLocked(l.mu.highWatermark)
+	firstUnstable, unstable := l.firstUnstableLocked(l.published.highWatermark.Load())
 	stopped := false
 	for i, s := range segs[:len(segs)-1] {
 		p.inactiveBytes += s.size

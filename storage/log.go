@@ -37,6 +37,17 @@ type Log struct {
 	// appends and reads go on meanwhile (group commit).
 	syncMu sync.Mutex
 
+	// published holds what the hot paths read without mu: an append holds
+	// mu (exclusively) across its write, and the leader's high watermark
+	// computation, follower fetch handling and metrics only need a number,
+	// so they must not queue behind it. logEndOffset and logStartOffset
+	// mirror mu's fields, stored under mu wherever those change
+	// (publishOffsetsLocked); highWatermark lives only here (as set by
+	// SetHighWatermarkCheckpoint, <= the log end offset when set).
+	published struct {
+		logEndOffset, logStartOffset, highWatermark atomic.Int64
+	}
+
 	mu struct {
 		sync.RWMutex
 		segments       []*segment // ordered by base offset; never empty while open
@@ -52,7 +63,6 @@ type Log struct {
 		failed         error        // set when a failed write could not be undone
 		epochs         []epochEntry // leader epoch cache, increasing epochs and start offsets
 		epochsDirty    bool         // the cache differs from leaderEpochFile
-		highWatermark  int64        // as set by SetHighWatermarkCheckpoint, <= logEndOffset
 		// generation counts truncations; the cleaner does not swap in a
 		// segment cleaned with a key map from an older generation.
 		generation uint64
@@ -108,27 +118,41 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 		return nil, err
 	}
 	l.mu.lastFlush = l.now()
-	l.mu.highWatermark = min(max(opts.HighWatermark, 0), l.mu.logEndOffset)
-	l.mu.txns.onHighWatermark(l.mu.highWatermark)
+	l.publishOffsetsLocked()
+	l.published.highWatermark.Store(min(max(opts.HighWatermark, 0), l.mu.logEndOffset))
+	l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
 	return l, nil
 }
 
 // SetHighWatermarkCheckpoint records the partition's high watermark, for
 // the Manager to checkpoint (replication-offset-checkpoint) periodically
 // and at Close. It is clamped to the log end offset.
+//
+// It never waits for mu: it runs on the acks=all path (each high
+// watermark move), often while an append holds mu. Forgetting the
+// transactions the high watermark passed is housekeeping (the last stable
+// offset is computed against the high watermark given), done here when mu
+// is free and otherwise by the next transactional append.
 func (l *Log) SetHighWatermarkCheckpoint(hw int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.mu.highWatermark = min(max(hw, 0), l.mu.logEndOffset)
-	l.mu.txns.onHighWatermark(l.mu.highWatermark)
+	l.published.highWatermark.Store(min(max(hw, 0), l.published.logEndOffset.Load()))
+	if l.mu.TryLock() {
+		l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
+		l.mu.Unlock()
+	}
+}
+
+// publishOffsetsLocked stores the log end and start offsets for the
+// readers that do not take mu; called with mu held exclusively wherever
+// they change.
+func (l *Log) publishOffsetsLocked() {
+	l.published.logEndOffset.Store(l.mu.logEndOffset)
+	l.published.logStartOffset.Store(l.mu.logStartOffset)
 }
 
 // HighWatermarkCheckpoint returns the high watermark last set, or the one
 // loaded at open (clamped to the log end offset).
 func (l *Log) HighWatermarkCheckpoint() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.highWatermark
+	return l.published.highWatermark.Load()
 }
 
 // Dir returns the partition directory.
@@ -136,16 +160,12 @@ func (l *Log) Dir() string { return *l.dirPath.Load() }
 
 // LogEndOffset returns the offset the next appended record will get.
 func (l *Log) LogEndOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.logEndOffset
+	return l.published.logEndOffset.Load()
 }
 
 // LogStartOffset returns the first offset still in the log.
 func (l *Log) LogStartOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.mu.logStartOffset
+	return l.published.logStartOffset.Load()
 }
 
 // RecoveryPoint returns the offset below which the log is known to be
@@ -316,6 +336,7 @@ func (l *Log) appendLocked(b record.Batch) error {
 	}
 	s.nextOffset = b.LastOffset() + 1
 	l.mu.logEndOffset = s.nextOffset
+	l.publishOffsetsLocked()
 	return nil
 }
 

@@ -510,7 +510,7 @@ func (l *Log) reloadLocked(dir string) error {
 	nl, err := OpenLog(dir, *l.config(), LogOptions{
 		FS: l.fs, Logger: l.logger, Now: l.now, DeleteLater: l.deleteLater,
 		Clean: true, RecoveryPoint: l.mu.logEndOffset,
-		LogStartOffset: l.mu.logStartOffset, HighWatermark: l.mu.highWatermark,
+		LogStartOffset: l.mu.logStartOffset, HighWatermark: l.published.highWatermark.Load(),
 	})
 	if err != nil {
 		l.mu.failed = fmt.Errorf("%w: opening the moved log in %s: %v", ErrStorage, dir, err)
@@ -535,7 +535,8 @@ func (l *Log) reloadLocked(dir string) error {
 	l.mu.snapshotOffset = nl.mu.snapshotOffset
 	l.mu.epochs = nl.mu.epochs
 	l.mu.epochsDirty = nl.mu.epochsDirty
-	l.mu.highWatermark = nl.mu.highWatermark
+	l.published.highWatermark.Store(nl.published.highWatermark.Load())
+	l.publishOffsetsLocked()
 	l.mu.generation++
 	l.dirPath.Store(&dir)
 	return nil

@@ -37,6 +37,7 @@ func (l *Log) DeleteRecordsBefore(offset int64) (newLogStartOffset int64, err er
 		return l.mu.logStartOffset, nil
 	}
 	l.mu.logStartOffset = offset
+	l.publishOffsetsLocked()
 	n := 0
 	for n+1 < len(l.mu.segments) && l.mu.segments[n+1].base <= offset {
 		n++
@@ -124,6 +125,7 @@ func (l *Log) deleteOldestLocked(n int, reason string) error {
 	gone := l.mu.segments[:renamed]
 	l.mu.segments = l.mu.segments[renamed:]
 	l.mu.logStartOffset = max(l.mu.logStartOffset, l.mu.segments[0].base)
+	l.publishOffsetsLocked()
 	var errs []error
 	if err != nil {
 		errs = append(errs, err)

@@ -62,7 +62,8 @@ func (l *Log) TruncateTo(offset int64) error {
 	}
 	l.mu.logEndOffset = s.nextOffset
 	l.mu.logStartOffset = min(l.mu.logStartOffset, l.mu.logEndOffset)
-	l.mu.highWatermark = min(l.mu.highWatermark, l.mu.logEndOffset)
+	l.publishOffsetsLocked()
+	l.published.highWatermark.Store(min(l.published.highWatermark.Load(), l.mu.logEndOffset))
 	l.mu.recoveryPoint = min(l.mu.recoveryPoint, l.mu.logEndOffset)
 	if err := l.flushLocked(); err != nil {
 		return err
@@ -135,7 +136,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.mu.segments = []*segment{s}
 	l.mu.logStartOffset, l.mu.logEndOffset, l.mu.recoveryPoint = offset, offset, offset
-	l.mu.highWatermark = offset
+	l.publishOffsetsLocked()
+	l.published.highWatermark.Store(offset)
 	l.mu.unflushed = 0
 	l.logger.Info("truncated log fully", "dir", l.Dir(), "offset", offset)
 	return nil
@@ -218,7 +220,7 @@ func (l *Log) rebuildProducerStateLocked() error {
 	if err := l.loadProducerState(snaps); err != nil {
 		return err
 	}
-	l.mu.txns.onHighWatermark(l.mu.highWatermark)
+	l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
 	return nil
 }
 

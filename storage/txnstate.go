@@ -106,6 +106,10 @@ func (t *txnTracker) onHighWatermark(hw int64) {
 // already (a replay after recovery re-derives entries a crash lost).
 func (l *Log) applyBatchLocked(b record.Batch) error {
 	ev := l.mu.producers.update(b)
+	if ev.began || ev.completed {
+		// SetHighWatermarkCheckpoint leaves this to us when mu is busy.
+		l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
+	}
 	switch {
 	case ev.began:
 		l.mu.txns.begin(ev.pid, ev.firstOffset)
@@ -211,7 +215,7 @@ func (l *Log) AppendControl(producerID int64, producerEpoch int16, coordinatorEp
 func (l *Log) FirstUnstableOffset() (offset int64, ok bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.firstUnstableLocked(l.mu.highWatermark)
+	return l.firstUnstableLocked(l.published.highWatermark.Load())
 }
 
 func (l *Log) firstUnstableLocked(hw int64) (int64, bool) {
