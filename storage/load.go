@@ -283,6 +283,7 @@ func (l *Log) dropFrom(i int) error {
 // increasing from minOffset), truncates the .log after the last valid one,
 // rewrites the index and fsyncs both.
 func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err error) {
+	s.recent = nil // positions are rebuilt from the files
 	minOffset = max(minOffset, s.base)
 	maxEntries := l.config().SegmentIndexBytes / indexEntrySize
 	var (

@@ -331,6 +331,12 @@ func (l *Log) appendLocked(b record.Batch) error {
 	}
 	s.bytesSinceIndex += len(b)
 	s.size += int64(len(b))
+	// Recorded once every write of the batch succeeded: a failed one is
+	// undone above and must not be found.
+	if s.recent == nil {
+		s.recent = new(recentBatches)
+	}
+	s.recent.add(b.BaseOffset(), b.LastOffset(), pos)
 	if s.firstTimestamp < 0 && pos == 0 {
 		s.firstTimestamp = b.MaxTimestamp()
 	}
@@ -402,6 +408,7 @@ func (l *Log) rollLocked(base int64, reason string) error {
 	if err := old.sync(); err != nil {
 		return fmt.Errorf("%w: fsync before roll: %v", ErrStorage, err)
 	}
+	old.recent = nil // the tail is read from the new segment now
 	l.mu.recoveryPoint = l.mu.logEndOffset
 	l.mu.unflushed = 0
 	s, err := openSegment(l.fs, l.Dir(), base, true, l.now())
@@ -618,6 +625,9 @@ func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch boo
 // locateLocked finds the position of the batch of s holding offset, or the
 // first batch after it; found is false if s has no such batch.
 func (l *Log) locateLocked(s *segment, offset int64) (int64, bool, error) {
+	if pos, ok := s.recent.find(offset); ok {
+		return pos, true, nil
+	}
 	pos, err := s.lookup(offset)
 	if err != nil {
 		return 0, false, fmt.Errorf("%w: index: %v", ErrStorage, err)

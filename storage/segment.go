@@ -84,6 +84,9 @@ type segment struct {
 	// preallocated says the .log was given segment.bytes at creation
 	// (prealloc.go): the file is longer than size until trimmed.
 	preallocated bool
+	// recent is where the last appended batches start (recent.go); nil
+	// until the first append, and again once rewritten or rolled.
+	recent *recentBatches
 }
 
 // openSegment opens (creating if asked) the files of the segment at base.
