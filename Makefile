@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover bench-reassign secure-up secure-down chaos chaos-secure
+.PHONY: build test fuzz image up down lint bench bench-failover bench-go bench-reassign secure-up secure-down chaos chaos-secure
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -97,3 +97,14 @@ bench-failover: build
 # light acks=all producer: MB/s per move and the producer's p50/p99.
 bench-reassign: build
 	./bin/kbroker bench --mode reassign $(BENCH_FLAGS)
+
+# The Go benchmarks of the hot paths (append, follower append, tail and
+# follower reads, the high watermark round, purgatory completion, batch
+# iteration, produce and consume through a node), 6 runs each with
+# allocations, into bench-go.txt. BASE=<an earlier bench-go.txt> compares
+# with benchstat: a change may not make one >10 % slower without saying why.
+BENCH_GO = 'BenchmarkAppend$$|BenchmarkReadTail|BenchmarkRead$$|BenchmarkFollowerAppend|BenchmarkReadFollowerFetch|BenchmarkHighWatermarkAdvance|BenchmarkWatchThenCheck$$|BenchmarkIterate|BenchmarkProduce|BenchmarkConsume'
+BENCHSTAT_VERSION = v0.0.0-20260908200009-22c9c6c9d4da
+bench-go:
+	go test -run '^$$' -bench $(BENCH_GO) -benchmem -count 6 ./storage ./replication ./purgatory ./wire/record ./cluster | tee bench-go.txt
+	@if [ -n "$(BASE)" ]; then go run golang.org/x/perf/cmd/benchstat@$(BENCHSTAT_VERSION) $(BASE) bench-go.txt; fi
