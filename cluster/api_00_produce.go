@@ -89,6 +89,10 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 	var waits []produceWait
 	failed := false
 	now := time.Now()
+	// One budget for the whole request's waits for leadership
+	// (leader_catchup.go), however many partitions need one.
+	leadershipCtx, cancelLeadership := context.WithTimeout(ctx, maxLeadershipWait)
+	defer cancelLeadership()
 	img := n.store.Image()
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -119,7 +123,7 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
 				tp := replication.TopicPartition{Topic: name, Partition: p.Partition}
-				part, res, err := n.produceOne(ctx, tp, p.Records, req.Acks, req.TransactionID)
+				part, res, err := n.produceOne(ctx, leadershipCtx, tp, p.Records, req.Acks, req.TransactionID)
 				if err != nil {
 					rp.ErrorCode = errorCode(err)
 					if req.Version >= 8 {
@@ -171,11 +175,12 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 	return resp, nil
 }
 
-// produceOne appends one partition's records.
-func (n *Node) produceOne(ctx context.Context, tp replication.TopicPartition, records []byte, acks int16, txnID *string) (*replication.Partition, replication.AppendResult, error) {
+// produceOne appends one partition's records; leadershipCtx bounds a wait
+// for this broker to become the partition's leader.
+func (n *Node) produceOne(ctx, leadershipCtx context.Context, tp replication.TopicPartition, records []byte, acks int16, txnID *string) (*replication.Partition, replication.AppendResult, error) {
 	part, err := n.hostedPartition(tp)
 	if errors.Is(err, replication.ErrNotLeader) || err == nil && !part.IsLeader() {
-		if p, ok := n.awaitLeadership(ctx, tp); ok {
+		if p, ok := n.awaitLeadership(leadershipCtx, tp); ok {
 			part, err = p, nil
 		}
 	}

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"time"
 
+	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 )
 
@@ -18,6 +20,12 @@ const maxLeadershipWait = time.Second
 // learnt of it from a broker that applied it sooner), it waits up to
 // maxLeadershipWait for them, applying each new image to the replicas at
 // once, and returns the partition if this broker leads it then.
+//
+// It also waits while the image shows an election pending that may make
+// this broker leader: the partition's leader is gone (none, fenced, or
+// refusing this node's fetcher) and this broker is in its ISR. A client
+// that learnt of the new leader from a broker the Raft log reached first
+// then finds this one leading as soon as the entry arrives here.
 //
 // Answered NOT_LEADER_OR_FOLLOWER instead, a franz-go client that has just
 // refreshed its metadata and been sent here waits its metadata min age
@@ -39,10 +47,25 @@ func (n *Node) awaitLeadership(ctx context.Context, tp replication.TopicPartitio
 		part = p
 		return true
 	}
-	if !awaitApplied(ctx, n.store, leads) {
+	electing := func() bool { return n.electionPending(n.store.Image(), tp, time.Now()) }
+	if !awaitApplied(ctx, n.store, leads, electing) {
 		return nil, false
 	}
 	return part, true
+}
+
+// electionPending reports whether img shows tp without a live leader while
+// this broker is in its ISR, so that the controller may be electing it.
+func (n *Node) electionPending(img *metadata.Image, tp replication.TopicPartition, now time.Time) bool {
+	p, ok := img.Partition(tp.Topic, tp.Partition)
+	if !ok || !slices.Contains(p.ISR, n.cfg.NodeID) || p.Leader == n.cfg.NodeID {
+		return false
+	}
+	if p.Leader < 0 {
+		return true
+	}
+	b, ok := img.Brokers[p.Leader]
+	return !ok || b.Fenced || n.refusingLeader(img, p.Leader, now)
 }
 
 // appliedSource is what awaitApplied needs of the metadata store.
@@ -52,10 +75,10 @@ type appliedSource interface {
 }
 
 // awaitApplied reports whether leads holds, checking it again as the
-// store applies entries, for as long as the store has unapplied ones and
-// at most maxLeadershipWait.
-func awaitApplied(ctx context.Context, s appliedSource, leads func() bool) bool {
-	if !s.Unapplied() {
+// store applies entries, for as long as the store has unapplied ones or
+// electing holds, and at most maxLeadershipWait.
+func awaitApplied(ctx context.Context, s appliedSource, leads, electing func() bool) bool {
+	if !s.Unapplied() && !electing() {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, maxLeadershipWait)
@@ -65,11 +88,12 @@ func awaitApplied(ctx context.Context, s appliedSource, leads func() bool) bool 
 		if leads() {
 			return true
 		}
-		if !s.Unapplied() {
+		if !s.Unapplied() && !electing() {
 			return false
 		}
 		// Changed fires when an entry is applied; the tick catches the
-		// last one, after which Unapplied turns false.
+		// last one, after which Unapplied turns false, and an election
+		// whose entry has not reached this node yet.
 		t := time.NewTimer(10 * time.Millisecond)
 		select {
 		case <-changed:
