@@ -35,6 +35,7 @@ type benchConfig struct {
 	sets       []string
 	profileDir string
 	kills      int
+	settle     time.Duration
 	rate       float64
 	durable    bool
 	nodeBin    string
@@ -57,6 +58,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.Var(&sets, "set", "a key=value given to every kbroker node (repeatable)")
 	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here")
 	fs.IntVar(&c.kills, "kills", 6, "failover: kills (round robin over the three nodes)")
+	fs.DurationVar(&c.settle, "settle", 14*time.Second, "failover: time every node is back in every ISR before the next kill")
 	fs.Float64Var(&c.rate, "rate", 3000, "failover: records/s produced during the kills")
 	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
 	fs.StringVar(&c.clientLog, "client-log", "", "write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
@@ -79,6 +81,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, flagErr("rounds", "must be positive")
 	case c.kills <= 0:
 		return c, flagErr("kills", "must be positive")
+	case c.settle < 0:
+		return c, flagErr("settle", "must not be negative")
 	case c.rate <= 0:
 		return c, flagErr("rate", "must be positive")
 	}

@@ -215,8 +215,12 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 		fmt.Fprintf(stdout, "kill %d: node %d (coordinator %v, controller %v) at %s: longest ack gap %v (partition %d, recovered %v), committed offsets readable after %v (recovered %v)\n",
 			k+1, r.node, r.coordinator, r.controller, r.killedAt.UTC().Format("15:04:05.000"),
 			r.gap.Round(time.Millisecond), r.gapPartition, r.recovered, r.coordFailover.Round(time.Millisecond), r.coordRecovered)
-		// Let leadership rebalance back before the next kill.
-		if err := sleepCtx(ctx, 5*time.Second); err != nil {
+		// Let leadership rebalance back, and the client's metadata
+		// refreshes settle, before the next kill: franz-go refreshes at
+		// most every 5 s (metadata min age) and a kill often queues a
+		// second refresh behind the first, so a kill within ~5 s of that
+		// one waits for it client-side, whatever the brokers do.
+		if err := sleepCtx(ctx, c.settle); err != nil {
 			return err
 		}
 	}
