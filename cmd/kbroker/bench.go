@@ -28,6 +28,7 @@ type benchConfig struct {
 	mode       string
 	duration   time.Duration
 	partitions int
+	rf         int
 	recordSize int
 	rounds     int
 	dir        string
@@ -50,6 +51,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load) or reassign (move partitions onto a new broker with and without a replication throttle)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each produce run")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the bench topic (replication factor 3, min.insync.replicas 2)")
+	fs.IntVar(&c.rf, "replication-factor", 3, "compare: replication factor of the bench topics (1 shows what replication costs; kfake ignores it)")
 	fs.IntVar(&c.recordSize, "record-size", 100, "value bytes per record")
 	fs.IntVar(&c.rounds, "rounds", 2, "compare: full-speed rounds per target (the best is kept)")
 	fs.StringVar(&c.dir, "dir", "", "data and log directory of the kbroker nodes (default: a new temporary one)")
@@ -75,6 +77,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, flagErr("duration", "must be positive")
 	case c.partitions <= 0:
 		return c, flagErr("partitions", "must be positive")
+	case c.rf < 1 || c.rf > 3:
+		return c, flagErr("replication-factor", "must be 1, 2 or 3 (three nodes)")
 	case c.recordSize <= 0:
 		return c, flagErr("record-size", "must be positive")
 	case c.rounds <= 0:
@@ -173,7 +177,7 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 	newTopic := func(t benchTarget) (string, error) {
 		topicN++
 		topic := fmt.Sprintf("bench-%d", topicN)
-		return topic, createBenchTopic(ctx, t.seeds, topic, int32(c.partitions), 3, t.configs)
+		return topic, createBenchTopic(ctx, t.seeds, topic, int32(c.partitions), int16(c.rf), t.configs)
 	}
 	for round := range c.rounds {
 		for _, t := range targets {
@@ -256,8 +260,8 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 	}
 
 	fk, kb := best["kfake"], best["kbroker"]
-	fmt.Fprintf(stdout, "\n%d partitions, RF 3 (kbroker min.insync.replicas 2), %d-byte values, idempotent acks=all, no compression, best of %d × %v\n",
-		c.partitions, c.recordSize, c.rounds, c.duration)
+	fmt.Fprintf(stdout, "\n%d partitions, RF %d (kbroker min.insync.replicas 2), %d-byte values, idempotent acks=all, no compression, best of %d × %v\n",
+		c.partitions, c.rf, c.recordSize, c.rounds, c.duration)
 	fmt.Fprintf(stdout, "%-44s %14s %14s %8s\n", "", "kfake", "kbroker", "ratio")
 	fmt.Fprintf(stdout, "%-44s %14.0f %14.0f %8.2f\n", "produce rec/s (linger 10ms)", fk[0].rate(), kb[0].rate(), ratio(kb[0].rate(), fk[0].rate()))
 	fmt.Fprintf(stdout, "%-44s %14.0f %14.0f %8.2f\n", "consume rec/s", fk[1].rate(), kb[1].rate(), ratio(kb[1].rate(), fk[1].rate()))
