@@ -37,9 +37,9 @@ func TestPartitionMetadataFormat(t *testing.T) {
 		"version: 1\ntopic_id: vM8TCh5LRVCXzFqO3yFUog\n",
 		"version 0\ntopic_id: vM8TCh5LRVCXzFqO3yFUog\n",
 		"version: 0\n",
-		"version: 0\ntopic_id: vM8TCh5LRVCXzFqO3yFU\n",       // 15 bytes
-		"version: 0\ntopic_id: vM8TCh5LRVCXzFqO3yFUog==\n",   // padded
-		"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n",     // the zero id
+		"version: 0\ntopic_id: vM8TCh5LRVCXzFqO3yFU\n",      // 15 bytes
+		"version: 0\ntopic_id: vM8TCh5LRVCXzFqO3yFUog==\n",  // padded
+		"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n",    // the zero id
 		"version: 0\ntopic_id: vM8TCh5LRVCXzFqO3yFUog: x\n", // three fields
 	} {
 		if _, err := decodePartitionMetadata([]byte(bad)); err == nil {
