@@ -3,7 +3,6 @@ package itest
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,20 +16,12 @@ import (
 
 // TestStrayLogsAfterRestart: a broker that was down while it stopped
 // being a replica of a partition (reassigned away, or its topic deleted)
-// finds the partition's log on disk when it starts. Kafka (KAFKA-14616,
-// 3.7) treats such stray logs at start: they are deleted, and a topic
-// created again under the same name starts empty on that broker (the
-// log's topic id differs). kbroker's replica manager only removes the
-// logs it opened in this run, so a stray log stays on disk, and is
-// adopted by a new topic of the same name: its old records are served.
-//
-// Skipped until fixed (replication.Manager at its first image, with a
-// listing of the hosted partition directories from storage); run it with
-// KB_KNOWN_BUGS=1.
+// finds the partition's log on disk when it starts. As Kafka (KAFKA-14616,
+// 3.7), the replica manager removes such stray logs at its first image
+// after the start (replication stray.go), and a topic created again under
+// the same name starts empty on that broker (the log's partition.metadata
+// names the old topic id).
 func TestStrayLogsAfterRestart(t *testing.T) {
-	if os.Getenv("KB_KNOWN_BUGS") == "" {
-		t.Skip("known bug: stray logs are kept and adopted after a restart; KB_KNOWN_BUGS=1 runs it")
-	}
 	c := startCluster(t, 3)
 	keepLogs(t, c)
 	topic := topicName(t)

@@ -324,10 +324,10 @@ func (m *Manager) getOrCreate(topic string, partition int32, topicID *[16]byte, 
 		// leaves no log of this topic without it (an empty directory at
 		// worst, adopted empty).
 		if err := m.fs.MkdirAll(dir, DirPerm); err != nil {
-			return nil, removeNew(fmt.Errorf("%w: create %s: %v", ErrStorage, dir, err))
+			return nil, removeNew(fmt.Errorf("%w: create %s: %w", ErrStorage, dir, err))
 		}
 		if err := m.fs.SyncDir(d.path); err != nil {
-			return nil, removeNew(fmt.Errorf("%w: %v", ErrStorage, err))
+			return nil, removeNew(fmt.Errorf("%w: %w", ErrStorage, err))
 		}
 		if err := writePartitionMetadata(m.fs, dir, *topicID); err != nil {
 			return nil, removeNew(err)

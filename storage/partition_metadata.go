@@ -104,7 +104,7 @@ func readPartitionMetadata(fsys FS, dir string) (id [16]byte, found bool, err er
 	case errors.Is(err, os.ErrNotExist):
 		return id, false, nil
 	case err != nil:
-		return id, false, fmt.Errorf("%w: read %s: %v", ErrStorage, path, err)
+		return id, false, fmt.Errorf("%w: read %s: %w", ErrStorage, path, err)
 	}
 	id, err = decodePartitionMetadata(data)
 	if err != nil {
@@ -118,7 +118,7 @@ func readPartitionMetadata(fsys FS, dir string) (id [16]byte, found bool, err er
 func writePartitionMetadata(fsys FS, dir string, id [16]byte) error {
 	path := filepath.Join(dir, partitionMetadataFile)
 	if err := writeFileAtomic(fsys, dir, path, encodePartitionMetadata(id)); err != nil {
-		return fmt.Errorf("%w: write %s: %v", ErrStorage, path, err)
+		return fmt.Errorf("%w: write %s: %w", ErrStorage, path, err)
 	}
 	return nil
 }
