@@ -109,7 +109,9 @@ func dirsOf(t *testing.T, dir string) []string {
 	return out
 }
 
-func idOf(b byte) [16]byte { return [16]byte{b, 0xaa, 0xbb, 0xcc, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, b} }
+func idOf(b byte) [16]byte {
+	return [16]byte{b, 0xaa, 0xbb, 0xcc, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, b}
+}
 
 // TestStrayLogsRemovedAtFirstImage: at the first current image, the logs
 // on disk of topics gone, of partitions assigned elsewhere and of an older
