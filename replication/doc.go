@@ -26,7 +26,8 @@
 // image (ManagerConfig.Current) it applies, before it opens anything: the
 // stray logs on disk (topic gone, partition assigned elsewhere, another
 // topic id) are removed (stray.go, Kafka's KAFKA-14616). An image not
-// known to be current removes nothing and replaces no log.
+// known to be current removes nothing, and opens no log on disk whose
+// topic id it cannot check.
 //
 // # Leader side
 //

@@ -77,9 +77,9 @@ type ManagerConfig struct {
 	// past the offset its start waited for, metadata WaitReady). The
 	// first current image applied removes the stray logs found on disk
 	// (stray.go); only a current image replaces a log of another topic id
-	// or gives an old log without one its topic id. nil: no image is
-	// current, so nothing on disk is removed but the partitions opened in
-	// this run, and a log of another topic id is refused.
+	// or adopts an old log without one. nil: no image is current, so
+	// nothing on disk is removed but the partitions opened in this run,
+	// and those logs are refused (the replica is offline).
 	Current func(img *metadata.Image) bool
 	// MetadataLogDir is the metadata (Raft) log's directory, never taken
 	// for a stray partition log when it sits in a log dir.

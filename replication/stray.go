@@ -45,9 +45,9 @@ import (
 // metadata log behind the quorum's (a Raft follower replays its snapshot
 // first) may not see a topic yet, or see the older topic of a name whose
 // log on disk is the newer one's. Until a current image, no directory is
-// removed, a log of another topic id is refused (storage
-// ErrInconsistentTopicID: the replica is offline until a current image
-// replaces it) and no log gets a topic id it did not have.
+// removed, and a log of another topic id, or an old one without
+// partition.metadata, is refused (storage ErrInconsistentTopicID: the
+// replica is offline, its log untouched, until a current image decides).
 
 // metadataTopic is the metadata log's name in Kafka (its directory is
 // __cluster_metadata-0 there); never a partition log.

@@ -206,9 +206,10 @@ func TestStrayLogsRemovedAtFirstImage(t *testing.T) {
 }
 
 // TestStaleImageRemovesNothing: an image not known current (a restarted
-// broker's metadata log replayed, not yet caught up) removes no log,
-// refuses the log of a topic id it does not know, and gives no topic id to
-// an old log; the first current image then decides.
+// broker's metadata log replayed, not yet caught up) removes no log, and
+// opens no log it cannot match by topic id: a log of another id, or an
+// old log without one, stays offline and untouched; the first current
+// image then decides.
 func TestStaleImageRemovesNothing(t *testing.T) {
 	dir := t.TempDir()
 	writeLogs(t, []string{dir},
@@ -235,7 +236,7 @@ func TestStaleImageRemovesNothing(t *testing.T) {
 	if got := dirsOf(t, dir); !slices.Equal(got, all) {
 		t.Fatalf("a stale image removed logs: %v", got)
 	}
-	if got := m.OfflineReplicas(); !slices.Equal(got, []TopicPartition{{Topic: "renewed", Partition: 0}}) {
+	if got := m.OfflineReplicas(); !slices.Equal(got, []TopicPartition{{Topic: "legacy", Partition: 0}, {Topic: "renewed", Partition: 0}}) {
 		t.Fatalf("offline replicas %v", got)
 	}
 	for _, pd := range logs.PartitionDirs() {
@@ -246,9 +247,9 @@ func TestStaleImageRemovesNothing(t *testing.T) {
 			t.Fatalf("renewed's topic id became %x", pd.TopicID)
 		}
 	}
-	// Not current either: the stale image's successor.
-	if err := m.Apply(strayImage(15, strayTopic("legacy", idOf(9), []int32{1}))); err != nil {
-		t.Fatal(err)
+	// Not current either: the stale image's successor, without renewed.
+	if err := m.Apply(strayImage(15, strayTopic("legacy", idOf(9), []int32{1}))); !errors.Is(err, storage.ErrInconsistentTopicID) {
+		t.Fatalf("stale image: %v, want the legacy log refused", err)
 	}
 	if got := dirsOf(t, dir); !slices.Equal(got, all) {
 		t.Fatalf("a stale image removed logs: %v", got)

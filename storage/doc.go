@@ -163,7 +163,7 @@
 // and is refused (ErrInconsistentTopicID) or, when the caller knows its id
 // is current, deleted as Manager.Delete does and replaced by an empty log.
 // A log without the file (kbroker before topic ids) is adopted, and gets
-// it when the id is current. PartitionDirs lists every partition directory
+// it, when the id is current, and is refused otherwise. PartitionDirs lists every partition directory
 // with its id, for the replica manager's removal of stray logs at start.
 //
 // # Validating a leader's append

@@ -235,9 +235,10 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 // up, that stale log is deleted as Delete does and an empty log created in
 // its place; without it the log is refused with ErrInconsistentTopicID and
 // left alone (the metadata may be the stale side). An existing log without
-// partition.metadata (written before kbroker kept topic ids) is adopted,
-// and gets the file when current is set. An unparsable file is
-// ErrBadPartitionMetadata.
+// partition.metadata (written before kbroker kept topic ids) is adopted
+// and gets the file when current is set, and is refused likewise
+// otherwise (it may be a newer topic's than topicID). An unparsable file
+// is ErrBadPartitionMetadata.
 func (m *Manager) GetOrCreateTopic(topic string, partition int32, topicID [16]byte, current bool, cfg LogConfig) (*Log, error) {
 	if topicID == ([16]byte{}) {
 		return nil, fmt.Errorf("storage: open partition %s-%d: zero topic id", topic, partition)
@@ -268,12 +269,13 @@ func (m *Manager) getOrCreate(topic string, partition int32, topicID *[16]byte, 
 		switch {
 		case err != nil:
 			return nil, fmt.Errorf("storage: open partition %s-%d: %w", topic, partition, err)
+		case !found && !current:
+			return nil, fmt.Errorf("storage: open partition %s-%d: %w: %s has no %s, and topic id %s is not known current",
+				topic, partition, ErrInconsistentTopicID, path, partitionMetadataFile, TopicIDString(*topicID))
 		case !found:
-			writeID = current
-			if current {
-				m.logger.Info("adopting a log without partition.metadata (written before kbroker kept topic ids)",
-					"dir", path, "topic_id", TopicIDString(*topicID))
-			}
+			writeID = true
+			m.logger.Info("adopting a log without partition.metadata (written before kbroker kept topic ids)",
+				"dir", path, "topic_id", TopicIDString(*topicID))
 		case id != *topicID && !current:
 			return nil, fmt.Errorf("storage: open partition %s-%d: %w: %s holds topic id %s, not %s",
 				topic, partition, ErrInconsistentTopicID, path, TopicIDString(id), TopicIDString(*topicID))

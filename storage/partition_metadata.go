@@ -27,7 +27,8 @@ import (
 // replica manager's removal of stray logs at start (replication stray.go).
 // The file is written atomically (a .tmp, fsync, rename, directory fsync)
 // through the Manager's FS, when a log is created for a topic id, and on
-// a log written before kbroker kept topic ids when it is adopted.
+// a log written before kbroker kept topic ids when it is adopted (under
+// metadata known current only).
 
 // partitionMetadataFile is the name of the file in a partition directory.
 const partitionMetadataFile = "partition.metadata"

@@ -179,7 +179,8 @@ func TestGetOrCreateTopicMismatch(t *testing.T) {
 
 // TestGetOrCreateTopicLegacyLog: a log written without partition.metadata
 // (by GetOrCreate, as kbroker before topic ids) is adopted with its
-// records, and gets the file only when the id is current.
+// records, and gets the file, when the id is current; otherwise it is
+// refused and left alone.
 func TestGetOrCreateTopicLegacyLog(t *testing.T) {
 	dir := t.TempDir()
 	m, err := OpenManager([]string{dir}, nil)
@@ -207,6 +208,18 @@ func TestGetOrCreateTopicLegacyLog(t *testing.T) {
 			t.Fatalf("PartitionDirs %+v", pds)
 		}
 		l, err = m.GetOrCreateTopic("orders", 0, topicIDA, current, DefaultLogConfig())
+		if !current {
+			if !errors.Is(err, ErrInconsistentTopicID) {
+				t.Fatalf("not current: %v, want ErrInconsistentTopicID", err)
+			}
+			if _, err := os.Stat(filepath.Join(path, partitionMetadataFile)); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a refused open wrote partition.metadata: %v", err)
+			}
+			if err := m.Close(); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
