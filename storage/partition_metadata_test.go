@@ -321,3 +321,32 @@ func TestGetOrCreateTopicWriteFails(t *testing.T) {
 		t.Fatalf("PartitionDirs %+v", pds)
 	}
 }
+
+// TestMoveLogKeepsTopicID: AlterReplicaLogDirs moves partition.metadata
+// with the log.
+func TestMoveLogKeepsTopicID(t *testing.T) {
+	dirs := []string{t.TempDir(), t.TempDir()}
+	m, err := OpenManager(dirs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	l, err := m.GetOrCreateTopic("orders", 0, topicIDA, true, DefaultLogConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, l, plain(3))
+	to := dirs[0]
+	if filepath.Dir(l.Dir()) == to {
+		to = dirs[1]
+	}
+	if err := m.MoveLog(t.Context(), "orders", 0, to); err != nil {
+		t.Fatal(err)
+	}
+	if got := readIDFile(t, filepath.Join(to, "orders-0")); got != string(encodePartitionMetadata(topicIDA)) {
+		t.Fatalf("moved partition.metadata %q", got)
+	}
+	if pds := m.PartitionDirs(); len(pds) != 1 || pds[0].LogDir != to || pds[0].TopicID != topicIDA || !pds[0].Open {
+		t.Fatalf("PartitionDirs %+v", pds)
+	}
+}
