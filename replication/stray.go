@@ -69,7 +69,9 @@ func (m *Manager) removeStrayLogsLocked(img *metadata.Image) error {
 		reason := strayReason(img, m.cfg.NodeID, pd)
 		if reason == "" {
 			if pd.MetadataErr != nil {
-				m.cfg.Logger.Error("cannot tell the topic id of a hosted partition's log; it stays offline until its partition.metadata is fixed or removed",
+				// Opening it checks again (and refuses a bad file: the
+				// replica stays offline until it is fixed or removed).
+				m.cfg.Logger.Error("cannot read the topic id of a hosted partition's log",
 					"topic", pd.Topic, "partition", pd.Partition, "dir", pd.Path, "err", pd.MetadataErr)
 			}
 			continue

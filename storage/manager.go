@@ -328,9 +328,6 @@ func (m *Manager) getOrCreate(topic string, partition int32, topicID *[16]byte, 
 		if err := m.fs.MkdirAll(dir, DirPerm); err != nil {
 			return nil, removeNew(fmt.Errorf("%w: create %s: %w", ErrStorage, dir, err))
 		}
-		if err := m.fs.SyncDir(d.path); err != nil {
-			return nil, removeNew(fmt.Errorf("%w: %w", ErrStorage, err))
-		}
 		if err := writePartitionMetadata(m.fs, dir, *topicID); err != nil {
 			return nil, removeNew(err)
 		}
