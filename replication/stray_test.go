@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
+
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/storage"
@@ -352,5 +354,45 @@ func TestUnopenedReplicaRemovedWhenReassigned(t *testing.T) {
 	}
 	if got, want := dirsOf(t, dir), []string{keep.Name + "-0"}; !slices.Equal(got, want) {
 		t.Fatalf("partition dirs %v, want %v", got, want)
+	}
+}
+
+// TestStrayLogBadPartitionMetadata: a log whose partition.metadata cannot
+// be parsed is removed when its partition is not assigned here anyway;
+// assigned here, it is kept and its replica offline (KAFKA_STORAGE_ERROR)
+// until the file is fixed or removed.
+func TestStrayLogBadPartitionMetadata(t *testing.T) {
+	dir := t.TempDir()
+	writeLogs(t, []string{dir}, strayLog{"hosted", 0, idOf(1), 2}, strayLog{"gone", 0, idOf(2), 2})
+	for _, p := range []string{"hosted-0", "gone-0"} {
+		if err := os.WriteFile(filepath.Join(dir, p, "partition.metadata"), []byte("garbage"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs, err := storage.OpenManager([]string{dir}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	m := newStrayManager(t, logs, func(*metadata.Image) bool { return true }, "")
+	err = m.Apply(strayImage(5, strayTopic("hosted", idOf(1), []int32{1})))
+	if !errors.Is(err, storage.ErrBadPartitionMetadata) {
+		t.Fatalf("Apply: %v, want ErrBadPartitionMetadata", err)
+	}
+	if got, want := dirsOf(t, dir), []string{"hosted-0"}; !slices.Equal(got, want) {
+		t.Fatalf("partition dirs %v, want %v", got, want)
+	}
+	if _, err := m.Partition(TopicPartition{Topic: "hosted", Partition: 0}); KafkaError(err) != kerr.KafkaStorageError {
+		t.Fatalf("hosted-0: %v, want KAFKA_STORAGE_ERROR", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "hosted-0", "partition.metadata")); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Apply(strayImage(6, strayTopic("hosted", idOf(1), []int32{1}))); err != nil {
+		t.Fatal(err)
+	}
+	p, err := m.Partition(TopicPartition{Topic: "hosted", Partition: 0})
+	if err != nil || p.log.LogEndOffset() != 2 {
+		t.Fatalf("hosted-0 after removing the file: %v", err)
 	}
 }
