@@ -248,8 +248,14 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// Every image from here on holds what the quorum had committed when
 	// this broker started: the replica manager removes the stray logs on
 	// disk at the first one it applies (replication stray.go), never on an
-	// image the local Raft log replayed before catching up.
+	// image the local Raft log replayed before catching up. A
+	// controller-only node hosts no replicas and leaves its log dirs as
+	// they are.
 	caughtUp := n.store.Image().Offset
+	current := func(img *metadata.Image) bool { return img.Offset >= caughtUp }
+	if !cfg.IsBroker() {
+		current = nil
+	}
 	capacity := n.partitionCapacity()
 	reg := metadata.BrokerRegistration{
 		ID:            cfg.NodeID,
@@ -283,7 +289,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
 		ISR:                  n.store,
-		Current:              func(img *metadata.Image) bool { return img.Offset >= caughtUp },
+		Current:              current,
 		MetadataLogDir:       n.metadataConfig().Dir,
 		ThrottledRates: func(img *metadata.Image) (int64, int64) {
 			return cfg.ReplicationThrottledRates(img.DynamicBrokerConfigs(cfg.NodeID))
