@@ -38,8 +38,13 @@ import (
 // here (the open reports it, and the replica stays offline), the
 // metadata log's directory, and a directory without partition.metadata
 // (written before kbroker kept topic ids) whose partition is assigned
-// here, which is adopted by name: Kafka deletes those, kbroker keeps its
-// older logs.
+// here, which is adopted by name (Kafka treats those as stray; kbroker
+// keeps the logs its earlier versions wrote).
+//
+// Later images find nothing stray: Apply removes what it opened, and a
+// replica it never opened (offline: beyond the partition capacity, or its
+// open failed) when the image stops listing this broker
+// (removeUnopenedLocked).
 //
 // An image that is not current decides nothing: a broker restarted with a
 // metadata log behind the quorum's (a Raft follower replays its snapshot
