@@ -347,7 +347,7 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 	want := make(map[TopicPartition]bool)
 	var errs []error
 	current := m.cfg.Current != nil && m.cfg.Current(img)
-	if current && !m.mu.strayChecked {
+	if current && !m.mu.strayChecked && m.cfg.Logs != nil {
 		// Before anything is opened, so that a stale log is never
 		// adopted; retried with the next image if a removal failed.
 		if err := m.removeStrayLogsLocked(img); err != nil {
