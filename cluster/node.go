@@ -245,6 +245,17 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	if err := n.store.WaitReady(ctx); err != nil {
 		return fmt.Errorf("waiting for the metadata quorum: %w", err)
 	}
+	// Every image from here on holds what the quorum had committed when
+	// this broker started: the replica manager removes the stray logs on
+	// disk at the first one it applies (replication stray.go), never on an
+	// image the local Raft log replayed before catching up. A
+	// controller-only node hosts no replicas and leaves its log dirs as
+	// they are.
+	caughtUp := n.store.Image().Offset
+	current := func(img *metadata.Image) bool { return img.Offset >= caughtUp }
+	if !cfg.IsBroker() {
+		current = nil
+	}
 	capacity := n.partitionCapacity()
 	reg := metadata.BrokerRegistration{
 		ID:            cfg.NodeID,
@@ -278,6 +289,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
 		ISR:                  n.store,
+		Current:              current,
+		MetadataLogDir:       n.metadataConfig().Dir,
 		ThrottledRates: func(img *metadata.Image) (int64, int64) {
 			return cfg.ReplicationThrottledRates(img.DynamicBrokerConfigs(cfg.NodeID))
 		},

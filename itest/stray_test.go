@@ -3,7 +3,7 @@ package itest
 import (
 	"context"
 	"fmt"
-	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,20 +17,13 @@ import (
 
 // TestStrayLogsAfterRestart: a broker that was down while it stopped
 // being a replica of a partition (reassigned away, or its topic deleted)
-// finds the partition's log on disk when it starts. Kafka (KAFKA-14616,
-// 3.7) treats such stray logs at start: they are deleted, and a topic
-// created again under the same name starts empty on that broker (the
-// log's topic id differs). kbroker's replica manager only removes the
-// logs it opened in this run, so a stray log stays on disk, and is
-// adopted by a new topic of the same name: its old records are served.
-//
-// Skipped until fixed (replication.Manager at its first image, with a
-// listing of the hosted partition directories from storage); run it with
-// KB_KNOWN_BUGS=1.
+// finds the partition's log on disk when it starts. As Kafka (KAFKA-14616,
+// 3.7), the replica manager removes such stray logs at its first image
+// after the start (replication stray.go), and a topic created again under
+// the same name starts empty on that broker (the log's partition.metadata
+// names the old topic id). The same holds for a replica reassigned away
+// while its broker is down.
 func TestStrayLogsAfterRestart(t *testing.T) {
-	if os.Getenv("KB_KNOWN_BUGS") == "" {
-		t.Skip("known bug: stray logs are kept and adopted after a restart; KB_KNOWN_BUGS=1 runs it")
-	}
 	c := startCluster(t, 3)
 	keepLogs(t, c)
 	topic := topicName(t)
@@ -90,5 +83,35 @@ func TestStrayLogsAfterRestart(t *testing.T) {
 		if strings.HasPrefix(r.Value, "old-") {
 			t.Fatalf("the new %s serves the deleted topic's record %q at offset %d (%d records)", topic, r.Value, r.Offset, len(got[0]))
 		}
+	}
+
+	// Reassigned away from broker 3 while it is down: when it starts, it
+	// removes its replica's log.
+	if ds := topicDirs(t, c.node(3).dir, topic); len(ds) != 1 {
+		t.Fatalf("broker 3 holds %v of the new topic", ds)
+	}
+	c.node(3).stop()
+	var req kadm.AlterPartitionAssignmentsReq
+	req.Assign(topic, 0, []int32{1, 2})
+	testutil.Eventually(t, 30*time.Second, func() error {
+		res, err := adm.AlterPartitionAssignments(ctx, req)
+		if err == nil {
+			err = res.Error()
+		}
+		return err
+	}, "reassigning %s-0 to [1 2]", topic)
+	c.waitConverged(30*time.Second, topic+" on 1 and 2 only", func(m *kmsg.MetadataResponse) bool {
+		ps := partStates(m, topic)
+		return len(ps) == 1 && ps[0].ErrorCode == 0 && len(ps[0].Replicas) == 2 && !slices.Contains(ps[0].Replicas, 3)
+	})
+	c.node(3).start()
+	c.waitConverged(30*time.Second, "3 brokers", func(m *kmsg.MetadataResponse) bool { return len(m.Brokers) == 3 })
+	if err := testutil.Poll(ctx, 10*time.Second, func() error {
+		if ds := topicDirs(t, c.node(3).dir, topic); len(ds) > 0 {
+			return fmt.Errorf("broker 3 keeps %v, reassigned away while it was down", ds)
+		}
+		return nil
+	}); err != nil {
+		t.Error(err)
 	}
 }

@@ -17,6 +17,18 @@
 // watermark starts at max(checkpoint, current) and never moves back while
 // leading.
 //
+// # Logs on disk
+//
+// A partition's log is opened by its topic's id (storage
+// GetOrCreateTopic, partition.metadata), and removed when the image stops
+// listing this broker, or lists a topic of that name with another id.
+// What a broker missed while it was down is settled by the first current
+// image (ManagerConfig.Current) it applies, before it opens anything: the
+// stray logs on disk (topic gone, partition assigned elsewhere, another
+// topic id) are removed (stray.go, Kafka's KAFKA-14616). An image not
+// known to be current removes nothing, and opens no log on disk whose
+// topic id it cannot check.
+//
 // # Leader side
 //
 // The Fetch handler passes follower fetches (ReplicaID >= 0) to

@@ -172,6 +172,9 @@ type testCluster struct {
 	skipEpochRequest bool
 	// flushMessages, when set, is every topic's flush.messages.
 	flushMessages int64
+	// current is every node's ManagerConfig.Current; nil: every image
+	// is current (as every image a node applies after its start).
+	current func(node int32, img *metadata.Image) bool
 	// Hooks of every node, set before starting nodes.
 	onHighWatermark func(node int32, tp TopicPartition)
 	onRoleChange    func(node int32, tp TopicPartition)
@@ -240,6 +243,9 @@ func (c *testCluster) start(id int32) *testNode {
 		ReplicaLagTimeMax:    c.lagMax,
 		ISR:                  c.images,
 		Dialer:               memDialer{c},
+		Current: func(img *metadata.Image) bool {
+			return c.current == nil || c.current(id, img)
+		},
 		OnHighWatermark: func(tp TopicPartition) {
 			if c.onHighWatermark != nil {
 				c.onHighWatermark(id, tp)

@@ -72,6 +72,19 @@ type ManagerConfig struct {
 	// controller at once, and shuts down when no directory is left.
 	OnLogDirFailure func()
 
+	// Current reports whether img holds everything the metadata quorum
+	// had committed when this broker started (the node: an image at or
+	// past the offset its start waited for, metadata WaitReady). The
+	// first current image applied removes the stray logs found on disk
+	// (stray.go); only a current image replaces a log of another topic id
+	// or adopts an old log without one. nil: no image is current, so
+	// nothing on disk is removed but the partitions opened in this run,
+	// and those logs are refused (the replica is offline).
+	Current func(img *metadata.Image) bool
+	// MetadataLogDir is the metadata (Raft) log's directory, never taken
+	// for a stray partition log when it sits in a log dir.
+	MetadataLogDir string
+
 	// Dialer connects followers to leaders; nil: TCP to the leader's
 	// endpoint on InterBrokerListener.
 	Dialer LeaderDialer
@@ -128,6 +141,9 @@ type Manager struct {
 		offline map[TopicPartition]error
 		applied uint64          // image offset last applied
 		image   *metadata.Image // image last applied
+		// strayChecked: the stray logs were removed, at the first
+		// current image (stray.go).
+		strayChecked bool
 		// fetchers, by leader id, and which fetcher serves each
 		// follower partition (only while Run runs).
 		fetchers map[int32]*fetcher
@@ -330,6 +346,16 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 	defer m.reconcileFetchersLocked()
 	want := make(map[TopicPartition]bool)
 	var errs []error
+	current := m.cfg.Current != nil && m.cfg.Current(img)
+	if current && !m.mu.strayChecked && m.cfg.Logs != nil {
+		// Before anything is opened, so that a stale log is never
+		// adopted; retried with the next image if a removal failed.
+		if err := m.removeStrayLogsLocked(img); err != nil {
+			errs = append(errs, err)
+		} else {
+			m.mu.strayChecked = true
+		}
+	}
 	for _, t := range img.Topics {
 		cfg := m.cfg.TopicConfig(t.Configs)
 		for _, mp := range t.Partitions {
@@ -352,7 +378,10 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 					errs = append(errs, m.markOfflineLocked(tp, fmt.Errorf("%w (%d replicas)", ErrBeyondCapacity, c)))
 					continue
 				}
-				log, err := m.cfg.Logs.GetOrCreate(tp.Topic, tp.Partition, logConfig(cfg))
+				// The log's partition.metadata must name t.ID: a log of
+				// an older topic of this name is replaced by an empty one
+				// (or, under an image not known current, refused).
+				log, err := m.cfg.Logs.GetOrCreateTopic(tp.Topic, tp.Partition, t.ID, current, logConfig(cfg))
 				if errors.Is(err, storage.ErrLogDirOffline) {
 					// Its directory failed: offline until a restart
 					// with the disk back; not an error to retry.
@@ -393,9 +422,16 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 			}
 		}
 	}
-	for tp := range m.mu.offline {
+	for tp, oerr := range m.mu.offline {
 		if !want[tp] {
 			delete(m.mu.offline, tp)
+			// Never opened in this run, so not removed below: its log
+			// would stay on disk (an offline dir's is left alone).
+			if current && !errors.Is(oerr, storage.ErrLogDirOffline) {
+				if err := m.removeUnopenedLocked(tp); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 	}
 	for tp := range m.mu.partitions {

@@ -11,6 +11,7 @@
 //	  replication-offset-checkpoint         per-partition high watermarks
 //	  cleaner-offset-checkpoint             per-partition first dirty offset of compacted logs
 //	  <topic>-<partition>/
+//	    partition.metadata                  the topic id (partition_metadata.go)
 //	    00000000000000000000.log            segment: batches back to back
 //	    00000000000000000000.index          sparse offset index of that segment
 //	    00000000000000000000.timeindex      sparse time index of that segment
@@ -148,6 +149,22 @@
 // open, entries starting at or past the log end offset are dropped.
 //
 // All checkpoint files are written to a .tmp file, fsynced and renamed.
+//
+// partition.metadata is Kafka's (PartitionMetadataFile), written the same
+// way when a log is created for a topic id (GetOrCreateTopic), before its
+// first segment:
+//
+//	+--------------------------------+
+//	| version: 0\n                   |
+//	| topic_id: <topic id>\n         |  Kafka's Uuid string: the 16 bytes in
+//	+--------------------------------+  URL-safe base64 without padding
+//
+// A log opened for another topic id belongs to an older topic of that name
+// and is refused (ErrInconsistentTopicID) or, when the caller knows its id
+// is current, deleted as Manager.Delete does and replaced by an empty log.
+// A log without the file (kbroker before topic ids) is adopted, and gets
+// it, when the id is current, and is refused otherwise. PartitionDirs lists every partition directory
+// with its id, for the replica manager's removal of stray logs at start.
 //
 // # Validating a leader's append
 //

@@ -220,7 +220,33 @@ func (m *Manager) HostedPartitions() int {
 
 // GetOrCreate opens (recovering if needed) or creates the log of a
 // partition. A new partition goes to the directory holding the fewest.
+// It neither reads nor writes the partition's topic id (GetOrCreateTopic
+// does).
 func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Log, error) {
+	return m.getOrCreate(topic, partition, nil, false, cfg)
+}
+
+// GetOrCreateTopic is GetOrCreate for a partition of the topic whose id
+// is topicID. A new log gets topicID in its partition.metadata
+// (partition_metadata.go) before it is used. An existing log whose
+// partition.metadata holds another id belongs to an older topic of that
+// name (deleted, then created again while this broker was down): with
+// current set, which says topicID comes from metadata known to be caught
+// up, that stale log is deleted as Delete does and an empty log created in
+// its place; without it the log is refused with ErrInconsistentTopicID and
+// left alone (the metadata may be the stale side). An existing log without
+// partition.metadata (written before kbroker kept topic ids) is adopted
+// and gets the file when current is set, and is refused likewise
+// otherwise (it may be a newer topic's than topicID). An unparsable file
+// is ErrBadPartitionMetadata.
+func (m *Manager) GetOrCreateTopic(topic string, partition int32, topicID [16]byte, current bool, cfg LogConfig) (*Log, error) {
+	if topicID == ([16]byte{}) {
+		return nil, fmt.Errorf("storage: open partition %s-%d: zero topic id", topic, partition)
+	}
+	return m.getOrCreate(topic, partition, &topicID, current, cfg)
+}
+
+func (m *Manager) getOrCreate(topic string, partition int32, topicID *[16]byte, current bool, cfg LogConfig) (*Log, error) {
 	tp := topicPartition{topic, partition}
 	if topic == "" || partition < 0 || filepath.Base(topic) != topic || topic == "." || topic == ".." {
 		return nil, fmt.Errorf("storage: bad topic partition %q %d", topic, partition)
@@ -234,6 +260,34 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		return l, nil
 	}
 	d := m.dirOfPartitionLocked(tp)
+	// writeID: the log gets partition.metadata once open (an adopted
+	// log written before kbroker kept topic ids).
+	writeID := false
+	if d != nil && d.offline() == nil && topicID != nil {
+		path := filepath.Join(d.path, tp.dirName())
+		id, found, err := readPartitionMetadata(m.fs, path)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("storage: open partition %s-%d: %w", topic, partition, err)
+		case !found && !current:
+			return nil, fmt.Errorf("storage: open partition %s-%d: %w: %s has no %s, and topic id %s is not known current",
+				topic, partition, ErrInconsistentTopicID, path, partitionMetadataFile, TopicIDString(*topicID))
+		case !found:
+			writeID = true
+			m.logger.Info("adopting a log without partition.metadata (written before kbroker kept topic ids)",
+				"dir", path, "topic_id", TopicIDString(*topicID))
+		case id != *topicID && !current:
+			return nil, fmt.Errorf("storage: open partition %s-%d: %w: %s holds topic id %s, not %s",
+				topic, partition, ErrInconsistentTopicID, path, TopicIDString(id), TopicIDString(*topicID))
+		case id != *topicID:
+			m.logger.Warn("deleting the stale log of an older topic of the same name; the partition starts empty",
+				"dir", path, "stale_topic_id", TopicIDString(id), "topic_id", TopicIDString(*topicID))
+			if err := m.deleteLocked(tp); err != nil {
+				return nil, fmt.Errorf("storage: open partition %s-%d: deleting the stale log: %w", topic, partition, err)
+			}
+			d = nil
+		}
+	}
 	created := d == nil // no directory of it in any log dir yet
 	if d == nil {
 		// The directory AlterReplicaLogDirs asked for, else the one
@@ -254,11 +308,35 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 	if err := d.offline(); err != nil {
 		return nil, fmt.Errorf("open partition %s-%d in %s: %w (%v)", topic, partition, d.path, ErrLogDirOffline, err)
 	}
+	dir := filepath.Join(d.path, tp.dirName())
+	// removeNew leaves no directory of a new partition that could not be
+	// opened: the next start would load it as a partition of this broker,
+	// and a deleted topic's replica would stay an orphan. An existing
+	// partition's data is kept.
+	removeNew := func(err error) error {
+		if created {
+			if rerr := m.fs.RemoveAll(dir); rerr != nil {
+				err = errors.Join(err, fmt.Errorf("removing the directory of new partition %s-%d: %w", topic, partition, rerr))
+			}
+		}
+		return fmt.Errorf("storage: open partition %s-%d: %w", topic, partition, err)
+	}
+	if created && topicID != nil {
+		// The id is on disk before the log's first segment: a crash
+		// leaves no log of this topic without it (an empty directory at
+		// worst, adopted empty).
+		if err := m.fs.MkdirAll(dir, DirPerm); err != nil {
+			return nil, removeNew(fmt.Errorf("%w: create %s: %w", ErrStorage, dir, err))
+		}
+		if err := writePartitionMetadata(m.fs, dir, *topicID); err != nil {
+			return nil, removeNew(err)
+		}
+	}
 	rp, haveRP := d.recoveryPoints[tp]
 	if !haveRP {
 		rp = 0
 	}
-	l, err := OpenLog(filepath.Join(d.path, tp.dirName()), cfg, LogOptions{
+	l, err := OpenLog(dir, cfg, LogOptions{
 		FS:             m.fs,
 		Logger:         m.logger.With("topic", topic, "partition", partition),
 		Clean:          d.clean,
@@ -268,16 +346,15 @@ func (m *Manager) GetOrCreate(topic string, partition int32, cfg LogConfig) (*Lo
 		DeleteLater:    m.deletes.add,
 	})
 	if err != nil {
-		// A new partition that could not be opened (EMFILE, a full disk)
-		// must leave no directory behind: the next start would load it as
-		// a partition of this broker, and a deleted topic's replica would
-		// stay an orphan. An existing partition's data is kept.
-		if created {
-			if rerr := m.fs.RemoveAll(filepath.Join(d.path, tp.dirName())); rerr != nil {
-				err = errors.Join(err, fmt.Errorf("removing the directory of new partition %s-%d: %w", topic, partition, rerr))
+		return nil, removeNew(err)
+	}
+	if writeID {
+		if err := writePartitionMetadata(m.fs, dir, *topicID); err != nil {
+			if cerr := l.Close(); cerr != nil {
+				err = errors.Join(err, cerr)
 			}
+			return nil, fmt.Errorf("storage: open partition %s-%d: %w", topic, partition, err)
 		}
-		return nil, fmt.Errorf("storage: open partition %s-%d: %w", topic, partition, err)
 	}
 	d.partitions[tp] = true
 	delete(m.mu.preferred, tp)
@@ -300,9 +377,12 @@ func (m *Manager) Get(topic string, partition int32) (*Log, bool) {
 // once for a topic created again, readers holding files can finish, and
 // the next open removes a leftover (openLogDir).
 func (m *Manager) Delete(topic string, partition int32) error {
-	tp := topicPartition{topic, partition}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.deleteLocked(topicPartition{topic, partition})
+}
+
+func (m *Manager) deleteLocked(tp topicPartition) error {
 	var path string
 	delayMs := DefaultLogConfig().FileDeleteDelayMs
 	delete(m.mu.preferred, tp)
