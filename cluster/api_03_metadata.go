@@ -85,17 +85,26 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 	resp.ControllerID = advertisedControllerID(n.store.ControllerID(), listed)
 	resp.AuthorizedOperations = authorizedOperationsOmitted
 
-	if allTopics {
+	resp.Topics = n.metadataTopics(rc, img, req.Topics, allTopics, autoCreate)
+	fillAuthorizedOperations(rc, req, resp)
+	return resp, nil
+}
+
+// metadataTopics describes the topics asked for (every topic the
+// principal may describe when all) from img. It reads nothing but img
+// and the refusing brokers, so its cost is that of the topics described.
+func (n *Node) metadataTopics(rc *RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic, all, autoCreate bool) []kmsg.MetadataResponseTopic {
+	var out []kmsg.MetadataResponseTopic
+	if all {
 		for _, name := range img.TopicNames() {
 			if !describeTopicAllowed(rc, name) {
 				continue
 			}
-			resp.Topics = append(resp.Topics, n.metadataTopic(img.Topics[name], img))
+			out = append(out, n.metadataTopic(img.Topics[name], img))
 		}
-		fillAuthorizedOperations(rc, req, resp)
-		return resp, nil
+		return out
 	}
-	for _, rt := range req.Topics {
+	for _, rt := range topics {
 		var t *metadata.Topic
 		if rt.Topic != nil {
 			t = img.Topics[*rt.Topic]
@@ -108,7 +117,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			mt.TopicID = rt.TopicID
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			mt.AuthorizedOperations = authorizedOperationsOmitted
-			resp.Topics = append(resp.Topics, mt)
+			out = append(out, mt)
 			continue
 		}
 		if t == nil {
@@ -128,13 +137,12 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			mt.AuthorizedOperations = authorizedOperationsOmitted
-			resp.Topics = append(resp.Topics, mt)
+			out = append(out, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, n.metadataTopic(t, img))
+		out = append(out, n.metadataTopic(t, img))
 	}
-	fillAuthorizedOperations(rc, req, resp)
-	return resp, nil
+	return out
 }
 
 // topicOperations are the operations Kafka defines on a TOPIC.

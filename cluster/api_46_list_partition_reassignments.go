@@ -29,7 +29,12 @@ func (n *Node) handleListPartitionReassignments(_ context.Context, rc *RequestCo
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
-	img := n.store.Image()
+	listReassignments(n.store.Image(), req, resp)
+	return resp, nil
+}
+
+// listReassignments fills resp with the reassignments of img req asks for.
+func listReassignments(img *metadata.Image, req *kmsg.ListPartitionReassignmentsRequest, resp *kmsg.ListPartitionReassignmentsResponse) {
 	add := func(t *metadata.Topic, ids []int32) {
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = t.Name
@@ -64,12 +69,11 @@ func (n *Node) handleListPartitionReassignments(_ context.Context, rc *RequestCo
 			}
 			add(t, ids)
 		}
-		return resp, nil
+		return
 	}
 	for _, rt := range req.Topics {
 		if t, ok := img.Topics[rt.Topic]; ok {
 			add(t, rt.Partitions)
 		}
 	}
-	return resp, nil
 }

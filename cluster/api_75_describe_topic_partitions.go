@@ -48,8 +48,12 @@ func describeTopicPartitionsActions(_ *RequestContext, kreq kmsg.Request) []Acti
 func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
-	img := n.store.Image()
+	n.describeTopicPartitions(rc, n.store.Image(), req, resp)
+	return resp, nil
+}
 
+// describeTopicPartitions fills resp from img.
+func (n *Node) describeTopicPartitions(rc *RequestContext, img *metadata.Image, req *kmsg.DescribeTopicPartitionsRequest, resp *kmsg.DescribeTopicPartitionsResponse) {
 	all := len(req.Topics) == 0
 	cursorTopic, cursorPartition := "", int32(0)
 	if req.Cursor != nil {
@@ -73,7 +77,7 @@ func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestConte
 			rt.ErrorCode = kerr.InvalidRequest.Code
 			resp.Topics = append(resp.Topics, rt)
 		}
-		return resp, nil
+		return
 	}
 
 	// Kafka's limit: what the client asks, at most the broker's cap,
@@ -122,7 +126,6 @@ func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestConte
 		}
 	}
 	resp.Topics = append(resp.Topics, denied...)
-	return resp, nil
 }
 
 // describeTopicPartitionsPage describes t's partitions from start on, at

@@ -195,3 +195,18 @@ func (i *Image) updatePartitions(f func(t *Topic, p *Partition) *Partition) {
 		i.TopicsByID[t.ID] = t
 	}
 }
+
+// NewImage returns an image of brokers and topics (at offset 0, with no
+// configs, ACLs or quotas), for tools and tests that need an image
+// without a raft log. The image owns the structs passed.
+func NewImage(brokers []*Broker, topics []*Topic) *Image {
+	img := emptyImage()
+	for _, b := range brokers {
+		img.Brokers[b.ID] = b
+	}
+	for _, t := range topics {
+		img.Topics[t.Name] = t
+		img.TopicsByID[t.ID] = t
+	}
+	return img
+}
