@@ -130,9 +130,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		Brokers: slices.SortedFunc(maps.Values(img.Brokers), func(a, b *Broker) int {
 			return cmp.Compare(a.ID, b.ID)
 		}),
-		Topics: slices.SortedFunc(maps.Values(img.Topics), func(a, b *Topic) int {
-			return cmp.Compare(a.Name, b.Name)
-		}),
+		Topics:         sortedTopics(img),
 		ClusterConfigs: img.ClusterConfigs,
 		BrokerConfigs:  img.BrokerConfigs,
 		ACLs:           img.ACLs.All(),
@@ -144,6 +142,16 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		return fmt.Errorf("metadata: write snapshot: %w", err)
 	}
 	return nil
+}
+
+// sortedTopics returns the topics of img by name.
+func sortedTopics(img *Image) []*Topic {
+	names := img.SortedTopicNames()
+	out := make([]*Topic, len(names))
+	for i, name := range names {
+		out[i] = img.Topics[name]
+	}
+	return out
 }
 
 func readSnapshot(r io.Reader) (*Image, error) {
@@ -167,6 +175,7 @@ func readSnapshot(r io.Reader) (*Image, error) {
 		img.Topics[t.Name] = t
 		img.TopicsByID[t.ID] = t
 	}
+	img.reindex()
 	if len(sf.ACLs) > 0 {
 		byID := make(map[[16]byte]*ACL, len(sf.ACLs))
 		for _, a := range sf.ACLs {

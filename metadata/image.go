@@ -3,6 +3,7 @@ package metadata
 import (
 	"maps"
 	"slices"
+	"sync"
 )
 
 // Image is one immutable version of the cluster metadata: the result of
@@ -32,6 +33,33 @@ type Image struct {
 	Scram map[ScramKey]*ScramCredential
 	// Quotas holds the client quota values by entity (quotas.go).
 	Quotas map[QuotaEntity]map[string]float64
+
+	// Indexes derived from Topics, so that no record and no request
+	// needs a pass over every partition (or a sort of every name) for
+	// what they hold. withTopic, withoutTopic and updatePartitions keep
+	// them in step; NewImage and a snapshot restore build them. nil in an
+	// Image built by hand as a struct literal: the methods using them then
+	// compute what they need from Topics. They are not part of the
+	// snapshot format.
+	replicas *replicaCounts
+	names    *sortedNames
+}
+
+// replicaCounts is how many partitions the image has and how many replicas
+// each broker hosts (brokers hosting none are absent). Immutable once in
+// an image: a change makes a new one.
+type replicaCounts struct {
+	total     int64
+	perBroker map[int32]int64
+}
+
+// sortedNames is the sorted topic names, computed on first use. One is
+// shared by the successive images that have the same topic names (an ISR
+// change does not sort them again); a topic created or deleted starts a
+// new one.
+type sortedNames struct {
+	once sync.Once
+	list []string
 }
 
 // Endpoint is one listener of a broker.
@@ -89,7 +117,25 @@ func emptyImage() *Image {
 		Topics:     map[string]*Topic{},
 		TopicsByID: map[[16]byte]*Topic{},
 		ACLs:       emptyACLs,
+		replicas:   &replicaCounts{perBroker: map[int32]int64{}},
+		names:      &sortedNames{},
 	}
+}
+
+// reindex builds the indexes of an image whose Topics were filled in
+// directly (a restore, NewImage).
+func (i *Image) reindex() {
+	c := &replicaCounts{perBroker: map[int32]int64{}}
+	for _, t := range i.Topics {
+		c.total += int64(len(t.Partitions))
+		for _, p := range t.Partitions {
+			for _, r := range p.Replicas {
+				c.perBroker[r]++
+			}
+		}
+	}
+	i.replicas = c
+	i.names = &sortedNames{}
 }
 
 // Partition returns a partition of a topic.
@@ -128,9 +174,22 @@ func (i *Image) UnfencedBrokerIDs() []int32 {
 	return ids
 }
 
-// TopicNames returns the topic names in increasing order.
+// TopicNames returns the topic names in increasing order, in a slice the
+// caller owns.
 func (i *Image) TopicNames() []string {
-	return slices.Sorted(maps.Keys(i.Topics))
+	return slices.Clone(i.SortedTopicNames())
+}
+
+// SortedTopicNames returns the topic names in increasing order, in a slice
+// shared by every caller (and by the next images while no topic is created
+// or deleted): it must not be modified. Sorting happens once per set of
+// names, not once per request.
+func (i *Image) SortedTopicNames() []string {
+	if i.names == nil {
+		return slices.Sorted(maps.Keys(i.Topics))
+	}
+	i.names.once.Do(func() { i.names.list = slices.Sorted(maps.Keys(i.Topics)) })
+	return i.names.list
 }
 
 // next returns a shallow copy of i at offset: every map and pointer is
@@ -142,7 +201,19 @@ func (i *Image) next(offset uint64) *Image {
 }
 
 // withTopic replaces (or adds) t in a copy of the topic maps.
+//
+// The maps are cloned whole, O(topics) per topic record: Topics and
+// TopicsByID are plain maps that brokers read without a lock, so they
+// cannot be shared and changed. The indexes are updated from the
+// partitions of t that changed only.
 func (i *Image) withTopic(t *Topic) {
+	old := i.Topics[t.Name]
+	var d countDelta
+	d.diff(old, t)
+	i.replicas = i.replicas.plus(&d)
+	if old == nil {
+		i.names = &sortedNames{}
+	}
 	i.Topics = maps.Clone(i.Topics)
 	i.TopicsByID = maps.Clone(i.TopicsByID)
 	i.Topics[t.Name] = t
@@ -151,10 +222,88 @@ func (i *Image) withTopic(t *Topic) {
 
 // withoutTopic removes t from a copy of the topic maps.
 func (i *Image) withoutTopic(t *Topic) {
+	var d countDelta
+	d.diff(t, nil)
+	i.replicas = i.replicas.plus(&d)
+	i.names = &sortedNames{}
 	i.Topics = maps.Clone(i.Topics)
 	i.TopicsByID = maps.Clone(i.TopicsByID)
 	delete(i.Topics, t.Name)
 	delete(i.TopicsByID, t.ID)
+}
+
+// countDelta is a change of replicaCounts.
+type countDelta struct {
+	total     int64
+	perBroker map[int32]int64
+}
+
+// diff adds the change from topic old to topic next (either may be nil):
+// their partition counts, and the replicas of the partitions that are not
+// the same pointer with the same replicas in both.
+func (d *countDelta) diff(old, next *Topic) {
+	var op, np []*Partition
+	if old != nil {
+		op = old.Partitions
+	}
+	if next != nil {
+		np = next.Partitions
+	}
+	d.total += int64(len(np) - len(op))
+	for j := range max(len(op), len(np)) {
+		var a, b *Partition
+		if j < len(op) {
+			a = op[j]
+		}
+		if j < len(np) {
+			b = np[j]
+		}
+		d.partition(a, b)
+	}
+}
+
+// partition adds the change of replicas from a to b (either may be nil).
+func (d *countDelta) partition(a, b *Partition) {
+	if a == b || a != nil && b != nil && slices.Equal(a.Replicas, b.Replicas) {
+		return
+	}
+	if d.perBroker == nil {
+		d.perBroker = map[int32]int64{}
+	}
+	if a != nil {
+		for _, r := range a.Replicas {
+			d.perBroker[r]--
+		}
+	}
+	if b != nil {
+		for _, r := range b.Replicas {
+			d.perBroker[r]++
+		}
+	}
+}
+
+// plus returns c changed by d: c itself when d changes nothing, nil when c
+// is nil (an image built by hand has no counts to keep).
+func (c *replicaCounts) plus(d *countDelta) *replicaCounts {
+	if c == nil {
+		return nil
+	}
+	changed := d.total != 0
+	for _, k := range d.perBroker {
+		changed = changed || k != 0
+	}
+	if !changed {
+		return c
+	}
+	n := &replicaCounts{total: c.total + d.total, perBroker: maps.Clone(c.perBroker)}
+	for b, k := range d.perBroker {
+		if v := n.perBroker[b] + k; v != 0 {
+			n.perBroker[b] = v
+		} else {
+			delete(n.perBroker, b)
+		}
+	}
+	return n
 }
 
 // withBroker replaces (or adds) b in a copy of the broker map.
@@ -169,6 +318,7 @@ func (i *Image) withBroker(b *Broker) {
 // on the order of topics.
 func (i *Image) updatePartitions(f func(t *Topic, p *Partition) *Partition) {
 	var changed []*Topic
+	var d countDelta
 	for _, t := range i.Topics {
 		var parts []*Partition
 		for j, p := range t.Partitions {
@@ -177,6 +327,7 @@ func (i *Image) updatePartitions(f func(t *Topic, p *Partition) *Partition) {
 					parts = slices.Clone(t.Partitions)
 				}
 				parts[j] = n
+				d.partition(p, n)
 			}
 		}
 		if parts != nil {
@@ -188,6 +339,7 @@ func (i *Image) updatePartitions(f func(t *Topic, p *Partition) *Partition) {
 	if len(changed) == 0 {
 		return
 	}
+	i.replicas = i.replicas.plus(&d)
 	i.Topics = maps.Clone(i.Topics)
 	i.TopicsByID = maps.Clone(i.TopicsByID)
 	for _, t := range changed {
@@ -208,5 +360,6 @@ func NewImage(brokers []*Broker, topics []*Topic) *Image {
 		img.Topics[t.Name] = t
 		img.TopicsByID[t.ID] = t
 	}
+	img.reindex()
 	return img
 }
