@@ -146,13 +146,17 @@ func BenchmarkScaleDescribeTopicPartitionsPaging(b *testing.B) {
 	}
 }
 
-// describeAllPages walks every page and returns the partitions described.
-func describeAllPages(n *Node, img *metadata.Image) int {
+// describeAllPages walks every page of 2,000 partitions and returns the
+// partitions described.
+func describeAllPages(n *Node, img *metadata.Image) int { return describeAllPagesOf(n, img, 2000) }
+
+// describeAllPagesOf walks every page of limit partitions.
+func describeAllPagesOf(n *Node, img *metadata.Image, limit int32) int {
 	var cursor *kmsg.DescribeTopicPartitionsRequestCursor
 	total := 0
 	for {
 		req := kmsg.NewPtrDescribeTopicPartitionsRequest()
-		req.ResponsePartitionLimit = 2000
+		req.ResponsePartitionLimit = limit
 		req.Cursor = cursor
 		resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 		n.describeTopicPartitions(scaleRequestContext(), img, req, resp)
