@@ -43,7 +43,17 @@ type Image struct {
 	// snapshot format.
 	replicas *replicaCounts
 	names    *sortedNames
+
+	// batch is set on the images a batch of records goes through
+	// (applyBatch), and topicsOwner on those whose Topics and TopicsByID
+	// are the batch's own copy: the batch's later records change them in
+	// place instead of copying them again. Both are nil on every image
+	// anybody else sees.
+	batch, topicsOwner *batchToken
 }
+
+// batchToken identifies one applyBatch.
+type batchToken struct{ _ byte }
 
 // replicaCounts is how many partitions the image has and how many replicas
 // each broker hosts (brokers hosting none are absent). Immutable once in
@@ -200,12 +210,28 @@ func (i *Image) next(offset uint64) *Image {
 	return &n
 }
 
-// withTopic replaces (or adds) t in a copy of the topic maps.
+// ownTopicMaps makes Topics and TopicsByID i's own, to change: copies of
+// the maps, unless i is in a batch that copied them already.
 //
-// The maps are cloned whole, O(topics) per topic record: Topics and
-// TopicsByID are plain maps that brokers read without a lock, so they
-// cannot be shared and changed. The indexes are updated from the
-// partitions of t that changed only.
+// The copy is O(topics) per topic record: the maps are plain maps that
+// brokers read without a lock, so a published image's maps cannot be
+// changed. applyBatch pays it once per batch of records (up to raft's
+// MaxAppendEntries) instead of once per record.
+func (i *Image) ownTopicMaps() {
+	if i.batch != nil && i.topicsOwner == i.batch {
+		return
+	}
+	i.Topics = maps.Clone(i.Topics)
+	i.TopicsByID = maps.Clone(i.TopicsByID)
+	i.topicsOwner = i.batch
+}
+
+// withTopic replaces (or adds) t in the topic maps (ownTopicMaps). The
+// indexes are updated from the partitions of t that changed only.
+//
+// In a batch the maps are changed in place, which earlier images of the
+// batch see too: an apply function changes the topic maps as its last
+// step, after every check that may reject the record.
 func (i *Image) withTopic(t *Topic) {
 	old := i.Topics[t.Name]
 	var d countDelta
@@ -214,20 +240,18 @@ func (i *Image) withTopic(t *Topic) {
 	if old == nil {
 		i.names = &sortedNames{}
 	}
-	i.Topics = maps.Clone(i.Topics)
-	i.TopicsByID = maps.Clone(i.TopicsByID)
+	i.ownTopicMaps()
 	i.Topics[t.Name] = t
 	i.TopicsByID[t.ID] = t
 }
 
-// withoutTopic removes t from a copy of the topic maps.
+// withoutTopic removes t from the topic maps (ownTopicMaps).
 func (i *Image) withoutTopic(t *Topic) {
 	var d countDelta
 	d.diff(t, nil)
 	i.replicas = i.replicas.plus(&d)
 	i.names = &sortedNames{}
-	i.Topics = maps.Clone(i.Topics)
-	i.TopicsByID = maps.Clone(i.TopicsByID)
+	i.ownTopicMaps()
 	delete(i.Topics, t.Name)
 	delete(i.TopicsByID, t.ID)
 }
@@ -314,7 +338,7 @@ func (i *Image) withBroker(b *Broker) {
 
 // updatePartitions replaces every partition p of every topic t for which
 // f(t, p) returns non-nil by that result, in copies of the topics and the
-// topic maps (cloned once). f sees each partition once and must not depend
+// topic maps (ownTopicMaps, once). f sees each partition once and must not depend
 // on the order of topics.
 func (i *Image) updatePartitions(f func(t *Topic, p *Partition) *Partition) {
 	var changed []*Topic
@@ -340,8 +364,7 @@ func (i *Image) updatePartitions(f func(t *Topic, p *Partition) *Partition) {
 		return
 	}
 	i.replicas = i.replicas.plus(&d)
-	i.Topics = maps.Clone(i.Topics)
-	i.TopicsByID = maps.Clone(i.TopicsByID)
+	i.ownTopicMaps()
 	for _, t := range changed {
 		i.Topics[t.Name] = t
 		i.TopicsByID[t.ID] = t

@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
+
+	"github.com/hashicorp/raft"
 )
 
 // Benchmarks of every metadata path whose cost could grow with the size of
@@ -30,9 +33,12 @@ type scaleShape struct {
 
 // manyTopics is 100 partitions per topic (1,000 topics at 100k), fewTopics
 // 10 topics of a tenth of the partitions each.
+// oneTopicPerPartition (100,000 topics at 100k) shows what stays
+// O(topics) per topic record: the topic maps are copied whole.
 var (
-	manyTopics = scaleShape{name: "many", per: 100}
-	fewTopics  = scaleShape{name: "few", topics: 10}
+	manyTopics           = scaleShape{name: "many", per: 100}
+	fewTopics            = scaleShape{name: "few", topics: 10}
+	oneTopicPerPartition = scaleShape{name: "single", per: 1}
 )
 
 func (s scaleShape) split(partitions int) (topics, per int) {
@@ -114,6 +120,26 @@ func scaleImage(tb testing.TB, brokers, partitions int, shape scaleShape) *Image
 	}
 	topics, per := shape.split(partitions)
 	data := scaleBrokerRecords(tb, brokers)
+	if shape.per == 1 {
+		// Replaying 100,000 topic records copies the topic maps 100,000
+		// times: build the topics directly.
+		img := scaleApply(tb, emptyImage(), 1, data)
+		ts := make([]*Topic, topics)
+		for i := range ts {
+			_, p, err := decodeRecord(scaleCreateRecord(tb, i, per, brokers, scaleTopicName(i)))
+			if err != nil {
+				tb.Fatal(err)
+			}
+			r := p.(*createTopicRecord)
+			pr := r.Partitions[0]
+			ts[i] = &Topic{Name: r.Name, ID: r.TopicID, Configs: map[string]string{},
+				Partitions: []*Partition{{Replicas: pr.Replicas, ISR: pr.ISR, Leader: pr.Leader}}}
+		}
+		direct := NewImage(slices.Collect(maps.Values(img.Brokers)), ts)
+		direct.Offset = img.Offset
+		fixtures[key] = direct
+		return direct
+	}
 	for i := range topics {
 		data = append(data, scaleCreateRecord(tb, i, per, brokers, scaleTopicName(i)))
 	}
@@ -171,7 +197,7 @@ func BenchmarkScaleCreateTopicManyRecords(b *testing.B) {
 // of a big cluster (constant when nothing scans the image).
 func BenchmarkScaleCreateTopicInto(b *testing.B) {
 	for _, n := range scaleSizes {
-		for _, shape := range []scaleShape{manyTopics, fewTopics} {
+		for _, shape := range []scaleShape{manyTopics, fewTopics, oneTopicPerPartition} {
 			b.Run(fmt.Sprintf("shape=%s/partitions=%d", shape.name, n), func(b *testing.B) {
 				img := scaleImage(b, 3, n, shape)
 				rec := scaleCreateRecord(b, 1<<20, 100, 3, "new.topic_x")
@@ -247,7 +273,7 @@ func BenchmarkScaleFenceBroker(b *testing.B) {
 // one partition: what every ISR change costs the FSM.
 func BenchmarkScaleISRChange(b *testing.B) {
 	for _, n := range scaleSizes {
-		for _, shape := range []scaleShape{manyTopics, fewTopics} {
+		for _, shape := range []scaleShape{manyTopics, fewTopics, oneTopicPerPartition} {
 			b.Run(fmt.Sprintf("shape=%s/partitions=%d", shape.name, n), func(b *testing.B) {
 				img := scaleImage(b, 3, n, shape)
 				p := img.TopicsByID[scaleTopicID(0)].Partitions[0]
@@ -314,5 +340,49 @@ func BenchmarkScaleTopicNames(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkScaleISRChangeBatch applies 64 ISR shrinks of different
+// partitions one by one (batch=1, as Apply) and as one raft batch
+// (batch=64, as ApplyBatch, which copies the topic maps once): ns/op is
+// per record. The single shape (one partition per topic) is where the
+// copy of the topic maps dominates.
+func BenchmarkScaleISRChangeBatch(b *testing.B) {
+	for _, n := range scaleSizes {
+		for _, shape := range []scaleShape{manyTopics, oneTopicPerPartition} {
+			img := scaleImage(b, 3, n, shape)
+			var logs []*raft.Log
+			for _, name := range img.SortedTopicNames() {
+				for _, p := range img.Topics[name].Partitions {
+					if len(logs) == 64 {
+						break
+					}
+					logs = append(logs, &raft.Log{
+						Index: img.Offset + uint64(len(logs)) + 1, Type: raft.LogCommand,
+						Data: mustEncode(b, recPartitionChange, &partitionChangeRecord{
+							TopicID: img.Topics[name].ID, Partition: p.ID, Leader: p.Leader, ISR: []int32{p.Leader},
+							LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch,
+						}),
+					})
+				}
+			}
+			for _, batch := range []int{1, len(logs)} {
+				b.Run(fmt.Sprintf("shape=%s/batch=%d/partitions=%d", shape.name, batch, n), func(b *testing.B) {
+					b.ReportAllocs()
+					for range b.N {
+						cur := img
+						for k := 0; k < len(logs); k += batch {
+							var res []any
+							cur, res = applyBatch(cur, logs[k:k+batch])
+							if res[0] != nil {
+								b.Fatal(res[0])
+							}
+						}
+					}
+					b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(len(logs)), "ns/record")
+				})
+			}
+		}
 	}
 }
