@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -64,5 +65,55 @@ func TestApplyBatchEqualsApply(t *testing.T) {
 		if img := batched.image(); img.batch != nil || img.topicsOwner != nil {
 			t.Fatalf("seed %d: published image still marked as in a batch", seed)
 		}
+	}
+}
+
+// TestApplyBatchChangesOneTopicInPlace: a batch of ISR shrinks and
+// expands of the partitions of one topic, with a config change of that
+// topic and a stale record among them, changes the batch's own copy of
+// the topic in place: same image and results as one by one, and the
+// topic of the image before the batch untouched.
+func TestApplyBatchChangesOneTopicInPlace(t *testing.T) {
+	base := scaleImage(t, 3, 1_000, fewTopics) // 10 topics of 100 partitions
+	id := scaleTopicID(0)
+	model := base
+	var logs []*raft.Log
+	add := func(typ recordType, payload any) {
+		l := &raft.Log{Index: model.Offset + 1, Type: raft.LogCommand, Data: mustEncode(t, typ, payload)}
+		logs = append(logs, l)
+		model, _ = applyEntry(model, l.Index, l.Data)
+	}
+	for k := range 40 {
+		p := model.TopicsByID[id].Partitions[k%7]
+		isr := []int32{p.Leader}
+		if len(p.ISR) == 1 {
+			isr = slices.Clone(p.Replicas)
+		}
+		add(recPartitionChange, &partitionChangeRecord{TopicID: id, Partition: p.ID, Leader: p.Leader, ISR: isr,
+			LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + int32(k/39)}) // the last one stale
+		if k == 20 {
+			add(recConfigChange, &configChangeRecord{TopicID: id, Set: map[string]string{"retention.ms": "1"}})
+		}
+	}
+	var want []any
+	one := base
+	for _, l := range logs {
+		var res any
+		one, res = applyEntry(one, l.Index, l.Data)
+		want = append(want, res)
+	}
+	beforeBytes := snapshotBytes(t, base)
+	got, res := applyBatch(base, logs)
+	if fmt.Sprint(res) != fmt.Sprint(want) {
+		t.Fatalf("results differ:\n batch %v\n one by one %v", res, want)
+	}
+	if _, stale := res[len(res)-1].(error); !stale {
+		t.Fatalf("the stale record was applied: %v", res[len(res)-1])
+	}
+	if !sameImage(got, one) {
+		t.Fatal("batched image differs")
+	}
+	if !bytes.Equal(snapshotBytes(t, base), beforeBytes) {
+		t.Fatal("the batch changed the image before it")
 	}
 }

@@ -52,8 +52,11 @@ type Image struct {
 	batch, topicsOwner *batchToken
 }
 
-// batchToken identifies one applyBatch.
-type batchToken struct{ _ byte }
+// batchToken identifies one applyBatch. topics are the topic copies the
+// batch made (setPartition), which its later records change in place.
+type batchToken struct {
+	topics map[*Topic]bool
+}
 
 // replicaCounts is how many partitions the image has and how many replicas
 // each broker hosts (brokers hosting none are absent). Immutable once in
@@ -243,6 +246,34 @@ func (i *Image) withTopic(t *Topic) {
 	i.ownTopicMaps()
 	i.Topics[t.Name] = t
 	i.TopicsByID[t.ID] = t
+}
+
+// setPartition replaces partition p.ID of topic t (in i) by p, in a copy
+// of t and its partition slice, or in t itself when this batch made that
+// copy: a batch of changes to one topic's partitions (a broker rejoining
+// every ISR of a topic of 100k partitions) copies the partition slice
+// once, not once per record. Like withTopic, it is an apply function's
+// last step.
+func (i *Image) setPartition(t *Topic, p *Partition) {
+	var d countDelta
+	d.partition(t.Partitions[p.ID], p)
+	i.replicas = i.replicas.plus(&d)
+	if i.batch != nil && i.batch.topics[t] {
+		t.Partitions[p.ID] = p
+		return
+	}
+	nt := *t
+	nt.Partitions = slices.Clone(t.Partitions)
+	nt.Partitions[p.ID] = p
+	if i.batch != nil {
+		if i.batch.topics == nil {
+			i.batch.topics = map[*Topic]bool{}
+		}
+		i.batch.topics[&nt] = true
+	}
+	i.ownTopicMaps()
+	i.Topics[nt.Name] = &nt
+	i.TopicsByID[nt.ID] = &nt
 }
 
 // withoutTopic removes t from the topic maps (ownTopicMaps).

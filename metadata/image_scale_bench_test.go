@@ -342,10 +342,11 @@ func BenchmarkScaleTopicNames(b *testing.B) {
 // partitions one by one (batch=1, as Apply) and as one raft batch
 // (batch=64, as ApplyBatch, which copies the topic maps once): ns/op is
 // per record. The single shape (one partition per topic) is where the
-// copy of the topic maps dominates.
+// copy of the topic maps dominates, the few shape (64 partitions of one
+// topic of n/10) where the copy of the topic's partition slice does.
 func BenchmarkScaleISRChangeBatch(b *testing.B) {
 	for _, n := range scaleSizes {
-		for _, shape := range []scaleShape{manyTopics, oneTopicPerPartition} {
+		for _, shape := range []scaleShape{manyTopics, fewTopics, oneTopicPerPartition} {
 			img := scaleImage(b, 3, n, shape)
 			var logs []*raft.Log
 			for _, name := range img.SortedTopicNames() {
