@@ -174,20 +174,37 @@ func BenchmarkScaleCreateTopicOneRecord(b *testing.B) {
 }
 
 // BenchmarkScaleCreateTopicManyRecords builds the image from nothing, one
-// CreateTopic record of 100 partitions at a time: the whole log replay.
+// CreateTopic record of 100 partitions at a time: the whole log replay,
+// one record per raft batch (batch=1) or 64 (batch=64, as raft hands a
+// replay to ApplyBatch).
 func BenchmarkScaleCreateTopicManyRecords(b *testing.B) {
 	for _, n := range scaleSizes {
-		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
-			data := scaleBrokerRecords(b, 3)
-			for i := range n / 100 {
-				data = append(data, scaleCreateRecord(b, i, 100, 3, scaleTopicName(i)))
-			}
-			startTimer(b)
-			for range b.N {
-				scaleApply(b, emptyImage(), 1, data)
-			}
-			reportPerPartition(b, n)
-		})
+		data := scaleBrokerRecords(b, 3)
+		for i := range n / 100 {
+			data = append(data, scaleCreateRecord(b, i, 100, 3, scaleTopicName(i)))
+		}
+		logs := make([]*raft.Log, len(data))
+		for i, d := range data {
+			logs[i] = &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: d}
+		}
+		for _, batch := range []int{1, 64} {
+			b.Run(fmt.Sprintf("batch=%d/partitions=%d", batch, n), func(b *testing.B) {
+				startTimer(b)
+				for range b.N {
+					img := emptyImage()
+					for k := 0; k < len(logs); k += batch {
+						var res []any
+						img, res = applyBatch(img, logs[k:min(k+batch, len(logs))])
+						for _, r := range res {
+							if r != nil {
+								b.Fatal(r)
+							}
+						}
+					}
+				}
+				reportPerPartition(b, n)
+			})
+		}
 	}
 }
 
