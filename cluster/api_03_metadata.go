@@ -85,17 +85,28 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 	resp.ControllerID = advertisedControllerID(n.store.ControllerID(), listed)
 	resp.AuthorizedOperations = authorizedOperationsOmitted
 
-	if allTopics {
-		for _, name := range img.TopicNames() {
+	resp.Topics = n.metadataTopics(rc, img, req.Topics, allTopics, autoCreate)
+	fillAuthorizedOperations(rc, req, resp)
+	return resp, nil
+}
+
+// metadataTopics describes the topics asked for (every topic the
+// principal may describe when all) from img. It reads nothing but img
+// and the refusing brokers, so its cost is that of the topics described.
+func (n *Node) metadataTopics(rc *RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic, all, autoCreate bool) []kmsg.MetadataResponseTopic {
+	var out []kmsg.MetadataResponseTopic
+	if all {
+		names := img.SortedTopicNames() // shared: read only
+		out = make([]kmsg.MetadataResponseTopic, 0, len(names))
+		for _, name := range names {
 			if !describeTopicAllowed(rc, name) {
 				continue
 			}
-			resp.Topics = append(resp.Topics, n.metadataTopic(img.Topics[name], img))
+			out = append(out, n.metadataTopic(img.Topics[name], img))
 		}
-		fillAuthorizedOperations(rc, req, resp)
-		return resp, nil
+		return out
 	}
-	for _, rt := range req.Topics {
+	for _, rt := range topics {
 		var t *metadata.Topic
 		if rt.Topic != nil {
 			t = img.Topics[*rt.Topic]
@@ -108,7 +119,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 			mt.TopicID = rt.TopicID
 			mt.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			mt.AuthorizedOperations = authorizedOperationsOmitted
-			resp.Topics = append(resp.Topics, mt)
+			out = append(out, mt)
 			continue
 		}
 		if t == nil {
@@ -128,13 +139,12 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			}
 			mt.AuthorizedOperations = authorizedOperationsOmitted
-			resp.Topics = append(resp.Topics, mt)
+			out = append(out, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, n.metadataTopic(t, img))
+		out = append(out, n.metadataTopic(t, img))
 	}
-	fillAuthorizedOperations(rc, req, resp)
-	return resp, nil
+	return out
 }
 
 // topicOperations are the operations Kafka defines on a TOPIC.
@@ -239,38 +249,59 @@ func listenerBrokers(img *metadata.Image, listener string, withFenced bool) []km
 }
 
 func (n *Node) metadataTopic(t *metadata.Topic, img *metadata.Image) kmsg.MetadataResponseTopic {
-	now := time.Now()
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
 	mt.TopicID = t.ID
 	mt.IsInternal = isInternalTopic(t.Name)
 	mt.AuthorizedOperations = authorizedOperationsOmitted
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, len(t.Partitions))
+	lv := n.leaderLiveness(img)
 	for _, p := range t.Partitions {
-		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition = p.ID
-		mp.Leader = p.Leader
-		mp.LeaderEpoch = p.LeaderEpoch
-		mp.Replicas = p.Replicas
-		mp.ISR = p.ISR
-		mp.OfflineReplicas = []int32{}
-		for _, r := range p.Replicas {
-			if b, ok := img.Brokers[r]; !ok || b.Fenced {
-				mp.OfflineReplicas = append(mp.OfflineReplicas, r)
-			}
-		}
-		if p.Leader < 0 {
-			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		} else if n.refusingLeader(img, p.Leader, now) {
-			// Its process looks gone and the wait for its fencing
-			// (awaitFailover) timed out: Kafka's answer for a leader
-			// that is not alive.
-			mp.Leader = -1
-			mp.ErrorCode = kerr.LeaderNotAvailable.Code
-		}
-		mt.Partitions = append(mt.Partitions, mp)
+		mt.Partitions = append(mt.Partitions, lv.metadataPartition(p))
 	}
 	return mt
+}
+
+// leaderLiveness answers, for the partitions of one response, whether a
+// replica is offline and whether a leader is refused. It asks the
+// refusing brokers (a mutex) once per response rather than once per
+// partition: almost always none is refusing.
+type leaderLiveness struct {
+	n        *Node
+	img      *metadata.Image
+	now      time.Time
+	refusing bool
+}
+
+func (n *Node) leaderLiveness(img *metadata.Image) leaderLiveness {
+	return leaderLiveness{n: n, img: img, now: time.Now(), refusing: n.refusing.any()}
+}
+
+// metadataPartition describes p as Metadata does.
+func (lv leaderLiveness) metadataPartition(p *metadata.Partition) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition = p.ID
+	mp.Leader = p.Leader
+	mp.LeaderEpoch = p.LeaderEpoch
+	mp.Replicas = p.Replicas
+	mp.ISR = p.ISR
+	mp.OfflineReplicas = []int32{}
+	for _, r := range p.Replicas {
+		if b, ok := lv.img.Brokers[r]; !ok || b.Fenced {
+			mp.OfflineReplicas = append(mp.OfflineReplicas, r)
+		}
+	}
+	if p.Leader < 0 {
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	} else if lv.refusing && lv.n.refusingLeader(lv.img, p.Leader, lv.now) {
+		// Its process looks gone and the wait for its fencing
+		// (awaitFailover) timed out: Kafka's answer for a leader
+		// that is not alive.
+		mp.Leader = -1
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	}
+	return mp
 }
 
 func isInternalTopic(name string) bool {

@@ -29,47 +29,58 @@ func (n *Node) handleListPartitionReassignments(_ context.Context, rc *RequestCo
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
-	img := n.store.Image()
-	add := func(t *metadata.Topic, ids []int32) {
+	listReassignments(n.store.Image(), req, resp)
+	return resp, nil
+}
+
+// listReassignments fills resp with the reassignments of img req asks for.
+func listReassignments(img *metadata.Image, req *kmsg.ListPartitionReassignmentsRequest, resp *kmsg.ListPartitionReassignmentsResponse) {
+	describe := func(rt *kmsg.ListPartitionReassignmentsResponseTopic, p *metadata.Partition) {
+		rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
+		rp.Partition = p.ID
+		rp.Replicas = slices.Clone(p.Replicas)
+		rp.AddingReplicas = slices.Clone(p.AddingReplicas)
+		rp.RemovingReplicas = slices.Clone(p.RemovingReplicas)
+		if rp.AddingReplicas == nil {
+			rp.AddingReplicas = []int32{}
+		}
+		if rp.RemovingReplicas == nil {
+			rp.RemovingReplicas = []int32{}
+		}
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	if req.Topics == nil {
+		// Every partition is looked at once: sorted names shared with
+		// the image, no list of partition ids per topic.
+		for _, name := range img.SortedTopicNames() {
+			t := img.Topics[name]
+			rt := kmsg.NewListPartitionReassignmentsResponseTopic()
+			rt.Topic = t.Name
+			for _, p := range t.Partitions {
+				if p.Reassigning() {
+					describe(&rt, p)
+				}
+			}
+			if len(rt.Partitions) > 0 {
+				resp.Topics = append(resp.Topics, rt)
+			}
+		}
+		return
+	}
+	for _, rq := range req.Topics {
+		t, ok := img.Topics[rq.Topic]
+		if !ok {
+			continue
+		}
 		rt := kmsg.NewListPartitionReassignmentsResponseTopic()
 		rt.Topic = t.Name
-		for _, id := range ids {
-			if id < 0 || int(id) >= len(t.Partitions) || !t.Partitions[id].Reassigning() {
-				continue
+		for _, id := range rq.Partitions {
+			if id >= 0 && int(id) < len(t.Partitions) && t.Partitions[id].Reassigning() {
+				describe(&rt, t.Partitions[id])
 			}
-			p := t.Partitions[id]
-			rp := kmsg.NewListPartitionReassignmentsResponseTopicPartition()
-			rp.Partition = id
-			rp.Replicas = slices.Clone(p.Replicas)
-			rp.AddingReplicas = slices.Clone(p.AddingReplicas)
-			rp.RemovingReplicas = slices.Clone(p.RemovingReplicas)
-			if rp.AddingReplicas == nil {
-				rp.AddingReplicas = []int32{}
-			}
-			if rp.RemovingReplicas == nil {
-				rp.RemovingReplicas = []int32{}
-			}
-			rt.Partitions = append(rt.Partitions, rp)
 		}
 		if len(rt.Partitions) > 0 {
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
-	if req.Topics == nil {
-		for _, name := range img.TopicNames() {
-			t := img.Topics[name]
-			ids := make([]int32, len(t.Partitions))
-			for i := range ids {
-				ids[i] = int32(i)
-			}
-			add(t, ids)
-		}
-		return resp, nil
-	}
-	for _, rt := range req.Topics {
-		if t, ok := img.Topics[rt.Topic]; ok {
-			add(t, rt.Partitions)
-		}
-	}
-	return resp, nil
 }

@@ -35,9 +35,13 @@ func (n *Node) handleConsumerGroupDescribe(_ context.Context, rc *RequestContext
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	img := n.store.Image()
-	names := map[group.TopicID]string{}
-	for id, t := range img.TopicsByID {
-		names[id] = t.Name
+	// A name by id from the image's index: no map of every topic per
+	// request.
+	topicName := func(id group.TopicID) string {
+		if t, ok := img.TopicsByID[id]; ok {
+			return t.Name
+		}
+		return ""
 	}
 	for _, id := range req.Groups {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
@@ -66,7 +70,7 @@ func (n *Node) handleConsumerGroupDescribe(_ context.Context, rc *RequestContext
 					continue
 				}
 				tp := kmsg.NewAssignmentTopicPartition()
-				tp.TopicID, tp.Topic, tp.Partitions = tid, names[tid], ps
+				tp.TopicID, tp.Topic, tp.Partitions = tid, topicName(tid), ps
 				if !rc.AuthorizedTopic(kmsg.ACLOperationDescribe, tp.Topic) {
 					denied = true
 				}

@@ -48,24 +48,33 @@ func describeTopicPartitionsActions(_ *RequestContext, kreq kmsg.Request) []Acti
 func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
-	img := n.store.Image()
+	n.describeTopicPartitions(rc, n.store.Image(), req, resp)
+	return resp, nil
+}
 
+// describeTopicPartitions fills resp from img.
+func (n *Node) describeTopicPartitions(rc *RequestContext, img *metadata.Image, req *kmsg.DescribeTopicPartitionsRequest, resp *kmsg.DescribeTopicPartitionsResponse) {
 	all := len(req.Topics) == 0
 	cursorTopic, cursorPartition := "", int32(0)
 	if req.Cursor != nil {
 		cursorTopic, cursorPartition = req.Cursor.Topic, req.Cursor.Partition
 	}
+	// The names from the cursor on. Every topic: a binary search in the
+	// image's sorted names (shared, read only), so a page costs what it
+	// describes, not a sort of every name.
 	var names []string
 	if all {
-		names = img.TopicNames()
+		sorted := img.SortedTopicNames()
+		from, _ := slices.BinarySearch(sorted, cursorTopic)
+		names = sorted[from:]
 	} else {
 		for _, t := range req.Topics {
 			names = append(names, t.Topic)
 		}
 		slices.Sort(names)
 		names = slices.Compact(names)
+		names = slices.DeleteFunc(names, func(name string) bool { return name < cursorTopic })
 	}
-	names = slices.DeleteFunc(names, func(name string) bool { return name < cursorTopic })
 	if req.Cursor != nil && (!all && !slices.Contains(names, cursorTopic) || cursorPartition < 0) {
 		for _, t := range req.Topics {
 			rt := kmsg.NewDescribeTopicPartitionsResponseTopic()
@@ -73,7 +82,7 @@ func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestConte
 			rt.ErrorCode = kerr.InvalidRequest.Code
 			resp.Topics = append(resp.Topics, rt)
 		}
-		return resp, nil
+		return
 	}
 
 	// Kafka's limit: what the client asks, at most the broker's cap,
@@ -91,6 +100,9 @@ func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestConte
 			continue
 		}
 		if resp.NextCursor != nil {
+			if all {
+				break // denied topics are left out: nothing more to list
+			}
 			continue // only the denied ones are still listed
 		}
 		if remaining == 0 {
@@ -122,29 +134,31 @@ func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestConte
 		}
 	}
 	resp.Topics = append(resp.Topics, denied...)
-	return resp, nil
 }
 
 // describeTopicPartitionsPage describes t's partitions from start on, at
 // most *remaining of them, which it counts down. next is the first
 // partition left out, -1 if none.
 func (n *Node) describeTopicPartitionsPage(rc *RequestContext, img *metadata.Image, t *metadata.Topic, start int32, remaining *int32) (rt kmsg.DescribeTopicPartitionsResponseTopic, next int32) {
-	mt := n.metadataTopic(t, img)
 	rt = kmsg.NewDescribeTopicPartitionsResponseTopic()
-	rt.Topic = mt.Topic
-	rt.TopicID = mt.TopicID
-	rt.IsInternal = mt.IsInternal
+	name := t.Name
+	rt.Topic = &name
+	rt.TopicID = t.ID
+	rt.IsInternal = isInternalTopic(t.Name)
 	rt.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeTopic, t.Name, topicOperations)
-	rt.Partitions = []kmsg.DescribeTopicPartitionsResponseTopicPartition{}
+	// Only the partitions of this page are described (Partitions[i].ID
+	// is i): a topic larger than a page costs each page its page, not
+	// the whole topic.
+	parts := t.Partitions[min(int(start), len(t.Partitions)):]
+	rt.Partitions = make([]kmsg.DescribeTopicPartitionsResponseTopicPartition, 0, min(len(parts), int(*remaining)))
+	lv := n.leaderLiveness(img)
 	next = -1
-	for _, mp := range mt.Partitions {
-		if mp.Partition < start {
-			continue
-		}
+	for _, tp := range parts {
 		if *remaining == 0 {
-			next = mp.Partition
+			next = tp.ID
 			break
 		}
+		mp := lv.metadataPartition(tp)
 		p := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
 		p.Partition = mp.Partition
 		// Metadata's LEADER_NOT_AVAILABLE becomes leader -1: this API

@@ -172,6 +172,10 @@ type groupCoordinator struct {
 		// lastImage is the metadata image consumer groups last saw
 		// (groups_consumer.go).
 		lastImage *metadata.Image
+		// topics is imageTopics(topicsImage), built once per image
+		// rather than once per heartbeat (groups_consumer.go).
+		topicsImage *metadata.Image
+		topics      group.Topics
 		// pendingTxn holds TxnOffsetCommit offsets by producer id, then
 		// group, until the transaction's marker (groups_txn_offsets.go).
 		pendingTxn map[int64]map[string]map[group.TopicPartition]group.Offset

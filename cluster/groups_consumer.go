@@ -61,6 +61,16 @@ func imageTopics(img *metadata.Image) group.Topics {
 	return out
 }
 
+// imageTopicsLocked is imageTopics(img), built once per image: every
+// heartbeat of every consumer asks for it, and building it is a pass over
+// every topic.
+func (c *groupCoordinator) imageTopicsLocked(img *metadata.Image) group.Topics {
+	if img != c.mu.topicsImage {
+		c.mu.topicsImage, c.mu.topics = img, imageTopics(img)
+	}
+	return c.mu.topics
+}
+
 // refreshConsumerMetadataLocked lets the consumer groups see a new
 // metadata image: a subscribed topic that changed bumps the group epoch.
 func (c *groupCoordinator) refreshConsumerMetadataLocked() {
@@ -73,7 +83,7 @@ func (c *groupCoordinator) refreshConsumerMetadataLocked() {
 	for _, g := range c.mu.groups {
 		if cg := g.Consumer(); cg != nil {
 			if topics == nil {
-				topics = imageTopics(img)
+				topics = c.imageTopicsLocked(img)
 			}
 			cg.RefreshMetadata(topics)
 		}
@@ -133,7 +143,7 @@ func (c *groupCoordinator) consumerHeartbeat(groupID string, req group.ConsumerH
 		return
 	}
 	cg := g.Consumer()
-	res, err := cg.Heartbeat(req, imageTopics(c.host.Image()), now)
+	res, err := cg.Heartbeat(req, c.imageTopicsLocked(c.host.Image()), now)
 	if err != nil && cg.GroupEpoch == 0 && len(g.Offsets) == 0 && pre == nil {
 		// A group this refused join created: it never existed.
 		delete(c.mu.groups, groupID)

@@ -318,7 +318,7 @@ func (s *Store) electPreferredLeaders() {
 	ctx, cancel := context.WithTimeout(s.ctx, transportTimeout)
 	defer cancel()
 	var futures []raft.ApplyFuture
-	for _, name := range img.TopicNames() {
+	for _, name := range img.SortedTopicNames() {
 		t := img.Topics[name]
 		for _, p := range t.Partitions {
 			leader, ok := preferredLeader(p, alive)

@@ -293,10 +293,7 @@ func applyPartitionChange(img *Image, r *partitionChangeRecord) error {
 		p.LeaderEpoch++
 	}
 	p = withReassignment(img, cur, p)
-	t := *old
-	t.Partitions = slices.Clone(old.Partitions)
-	t.Partitions[r.Partition] = p
-	img.withTopic(&t)
+	img.setPartition(old, p)
 	return nil
 }
 

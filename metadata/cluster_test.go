@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kbroker/kbroker/internal/testutil"
-	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -143,7 +142,7 @@ func (c *testCluster) converged() *Image {
 	testutil.Eventually(c.t, 10*time.Second, func() error {
 		img = c.leader().Image()
 		for id, s := range c.stores {
-			if got := s.Image(); !reflect.DeepEqual(got, img) {
+			if got := s.Image(); !sameImage(got, img) {
 				return fmt.Errorf("node %d at offset %d, leader at %d", id, got.Offset, img.Offset)
 			}
 		}

@@ -15,7 +15,15 @@
 //
 // Every applied record builds a new Image copy-on-write: the maps and
 // topics a record changes are copied, everything else is shared with the
-// previous image. The new image is published atomically (Store.Image), and
+// previous image. Raft hands the FSM committed entries in batches
+// (fsm.ApplyBatch): the images between the entries of a batch are never
+// published, so the topic maps are copied once per batch, and only the
+// last image is. The image also keeps indexes derived from its topics (the
+// partition and per-broker replica counts the partition limits check, the
+// sorted topic names, SortedTopicNames), updated from what a record
+// changed, so that no record and no request about one topic costs a pass
+// over every partition (docs/ARCHITECTURE.md, "Metadata at scale"). The
+// new image is published atomically (Store.Image), and
 // the channel returned by Store.Changed is closed, so a watcher does
 //
 //	for {
@@ -97,8 +105,8 @@
 // "clusterConfigs", "brokerConfigs" by broker id, "acls" sorted by
 // resource pattern and id,
 // "aclVersion", "scram" sorted by user and mechanism, "quotas" sorted by
-// entity}; the ACL index is
-// rebuilt on restore. The
+// entity}; the ACL index and the image's topic indexes (partition
+// counts, sorted names) are rebuilt on restore, not stored. The
 // log and raft's stable state live in <Dir>/raft.db (raft-boltdb/v2).
 //
 // # Controller operations
@@ -364,7 +372,7 @@
 // # Goroutines
 //
 // Open starts raft, and raft owns its goroutines: its main loop, the FSM
-// goroutine that calls Apply/Snapshot/Restore (one at a time), the
+// goroutine that calls ApplyBatch/Snapshot/Restore (one at a time), the
 // snapshot goroutine that calls FSMSnapshot.Persist, and the transport's
 // connection handlers. The Store owns, through goFunc and its WaitGroup:
 //

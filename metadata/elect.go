@@ -103,7 +103,7 @@ func (s *Store) electLeaders(ctx context.Context, r electLeadersRequest) ([]Elec
 	var targets []electTarget
 	if r.All {
 		img := s.Image()
-		for _, name := range img.TopicNames() {
+		for _, name := range img.SortedTopicNames() {
 			for _, p := range img.Topics[name].Partitions {
 				targets = append(targets, electTarget{name, p.ID})
 			}

@@ -53,12 +53,20 @@ type partitionCounts struct {
 	capacity map[int32]int64
 }
 
+// countPartitions counts from the image's index (O(brokers)); an image
+// built by hand without one is counted partition by partition. The result
+// is the caller's to change (planner.add).
 func countPartitions(img *Image) *partitionCounts {
 	c := &partitionCounts{perBroker: map[int32]int64{}, capacity: map[int32]int64{}}
 	for id, b := range img.Brokers {
 		if b.PartitionCapacity > 0 {
 			c.capacity[id] = b.PartitionCapacity
 		}
+	}
+	if img.replicas != nil {
+		c.total = img.replicas.total
+		maps.Copy(c.perBroker, img.replicas.perBroker)
+		return c
 	}
 	for _, t := range img.Topics {
 		c.total += int64(len(t.Partitions))

@@ -189,10 +189,7 @@ func applyAlterReassignment(img *Image, r *alterReassignmentRecord) error {
 	if err != nil {
 		return fmt.Errorf("%s-%d: %w", old.Name, r.Partition, err)
 	}
-	t := *old
-	t.Partitions = slices.Clone(old.Partitions)
-	t.Partitions[r.Partition] = p
-	img.withTopic(&t)
+	img.setPartition(old, p)
 	return nil
 }
 
