@@ -38,13 +38,16 @@ type benchConfig struct {
 	durable    bool
 	nodeBin    string
 	clientLog  string
+	// scale mode (bench_scale.go)
+	scaleCounts []int
+	idleWindow  time.Duration
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c benchConfig
-	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency) or failover (kill -9 each broker in turn under load)")
+	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load) or scale (creation, restart, idle cost of many partitions)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each produce run")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the bench topic (replication factor 3, min.insync.replicas 2)")
 	fs.IntVar(&c.recordSize, "record-size", 100, "value bytes per record")
@@ -59,13 +62,22 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
 	fs.StringVar(&c.clientLog, "client-log", "", "failover: write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
 	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
+	scaleCounts := fs.String("scale-partitions", "1000,10000", "scale: partition counts to measure (RF 3), each on a fresh cluster; ratios are to the first")
+	fs.DurationVar(&c.idleWindow, "idle-window", 30*time.Second, "scale: how long each node's idle CPU is measured")
 	if err := fs.Parse(args); err != nil {
 		return c, parseError{err}
 	}
 	c.sets = sets
+	counts, err := parseCounts(*scaleCounts)
+	if err != nil {
+		return c, flagErr("scale-partitions", "%v", err)
+	}
+	c.scaleCounts = counts
 	switch {
-	case c.mode != "compare" && c.mode != "failover":
-		return c, flagErr("mode", "must be compare or failover, got %q", c.mode)
+	case c.mode != "compare" && c.mode != "failover" && c.mode != "scale":
+		return c, flagErr("mode", "must be compare, failover or scale, got %q", c.mode)
+	case c.idleWindow <= 0:
+		return c, flagErr("idle-window", "must be positive")
 	case c.duration <= 0:
 		return c, flagErr("duration", "must be positive")
 	case c.partitions <= 0:
@@ -118,6 +130,9 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, load average %s (other work on the machine slows both targets alike; compare ratios)\n", runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(stdout, "kbroker nodes: %s (logs node-N.log)\n", c.dir)
+	if c.mode == "scale" {
+		return runScale(ctx, c, bin, stdout, stderr)
+	}
 	cl, err := newBenchCluster(bin, c.dir, c.sets, c.profileDir != "")
 	if err != nil {
 		return err
