@@ -117,6 +117,9 @@ func (fsys *cacheFS) OpenFile(name string, flag int, perm os.FileMode) (File, er
 	}
 	cf := &cachedFile{c: c, name: filepath.Clean(name), perm: perm, f: f,
 		flag: flag &^ (os.O_CREATE | os.O_TRUNC | os.O_EXCL)}
+	if flag&(os.O_CREATE|os.O_TRUNC) != 0 {
+		cf.gen = 1 // created or emptied: a change like a write
+	}
 	c.mu.Lock()
 	c.opens++
 	c.open++
@@ -423,6 +426,17 @@ func (cf *cachedFile) Sync() error {
 		c.mu.Unlock()
 	}
 	return err
+}
+
+// writeTracker is a file that knows whether anything was written through
+// it since it was opened (Log.Close skips the fsync of a durable log
+// that was not written).
+type writeTracker interface{ writtenSinceOpen() bool }
+
+func (cf *cachedFile) writtenSinceOpen() bool {
+	cf.c.mu.Lock()
+	defer cf.c.mu.Unlock()
+	return cf.gen > 0
 }
 
 func (cf *cachedFile) Close() error {
