@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover secure-up secure-down chaos chaos-secure
+.PHONY: build test fuzz image up down lint bench bench-failover bench-scale secure-up secure-down chaos chaos-secure
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -90,3 +90,10 @@ bench: build
 # any partition and how long the group's committed offsets were unreadable.
 bench-failover: build
 	./bin/kbroker bench --mode failover $(BENCH_FLAGS)
+
+# 1,000 and 10,000 partitions (RF 3) on a fresh local three-node cluster
+# each: creation, idle CPU, RSS and descriptors per replica, restart and
+# recovery, metadata propagation; with ratios to the 1,000 figures
+# (README, Scale). E.g. BENCH_FLAGS='--scale-partitions 1000,5000'.
+bench-scale: build
+	./bin/kbroker bench --mode scale $(BENCH_FLAGS)

@@ -41,6 +41,7 @@ type benchConfig struct {
 	// scale mode (bench_scale.go)
 	scaleCounts []int
 	idleWindow  time.Duration
+	scaleProp   int // partitions of the propagation topic (tests shrink it)
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {

@@ -49,7 +49,8 @@ const (
 	// partitions), the size of the propagation measurement.
 	scaleTopicsPerRequest = 10
 	// scalePropagationPartitions is the size of the topic whose
-	// propagation to every broker is timed.
+	// propagation to every broker is timed (benchConfig.scaleProp, when
+	// set, replaces it).
 	scalePropagationPartitions = 1000
 	// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's utime and
 	// stime: 100 on every Linux architecture Go supports.
@@ -63,6 +64,8 @@ type scaleResult struct {
 	created        time.Duration // every partition led with a full ISR on every broker
 	propagation    time.Duration
 	propAcked      time.Duration
+	propPartitions int
+	createRetries  int        // CreateTopics asked again after a transient refusal
 	idleCPU        [3]float64 // % of one core
 	rssKiB, fds    [3]int64
 	baseRSSKiB     [3]int64
@@ -93,12 +96,15 @@ func parseCounts(s string) ([]int, error) {
 // runScale measures every count in c.scaleCounts, each on a fresh
 // cluster under c.dir, and prints the table.
 func runScale(ctx context.Context, c benchConfig, bin string, stdout, stderr io.Writer) error {
+	if c.scaleProp <= 0 {
+		c.scaleProp = scalePropagationPartitions
+	}
 	var results []scaleResult
 	for _, p := range c.scaleCounts {
 		dir := filepath.Join(c.dir, fmt.Sprintf("scale-%d", p))
 		// Every replica of P partitions plus the propagation topic lands on
 		// every node: raise max.broker.partitions past the default 10,000.
-		sets := append([]string{fmt.Sprintf("max.broker.partitions=%d", p+2*scalePropagationPartitions)}, c.sets...)
+		sets := append([]string{fmt.Sprintf("max.broker.partitions=%d", p+2*c.scaleProp)}, c.sets...)
 		cl, err := newBenchCluster(bin, dir, sets, false)
 		if err != nil {
 			return err
@@ -120,7 +126,7 @@ func runScale(ctx context.Context, c benchConfig, bin string, stdout, stderr io.
 }
 
 func measureScale(ctx context.Context, c benchConfig, cl *benchCluster, p int, stderr io.Writer) (scaleResult, error) {
-	r := scaleResult{partitions: p, idleWindow: c.idleWindow}
+	r := scaleResult{partitions: p, idleWindow: c.idleWindow, propPartitions: c.scaleProp}
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(stderr, "%s P=%d: %s\n", time.Now().UTC().Format("15:04:05"), p, fmt.Sprintf(format, args...))
 	}
@@ -150,12 +156,12 @@ func measureScale(ctx context.Context, c benchConfig, cl *benchCluster, p int, s
 	topics := scaleTopics(p)
 	start := time.Now()
 	for i := 0; i < len(topics); i += scaleTopicsPerRequest {
-		if err := createTopics(ctx, client, topics[i:min(i+scaleTopicsPerRequest, len(topics))]); err != nil {
+		if err := createTopics(ctx, client, topics[i:min(i+scaleTopicsPerRequest, len(topics))], &r.createRetries); err != nil {
 			return r, err
 		}
 	}
 	r.createAcked = time.Since(start)
-	logf("CreateTopics answered after %v", r.createAcked.Round(time.Millisecond))
+	logf("CreateTopics answered after %v (%d requests retried after a transient refusal)", r.createAcked.Round(time.Millisecond), r.createRetries)
 	timeout := time.Minute + time.Duration(p)*50*time.Millisecond
 	if err := waitScaleISR(ctx, client, cl, topics, timeout); err != nil {
 		return r, fmt.Errorf("after creation: %w", err)
@@ -222,16 +228,16 @@ func measureScale(ctx context.Context, c benchConfig, cl *benchCluster, p int, s
 
 	prop := []string{"scale-propagation"}
 	start = time.Now()
-	if err := createTopicsOf(ctx, client, prop, scalePropagationPartitions); err != nil {
+	if err := createTopicsOf(ctx, client, prop, c.scaleProp); err != nil {
 		return r, err
 	}
 	r.propAcked = time.Since(start)
-	if err := waitLed(ctx, client, cl, prop[0], scalePropagationPartitions, timeout); err != nil {
+	if err := waitLed(ctx, client, cl, prop[0], c.scaleProp, timeout); err != nil {
 		return r, fmt.Errorf("propagation: %w", err)
 	}
 	r.propagation = time.Since(start)
 	r.loadAfterCount = loadAverage()
-	logf("propagation of %d partitions: answered after %v, on every broker after %v", scalePropagationPartitions,
+	logf("propagation of %d partitions: answered after %v, on every broker after %v", c.scaleProp,
 		r.propAcked.Round(time.Millisecond), r.propagation.Round(time.Millisecond))
 	return r, nil
 }
@@ -257,33 +263,60 @@ func createTopicsOf(ctx context.Context, cl *kgo.Client, names []string, partiti
 	for _, n := range names {
 		ts = append(ts, scaleTopic{name: n, partitions: partitions})
 	}
-	return createTopics(ctx, cl, ts)
+	var retries int
+	return createTopics(ctx, cl, ts, &retries)
 }
 
 // createTopics sends one CreateTopics (RF 3) for topics and checks every
-// topic's answer.
-func createTopics(ctx context.Context, cl *kgo.Client, topics []scaleTopic) error {
-	req := kmsg.NewPtrCreateTopicsRequest()
-	req.TimeoutMillis = 120_000
-	for _, t := range topics {
-		rt := kmsg.NewCreateTopicsRequestTopic()
-		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.name, int32(t.partitions), 3
-		req.Topics = append(req.Topics, rt)
-	}
-	resp, err := req.RequestWith(ctx, cl)
-	if err != nil {
-		return fmt.Errorf("CreateTopics: %w", err)
-	}
-	for _, t := range resp.Topics {
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
-			msg := ""
-			if t.ErrorMessage != nil {
-				msg = ": " + *t.ErrorMessage
-			}
-			return fmt.Errorf("CreateTopics %s: %w%s", t.Topic, err, msg)
+// topic's answer. A topic refused for a reason that passes (a broker
+// fenced for a moment, so fewer than three are unfenced; a controller
+// moving) is asked for again after a pause, within a minute; retries
+// counts those requests.
+func createTopics(ctx context.Context, cl *kgo.Client, topics []scaleTopic, retries *int) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 120_000
+		for _, t := range topics {
+			rt := kmsg.NewCreateTopicsRequestTopic()
+			rt.Topic, rt.NumPartitions, rt.ReplicationFactor = t.name, int32(t.partitions), 3
+			req.Topics = append(req.Topics, rt)
 		}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return fmt.Errorf("CreateTopics: %w", err)
+		}
+		var again []scaleTopic
+		var last error
+		for i, t := range resp.Topics {
+			err := kerr.ErrorForCode(t.ErrorCode)
+			switch {
+			case err == nil, errors.Is(err, kerr.TopicAlreadyExists):
+				continue
+			case errors.Is(err, kerr.InvalidReplicationFactor), errors.Is(err, kerr.NotController),
+				errors.Is(err, kerr.RequestTimedOut), errors.Is(err, kerr.BrokerNotAvailable):
+				if i < len(topics) {
+					again = append(again, topics[i])
+				}
+			default:
+				msg := ""
+				if t.ErrorMessage != nil {
+					msg = ": " + *t.ErrorMessage
+				}
+				return fmt.Errorf("CreateTopics %s: %w%s", t.Topic, err, msg)
+			}
+			last = fmt.Errorf("CreateTopics %s: %w", t.Topic, err)
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return last
+		}
+		*retries++
+		topics = again
+		settle(ctx, 500*time.Millisecond)
 	}
-	return nil
 }
 
 // brokerMetadata asks broker id (not any broker: each one's own view is
@@ -491,7 +524,7 @@ func printScale(w io.Writer, rs []scaleResult) {
 	rows := []row{
 		{"create: CreateTopics answered", "s", func(r scaleResult) float64 { return secs(r.createAcked) }},
 		{"create: led, full ISR on every broker", "s", func(r scaleResult) float64 { return secs(r.created) }},
-		{"propagate 1,000-partition CreateTopics", "s", func(r scaleResult) float64 { return secs(r.propagation) }},
+		{fmt.Sprintf("propagate %d-partition CreateTopics", rs[0].propPartitions), "s", func(r scaleResult) float64 { return secs(r.propagation) }},
 		{"idle CPU per node, mean", "% core", func(r scaleResult) float64 { return mean3(r.idleCPU) }},
 		{"idle CPU per node, max", "% core", func(r scaleResult) float64 { return maxOf3(r.idleCPU) }},
 		{"RSS per node, mean", "MiB", func(r scaleResult) float64 { return mean3(r.rssKiB) / 1024 }},
@@ -531,6 +564,12 @@ func printScale(w io.Writer, rs []scaleResult) {
 	}
 	fmt.Fprintf(w, "empty cluster per node: RSS %.1f MiB, %.0f fds, idle CPU %.2f%% core (P=%d run)\n",
 		mean3(rs[0].baseRSSKiB)/1024, mean3(rs[0].baseFDs), mean3(rs[0].baseCPU), rs[0].partitions)
+	for _, r := range rs {
+		if r.createRetries > 0 {
+			fmt.Fprintf(w, "P=%d: %d CreateTopics requests were refused for a moment (a broker fenced or the controller moving under load) and asked again; the creation time includes the waits\n",
+				r.partitions, r.createRetries)
+		}
+	}
 	for _, r := range rs {
 		fmt.Fprintf(w, "load average P=%d: after the idle window %s, at the end %s\n", r.partitions, r.loadAfterIdle, r.loadAfterCount)
 	}
