@@ -278,7 +278,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
-		ISR:                  n.store,
+		ISR:                  newISRLimiter(n.store, maxISRChangesInFlight),
 		ThrottledRates: func(img *metadata.Image) (int64, int64) {
 			return cfg.ReplicationThrottledRates(img.DynamicBrokerConfigs(cfg.NodeID))
 		},
