@@ -2,10 +2,12 @@ package storage
 
 import (
 	"container/list"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 )
 
 // The Manager's open files are a bounded cache of descriptors, as
@@ -49,6 +51,10 @@ import (
 //     through the file since its last successful fsync: closing 10,000
 //     idle logs then reopens nothing. The log writes and syncs a file
 //     through the same cachedFile, which is what makes that sound.
+//
+// A process out of descriptors (EMFILE: a limit lowered at run time, a
+// burst of connections) gets idle log files closed to make room for the
+// one being opened, rather than a partition going offline.
 //
 // A descriptor in use (pinned for the duration of one call) is never
 // closed; when every one is pinned the cache goes over its limit until
@@ -111,7 +117,7 @@ type cacheFS struct {
 
 func (fsys *cacheFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
 	c := fsys.c
-	f, err := c.fs.OpenFile(name, flag, perm)
+	f, err := c.openFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
@@ -245,6 +251,35 @@ func (c *fileCache) evictLocked() []File {
 	return out
 }
 
+// openFile opens name below the cache. When the process is out of
+// descriptors (EMFILE, ENFILE: the limit lowered at run time, a burst of
+// sockets) it gives back an eighth of its idle ones, at least one, and
+// tries again while it has any: idle log files make room for the file in
+// use, as PostgreSQL's fd.c does, instead of the partition going offline.
+func (c *fileCache) openFile(name string, flag int, perm os.FileMode) (File, error) {
+	for {
+		f, err := c.fs.OpenFile(name, flag, perm)
+		if err == nil || !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
+			return f, err
+		}
+		c.mu.Lock()
+		var freed []File
+		for n := max(c.open/8, 1); n > 0 && c.lru.Len() > 0; n-- {
+			cf := c.lru.Remove(c.lru.Back()).(*cachedFile)
+			cf.elem = nil
+			freed = append(freed, cf.f)
+			cf.f = nil
+			c.open--
+			c.evictions++
+		}
+		c.mu.Unlock()
+		if len(freed) == 0 {
+			return nil, err
+		}
+		closeAll(freed)
+	}
+}
+
 // closeAll closes descriptors taken out of the cache. A close error of a
 // file only read or written positionally says nothing that the next
 // fsync (which reports writeback errors) will not.
@@ -289,7 +324,7 @@ func (c *fileCache) acquire(cf *cachedFile, write bool) (File, error) {
 		cf.opening = true
 		name := cf.name
 		c.mu.Unlock()
-		f, err := c.fs.OpenFile(name, cf.flag, cf.perm)
+		f, err := c.openFile(name, cf.flag, cf.perm)
 		c.mu.Lock()
 		cf.opening = false
 		c.reopened.Broadcast()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -413,5 +414,67 @@ func TestCloseOfIdleLogWritesNothing(t *testing.T) {
 	checkContiguous(t, l)
 	if _, err := os.Stat(fileName(l.Dir(), 3, snapshotSuffix)); err != nil {
 		t.Fatalf("producer snapshot at the log end offset: %v", err)
+	}
+}
+
+// limitedFS fails opens with EMFILE while max files are open, as a
+// process at its RLIMIT_NOFILE.
+type limitedFS struct {
+	OSFS
+	max  int64
+	open atomic.Int64
+}
+
+type limitedFile struct {
+	File
+	fs *limitedFS
+}
+
+func (f *limitedFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
+	if f.open.Add(1) > f.max {
+		f.open.Add(-1)
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+	}
+	file, err := f.OSFS.OpenFile(name, flag, perm)
+	if err != nil {
+		f.open.Add(-1)
+		return nil, err
+	}
+	return limitedFile{File: file, fs: f}, nil
+}
+
+func (f limitedFile) Close() error {
+	f.fs.open.Add(-1)
+	return f.File.Close()
+}
+
+// Out of descriptors with no limit set (the process's limit lowered
+// below what the cache was told), opening a file closes idle ones to
+// make room: every log opens and reads back, within the real limit.
+func TestFileCacheGivesBackDescriptorsOnEMFILE(t *testing.T) {
+	under := &limitedFS{max: 10}
+	m, err := OpenManagerFS(under, []string{t.TempDir()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const partitions = 20 // 60 segment files
+	logs := make([]*Log, partitions)
+	for p := range partitions {
+		if logs[p], err = m.GetOrCreate("t", int32(p), DefaultLogConfig()); err != nil {
+			t.Fatalf("partition %d: %v", p, err)
+		}
+		mustAppend(t, logs[p], plain(p+1))
+	}
+	for p, l := range logs {
+		if got := len(readAll(t, l)); got != 1 || l.LogEndOffset() != int64(p+1) {
+			t.Fatalf("partition %d: %d batches, log end offset %d", p, got, l.LogEndOffset())
+		}
+	}
+	if n := under.open.Load(); n > under.max {
+		t.Fatalf("%d files open, the limit is %d", n, under.max)
+	}
+	if _, _, evictions := m.OpenFiles(); evictions == 0 {
+		t.Fatal("no descriptor was given back")
 	}
 }
