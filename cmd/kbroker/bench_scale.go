@@ -140,7 +140,9 @@ func measureScale(ctx context.Context, c benchConfig, cl *benchCluster, p int, s
 	defer client.Close()
 
 	// The empty cluster: what every replica's share is measured against.
-	settle(ctx, 3*time.Second)
+	// Settling pauses are capped by the idle window, so a short run (the
+	// test's) stays short.
+	settle(ctx, min(3*time.Second, c.idleWindow))
 	var err2 error
 	r.baseCPU, err2 = idleCPU(ctx, cl, c.idleWindow/3)
 	if err2 != nil {
@@ -169,7 +171,7 @@ func measureScale(ctx context.Context, c benchConfig, cl *benchCluster, p int, s
 	r.created = time.Since(start)
 	logf("all led with full ISR after %v", r.created.Round(time.Millisecond))
 
-	settle(ctx, 5*time.Second)
+	settle(ctx, min(5*time.Second, c.idleWindow))
 	if r.idleCPU, err = idleCPU(ctx, cl, c.idleWindow); err != nil {
 		return r, err
 	}
@@ -322,13 +324,11 @@ func createTopics(ctx context.Context, cl *kgo.Client, topics []scaleTopic, retr
 // brokerMetadata asks broker id (not any broker: each one's own view is
 // what is measured) for the metadata of topics (nil: all).
 func brokerMetadata(ctx context.Context, cl *kgo.Client, id int32, topics []string) (*kmsg.MetadataResponse, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	if topics != nil {
-		for _, t := range topics {
-			rt := kmsg.NewMetadataRequestTopic()
-			rt.Topic = kmsg.StringPtr(t)
-			req.Topics = append(req.Topics, rt)
-		}
+	req := kmsg.NewPtrMetadataRequest() // Topics nil: all of them
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
