@@ -200,7 +200,7 @@ func TestAttacks(t *testing.T) {
 		{"5-memory-amplification", false, attackMemory},
 		{"6-idle-and-slow-clients", true, attackIdle},
 		{"7-forged-gossip", true, attackGossip},
-		{"8-create-7000-partitions", true, attackManyPartitions},
+		{"8-create-10001-partitions", true, attackManyPartitions},
 		{"9-malformed-request-every-api", true, attackMalformed},
 	}
 	for _, a := range attacks {
