@@ -5,105 +5,82 @@ import "fmt"
 // A broker registers how many partition replicas it can host
 // (metadata.BrokerRegistration.PartitionCapacity), and the controller
 // refuses a CreateTopics or CreatePartitions that would place more on it.
-// Without this a large CreateTopics is committed and then fails on the
-// broker with "too many open files", leaving partitions it cannot serve.
 //
-// The capacity is the smaller of max.broker.partitions and what the
-// process's file-descriptor limit (RLIMIT_NOFILE, as Go raised it at
-// start to the hard limit) leaves for logs:
-//
-//	(limit - reserve) / filesPerPartition
-//
-// Descriptors a partition replica holds (storage/segment.go, txnindex.go):
-// every segment of the log keeps its .log, .index and .timeindex open for
-// the life of the log, and a .txnindex once a transaction aborted in it.
-// A new partition has one segment, so filesPerPartition counts three; a
-// partition that rolled many segments holds more, which the reserve and
-// max.broker.partitions must absorb (as in Kafka, whose guidance is to
-// size the ulimit for segments, not partitions).
+// The capacity is max.broker.partitions. The file-descriptor limit
+// (RLIMIT_NOFILE, as Go raised it at start to the hard limit) no longer
+// bounds it: the storage manager keeps the logs' files in a bounded
+// cache of descriptors (storage/filecache.go), sized here to what the
+// limit leaves after a reserve, and reopens a file closed for room when
+// it is next used. A broker hosting more segments than that budget
+// stays within its limit; only its idle partitions' files get closed.
 //
 // The reserve is for everything else: client and replica connections,
-// raft's transport and log, checkpoint files written by rename. It is a
+// raft's transport and log, the admin and gossip listeners. It is a
 // quarter of the limit, at least minFDReserve.
 
 const (
-	filesPerPartition = 3
-	minFDReserve      = 64
+	minFDReserve = 64
+	// minLogFiles is the smallest descriptor budget given to the logs:
+	// one log operation uses a few files at once, and a budget below what
+	// is in use is only exceeded, never deadlocked (storage pins the
+	// descriptors in use), but thrashes.
+	minLogFiles = 16
 )
 
-// partitionCapacity is the replicas a broker with a file-descriptor limit
-// of nofile can host, capped at maxBrokerPartitions (<= 0: no cap). A
-// limit of 0 (unlimited or unknown) gives the cap. It is at least 1,
-// because 0 registers "not reported" (a limit this low leaves the broker
-// unusable anyway).
-func partitionCapacity(nofile uint64, maxBrokerPartitions int64) int64 {
+// logFileBudget is how many descriptors the logs may hold with a
+// file-descriptor limit of nofile; 0 (no bound) when nofile is 0
+// (unlimited or unknown).
+func logFileBudget(nofile uint64) int {
 	if nofile == 0 {
-		return max(maxBrokerPartitions, 0)
+		return 0
 	}
 	reserve := max(uint64(minFDReserve), nofile/4)
-	if nofile <= reserve+filesPerPartition {
-		return 1
+	if nofile <= reserve+minLogFiles {
+		return minLogFiles
 	}
-	c := int64(min((nofile-reserve)/filesPerPartition, 1<<62))
-	if maxBrokerPartitions > 0 {
-		c = min(c, maxBrokerPartitions)
+	return int(min(nofile-reserve, 1<<30))
+}
+
+// partitionCapacity is the replicas a broker can host: max.broker.partitions
+// (<= 0: not reported).
+func partitionCapacity(maxBrokerPartitions int64) int64 {
+	return max(maxBrokerPartitions, 0)
+}
+
+// limitLogFiles gives the storage manager the descriptor budget of this
+// process's file-descriptor limit.
+func (n *Node) limitLogFiles() {
+	limit, err := fileLimit()
+	if err != nil {
+		n.logger.Warn("cannot read the file-descriptor limit; the logs' open files are not bounded", "error", err)
 	}
-	return c
+	budget := logFileBudget(limit)
+	n.logs.SetOpenFileLimit(budget)
+	n.logger.Info("log file descriptors", "budget", budget, "nofile", limit)
 }
 
 // partitionCapacity is this broker's capacity to register (capacity.go),
 // checked against the partitions its log dirs already hold: a broker
-// restarted under a lower RLIMIT_NOFILE (or max.broker.partitions) than
-// its partitions need logs an error saying how many are beyond it and
-// what to set. It still starts: the partitions whose files cannot open
-// are served as KAFKA_STORAGE_ERROR (their leadership moves to other
-// replicas) until descriptors are available, and refusing to start would
-// take every other partition down with them.
+// restarted with a lower max.broker.partitions than it hosts logs an
+// error saying so. It still starts: refusing to would take every other
+// partition down with them.
 func (n *Node) partitionCapacity() int64 {
-	limit, err := fileLimit()
-	if err != nil {
-		n.logger.Warn("cannot read the file-descriptor limit; registering max.broker.partitions as the partition capacity", "error", err)
-	}
-	c := partitionCapacity(limit, int64(n.cfg.MaxBrokerPartitions))
+	c := partitionCapacity(int64(n.cfg.MaxBrokerPartitions))
 	hosted := int64(n.logs.HostedPartitions())
-	n.logger.Info("partition capacity", "replicas", c, "hosted", hosted, "nofile", limit, "files_per_partition", filesPerPartition)
-	if msg := capacityShortfall(hosted, limit, int64(n.cfg.MaxBrokerPartitions)); msg != "" {
-		n.logger.Error(msg, "hosted", hosted, "capacity", c, "nofile", limit)
+	n.logger.Info("partition capacity", "replicas", c, "hosted", hosted)
+	if msg := capacityShortfall(hosted, int64(n.cfg.MaxBrokerPartitions)); msg != "" {
+		n.logger.Error(msg, "hosted", hosted, "capacity", c)
 	}
 	return c
 }
 
 // capacityShortfall explains why a broker holding hosted partition
-// replicas cannot serve them all with a file-descriptor limit of nofile
-// and max.broker.partitions, or is "" when it can.
-func capacityShortfall(hosted int64, nofile uint64, maxBrokerPartitions int64) string {
-	c := partitionCapacity(nofile, maxBrokerPartitions)
-	if c <= 0 || hosted <= c { // 0: no limit at all
+// replicas is over max.broker.partitions, or is "" when it is not.
+func capacityShortfall(hosted, maxBrokerPartitions int64) string {
+	if maxBrokerPartitions <= 0 || hosted <= maxBrokerPartitions {
 		return ""
 	}
-	if fdCap := partitionCapacity(nofile, 0); nofile > 0 && hosted > fdCap {
-		return fmt.Sprintf("the log dirs hold %d partition replicas but the file-descriptor limit (RLIMIT_NOFILE %d) leaves room for %d: "+
-			"%d will be offline (KAFKA_STORAGE_ERROR) until the limit is raised to at least %d (ulimit -n, LimitNOFILE=, or the container's nofile ulimit)",
-			hosted, nofile, fdCap, hosted-fdCap, nofileFor(hosted))
-	}
 	return fmt.Sprintf("the log dirs hold %d partition replicas, more than max.broker.partitions=%d: "+
-		"no new replicas are placed here, and those beyond the limit may fail to open; raise max.broker.partitions or reassign partitions away",
+		"no new replicas are placed here; raise max.broker.partitions or reassign partitions away",
 		hosted, maxBrokerPartitions)
-}
-
-// nofileFor is the smallest file-descriptor limit whose capacity holds
-// hosted partition replicas: the inverse of partitionCapacity.
-func nofileFor(hosted int64) uint64 {
-	// Capacity grows with the limit; search the smallest that holds
-	// hosted (4*hosted+minFDReserve always does).
-	lo, hi := uint64(1), 4*uint64(max(hosted, 1))+minFDReserve
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if partitionCapacity(mid, 0) >= hosted {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return lo
 }

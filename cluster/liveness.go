@@ -42,6 +42,19 @@ func (n *Node) heartbeats(ctx context.Context, s heartbeatStore) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	n.session.start(time.Now())
+	// pending is the controller's metadata offset of the oldest answered
+	// heartbeat whose metadata this broker has not applied yet.
+	// The session renews once the image reaches it: leading again only
+	// with the controller's metadata applied, since a broker back from a
+	// pause or a partition would otherwise serve, for a moment, the
+	// leaderships it was fenced out of. The wait never delays the next
+	// heartbeat: a broker applying a large image (a CreateTopics of
+	// thousands of partitions) must keep telling the controller it is
+	// alive, or a dead report (a follower's fetch timing out on it) finds
+	// it silent past the grace and fences it. The oldest offset, not the
+	// newest, so that renewal progresses while metadata keeps coming.
+	var pending uint64
+	havePending := false
 	for {
 		hctx, cancel := context.WithTimeout(ctx, interval*2)
 		epoch := int64(-1)
@@ -49,12 +62,6 @@ func (n *Node) heartbeats(ctx context.Context, s heartbeatStore) {
 			epoch = b.Epoch
 		}
 		res, err := s.BrokerHeartbeat(hctx, n.cfg.NodeID, epoch)
-		if err == nil && !res.Fenced {
-			// Lead again only with the controller's metadata applied:
-			// a broker back from a pause or a partition would otherwise
-			// serve, for a moment, the leaderships it was fenced out of.
-			err = awaitMetadata(hctx, s, res.MetadataOffset)
-		}
 		cancel()
 		switch {
 		case ctx.Err() != nil:
@@ -68,34 +75,30 @@ func (n *Node) heartbeats(ctx context.Context, s heartbeatStore) {
 		case res.Fenced:
 			n.logger.Info("broker is fenced; waiting for the controller to unfence it")
 		default:
-			if n.session.renewed(time.Now()) {
-				n.logger.Info("heartbeat succeeded again; leading partitions as the metadata says")
+			if !havePending {
+				pending, havePending = res.MetadataOffset, true
 			}
 			n.reportOfflineReplicas(ctx, s, epoch, interval*2)
 		}
-		select {
-		case <-t.C:
-		case <-n.offlineReport:
-			// A log dir failed: heartbeat and report its replicas now,
-			// so their leadership moves without waiting an interval.
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// awaitMetadata waits until s's image is at offset or later.
-func awaitMetadata(ctx context.Context, s heartbeatStore, offset uint64) error {
-	for {
-		ch := s.Changed()
-		if got := s.Image().Offset; got >= offset {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("metadata not caught up with the controller's offset %d (at %d): %w",
-				offset, s.Image().Offset, ctx.Err())
+		for wait := true; wait; {
+			ch := s.Changed()
+			if havePending && s.Image().Offset >= pending {
+				havePending = false
+				if n.session.renewed(time.Now()) {
+					n.logger.Info("heartbeat succeeded again; leading partitions as the metadata says")
+				}
+			}
+			select {
+			case <-ch:
+			case <-t.C:
+				wait = false
+			case <-n.offlineReport:
+				// A log dir failed: heartbeat and report its replicas now,
+				// so their leadership moves without waiting an interval.
+				wait = false
+			case <-ctx.Done():
+				return
+			}
 		}
 	}
 }

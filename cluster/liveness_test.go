@@ -21,11 +21,13 @@ type fakeHeartbeatStore struct {
 	changed    chan struct{}
 	ctrlOffset uint64
 	down       bool
+	calls      []time.Time // when each heartbeat was sent
 }
 
 func (f *fakeHeartbeatStore) BrokerHeartbeat(context.Context, int32, int64) (metadata.HeartbeatResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.calls = append(f.calls, time.Now())
 	if f.down {
 		return metadata.HeartbeatResult{}, errors.New("controller unreachable")
 	}
@@ -96,4 +98,41 @@ func TestHeartbeatRenewsSessionOnlyWithMetadataCaughtUp(t *testing.T) {
 
 	f.apply(10)
 	testutil.Eventually(t, 10*time.Second, func() bool { return !n.sessionLost() }, "session renewed once the image caught up")
+}
+
+// A broker whose image lags the controller's (applying a large
+// CreateTopics) keeps heartbeating every interval: were it to wait for
+// its image first, the controller would find it silent and fence it on
+// the first dead report (a follower's fetch timing out on it).
+func TestHeartbeatsKeepTimeWhileMetadataLags(t *testing.T) {
+	f := &fakeHeartbeatStore{
+		img:        &metadata.Image{Offset: 5, Brokers: map[int32]*metadata.Broker{1: {ID: 1, Epoch: 3}}},
+		changed:    make(chan struct{}),
+		ctrlOffset: 10,
+	}
+	const interval = 50 * time.Millisecond
+	n := &Node{
+		cfg:      config.Config{NodeID: 1, BrokerHeartbeatIntervalMs: int32(interval / time.Millisecond)},
+		logger:   testLogger(t),
+		replicas: replication.NewManager(replication.ManagerConfig{}),
+	}
+	n.session.timeout = time.Hour
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); n.heartbeats(ctx, f) }()
+	time.Sleep(20 * interval) // the image never catches up meanwhile
+	cancel()
+	<-done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) < 10 {
+		t.Fatalf("%d heartbeats in %v at an interval of %v", len(f.calls), 20*interval, interval)
+	}
+	for i := 1; i < len(f.calls); i++ {
+		// A ticker on a loaded machine may fire late; twice the interval
+		// is what waiting for the image used to take.
+		if gap := f.calls[i].Sub(f.calls[i-1]); gap >= 2*interval {
+			t.Errorf("heartbeat %d came %v after the previous one (interval %v)", i, gap, interval)
+		}
+	}
 }

@@ -193,6 +193,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("opening log dirs: %w", err)
 	}
+	n.limitLogFiles()
 	n.logs.SetRetentionCheckInterval(time.Duration(cfg.LogRetentionCheckIntervalMs) * time.Millisecond)
 	n.logs.SetCleanerBackoff(time.Duration(cfg.LogCleanerBackoffMs) * time.Millisecond)
 	n.logs.SetCleaner(cfg.LogCleanerEnable, storage.CleanerLimits{
@@ -288,7 +289,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
-		ISR:                  n.store,
+		ISR:                  newISRLimiter(n.store, maxISRChangesInFlight),
 		Current:              current,
 		MetadataLogDir:       n.metadataConfig().Dir,
 		ThrottledRates: func(img *metadata.Image) (int64, int64) {
@@ -317,8 +318,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		OnLogDirFailure:     n.onLogDirFailure,
 	})
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
-		// Replicas whose logs cannot open (a failed disk, too few file
-		// descriptors: capacity.go logged why) are offline, not fatal:
+		// Replicas whose logs cannot open (a failed disk, descriptors
+		// exhausted by something else) are offline, not fatal:
 		// they answer KAFKA_STORAGE_ERROR, are reported to the controller
 		// with the heartbeats so leadership moves, and are reopened on
 		// every image change. Anything else stops the start.

@@ -409,7 +409,7 @@ var coreKeys = []brokerKey{
 	// broker (three descriptors per segment).
 	intKey("max.partitions", "100000", "Most partitions the cluster may have; CreateTopics/CreatePartitions beyond it fail with POLICY_VIOLATION.", 1,
 		func(c *Config) *int32 { return &c.MaxPartitions }),
-	intKey("max.broker.partitions", "10000", "Most partition replicas one broker may host (about three open files each); CreateTopics/CreatePartitions beyond it fail with POLICY_VIOLATION.", 1,
+	intKey("max.broker.partitions", "10000", "Most partition replicas one broker may host; CreateTopics/CreatePartitions beyond it fail with POLICY_VIOLATION.", 1,
 		func(c *Config) *int32 { return &c.MaxBrokerPartitions }),
 
 	stringKey("broker.rack", "", "Rack of this broker, for replica placement.",

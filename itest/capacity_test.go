@@ -2,7 +2,6 @@ package itest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,70 +13,71 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
-// TestCreateTopicsBeyondFileLimitFailsCleanly: a broker started under
-// ulimit -n 256 registers the partition replicas it can open files for; a
-// CreateTopics of 7,000 partitions is refused with POLICY_VIOLATION naming
-// the broker, leaves no directory of the topic in log.dirs and no topic in
-// Metadata, and the broker keeps serving produce and fetch on an existing
-// topic.
-func TestCreateTopicsBeyondFileLimitFailsCleanly(t *testing.T) {
+// TestManyPartitionsUnderLowFileLimit: a broker under ulimit -n 256
+// hosts 1,000 partitions (3,000 segment files): CreateTopics succeeds,
+// every partition takes a record and reads it back, the process stays
+// under its limit (the logs' descriptors are a bounded cache), and after
+// a restart under the same limit every partition serves again.
+func TestManyPartitionsUnderLowFileLimit(t *testing.T) {
+	const partitions = 1000
 	dir := t.TempDir()
 	b := startBrokerLimited(t, dir, 256)
-	live := topicName(t) + "-live"
-	createTopic(t, b, live, 2, nil)
-	produceValues(t, []string{b.addr}, live, numberedValues("before", 20))
-
-	huge := topicName(t) + "-huge"
-	adm := kadm.NewClient(newClient(t, b))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resps, err := adm.CreateTopics(ctx, 7000, 1, nil, huge)
-	if err != nil {
-		t.Fatalf("CreateTopics request: %v", err)
-	}
-	resp := resps[huge]
-	if resp.Err != kerr.PolicyViolation || !strings.Contains(resp.ErrMessage, "broker 1") ||
-		!strings.Contains(resp.ErrMessage, "file-descriptor limit") {
-		t.Fatalf("CreateTopics of 7000 partitions under ulimit -n 256: %v (%q), want POLICY_VIOLATION naming broker 1 and its file-descriptor limit",
-			resp.Err, resp.ErrMessage)
-	}
-	t.Logf("refused: %s", resp.ErrMessage)
-
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), huge+"-") {
-			t.Fatalf("refused topic left %s in log.dirs", e.Name())
+	topic := topicName(t)
+	createTopic(t, b, topic, partitions, nil)
+	produceEach := func(round string) {
+		t.Helper()
+		cl := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.DefaultProduceTopic(topic))
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		var rs []*kgo.Record
+		for p := range int32(partitions) {
+			rs = append(rs, &kgo.Record{Partition: p, Value: []byte(round)})
+		}
+		if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			t.Fatalf("%s: produce to every partition: %v", round, err)
+		}
+		if n := openFDs(t, b.cmd.Process.Pid); n >= 256 {
+			t.Fatalf("%s: the broker holds %d descriptors under ulimit -n 256", round, n)
+		} else {
+			t.Logf("%s: the broker holds %d descriptors for %d partitions", round, n, partitions)
 		}
 	}
-	md, err := adm.Metadata(ctx, huge)
-	if err != nil {
-		t.Fatal(err)
+	produceEach("before")
+	b.stop()
+	b.start()
+	produceEach("after")
+	got := consumeAll(t, b, topic)
+	for p := range int32(partitions) {
+		if rs := got[p]; len(rs) != 2 {
+			t.Fatalf("partition %d reads back %d records, want 2", p, len(rs))
+		}
 	}
-	if td, ok := md.Topics[huge]; ok && td.Err != kerr.UnknownTopicOrPartition {
-		t.Fatalf("refused topic in Metadata: %+v", td)
-	}
-
-	produceValues(t, []string{b.addr}, live, numberedValues("after", 20))
-	checkValuesOnce(t, append(numberedValues("before", 20), numberedValues("after", 20)...), consumeAll(t, b, live))
 }
 
-// TestOutOfFilesAfterCreateTopicsLeavesNoHalfState: when the broker runs
-// out of file descriptors after the controller committed a topic (the
-// limit lowered at run time with prlimit, below what its registered
-// capacity assumed), each partition that cannot open leaves no directory
-// and is served as KAFKA_STORAGE_ERROR; once descriptors are back, the
-// next image apply (any Metadata request) opens them and they serve
-// produce, as does an existing topic throughout.
-func TestOutOfFilesAfterCreateTopicsLeavesNoHalfState(t *testing.T) {
+// openFDs counts pid's open descriptors.
+func openFDs(t *testing.T, pid int) int {
+	t.Helper()
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Skipf("cannot count the broker's descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+// TestOutOfFilesAtRunTimeGivesBackIdleFiles: when the broker's
+// file-descriptor limit is lowered at run time (prlimit) below what its
+// logs were told they may hold, a CreateTopics of 100 partitions (300
+// segment files) into the ~40 descriptors left still opens every
+// partition whole (no directory without its files): the logs close idle
+// files to make room (storage/filecache.go) instead of the partitions
+// going offline. Each partition then takes a produce, as does an existing
+// topic, and the process stays within the lowered limit.
+func TestOutOfFilesAtRunTimeGivesBackIdleFiles(t *testing.T) {
 	if _, err := exec.LookPath("prlimit"); err != nil {
 		t.Skip("prlimit (util-linux) not installed")
 	}
@@ -96,10 +96,6 @@ func TestOutOfFilesAfterCreateTopicsLeavesNoHalfState(t *testing.T) {
 		t.Fatalf("prlimit: %v", err)
 	}
 	soft := strings.TrimSpace(string(out))
-	open, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-	if err != nil {
-		t.Skipf("cannot count the broker's descriptors: %v", err)
-	}
 	adm := kadm.NewClient(newClient(t, b))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -107,58 +103,51 @@ func TestOutOfFilesAfterCreateTopicsLeavesNoHalfState(t *testing.T) {
 	// drops: a new one could not be accepted under it.
 	live := topicName(t) + "-live"
 	createTopic(t, b, live, 1, nil)
-	cl := newClient(t, b, kgo.RecordRetries(0), kgo.RequestRetries(0), kgo.DefaultProduceTopic(live))
+	cl := newClient(t, b, kgo.RecordRetries(0), kgo.RequestRetries(0), kgo.DefaultProduceTopic(live),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("before")).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 
-	const partitions = 100 // 300 descriptors; about 10 partitions' worth are left
-	setNofile(strconv.Itoa(len(open) + 40))
+	const partitions = 100
+	limit := openFDs(t, pid) + 40
+	setNofile(strconv.Itoa(limit))
+	defer setNofile(soft)
 	topic := topicName(t)
 	resps, err := adm.CreateTopics(ctx, partitions, 1, nil, topic)
 	if err != nil || resps[topic].Err != nil {
-		t.Fatalf("CreateTopics (committed by the controller): %v %v", err, resps[topic].Err)
+		t.Fatalf("CreateTopics: %v %v", err, resps[topic].Err)
 	}
-	// The request's Apply and the broker's metadata loop may both be
-	// opening partitions: a directory being created is transient, one
-	// left without its files once they stop is a half state.
 	var opened map[int32]bool
-	err = testutil.Poll(ctx, 10*time.Second, func() error {
-		var err error
-		opened, err = partitionDirs(dir, topic)
-		return err
-	})
-	if err != nil {
-		t.Fatalf("half-created partition directory: %v", err)
-	}
-	if len(opened) == 0 || len(opened) == partitions {
-		t.Fatalf("%d of %d partitions opened; the limit should let some and not all open", len(opened), partitions)
-	}
-	t.Logf("%d of %d partitions opened under the lowered limit", len(opened), partitions)
-
-	var offline int32 = -1
-	for p := range int32(partitions) {
-		if !opened[p] {
-			offline = p
-			break
-		}
-	}
-	err = cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: offline, Value: []byte("x")}).FirstErr()
-	if !errors.Is(err, kerr.KafkaStorageError) {
-		t.Fatalf("produce to offline partition %d: %v, want KAFKA_STORAGE_ERROR", offline, err)
-	}
-
-	// Every Metadata request and metadata change applies the image again,
-	// reopening the offline replicas now that descriptors are back.
-	setNofile(soft)
 	err = testutil.Poll(ctx, 30*time.Second, func() error {
-		return cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: offline, Value: []byte("y")}).FirstErr()
+		var err error
+		if opened, err = partitionDirs(dir, topic); err != nil {
+			return err
+		}
+		if len(opened) < partitions {
+			return fmt.Errorf("%d of %d partitions opened", len(opened), partitions)
+		}
+		return nil
 	})
 	if err != nil {
-		t.Fatalf("produce to partition %d after descriptors came back: %v", offline, err)
+		t.Fatalf("under a limit of %d descriptors: %v", limit, err)
+	}
+	err = testutil.Poll(ctx, 30*time.Second, func() error {
+		for p := range int32(partitions) {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte("x")}).FirstErr(); err != nil {
+				return fmt.Errorf("produce to partition %d: %w", p, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := cl.ProduceSync(ctx, kgo.StringRecord("after")).FirstErr(); err != nil {
 		t.Fatalf("produce to %s: %v", live, err)
+	}
+	if n := openFDs(t, pid); n > limit {
+		t.Fatalf("%d descriptors open under a limit of %d", n, limit)
 	}
 }
 
@@ -195,51 +184,4 @@ func partitionDirs(dir, topic string) (map[int32]bool, error) {
 		opened[int32(n)] = true
 	}
 	return opened, nil
-}
-
-// TestRestartUnderLowerFileLimitSaysSo: a broker holding 150 partition
-// replicas restarted under ulimit -n 256 (room for 64) starts, serves,
-// and logs an error naming how many replicas are beyond its limit and
-// the limit that would hold them all.
-func TestRestartUnderLowerFileLimitSaysSo(t *testing.T) {
-	dir := t.TempDir()
-	b := startBroker(t, dir)
-	topic := topicName(t)
-	createTopic(t, b, topic, 150, nil)
-	b.stop()
-	b.nofile = 256
-	b.start()
-	want := "the log dirs hold 150 partition replicas but the file-descriptor limit (RLIMIT_NOFILE 256) leaves room for 64: 86 will be offline (KAFKA_STORAGE_ERROR) until the limit is raised to at least 599"
-	testutil.Eventually(t, 10*time.Second, func() error {
-		data, err := os.ReadFile(b.logPath)
-		if err != nil {
-			return err
-		}
-		if !strings.Contains(string(data), want) {
-			return fmt.Errorf("log has no %q", want)
-		}
-		return nil
-	}, "the restart reports the replicas beyond capacity")
-
-	// It serves: the replicas that opened take writes, the others answer
-	// KAFKA_STORAGE_ERROR.
-	cl := newClient(t, b, kgo.RecordRetries(0), kgo.RequestRetries(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var served, offline int
-	for p := range int32(150) {
-		err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte("x")}).FirstErr()
-		switch {
-		case err == nil:
-			served++
-		case errors.Is(err, kerr.KafkaStorageError):
-			offline++
-		default:
-			t.Fatalf("produce to partition %d: %v", p, err)
-		}
-	}
-	if served == 0 || offline == 0 {
-		t.Fatalf("%d partitions served, %d offline; want some of each", served, offline)
-	}
-	t.Logf("after the restart under ulimit -n 256: %d partitions served, %d offline", served, offline)
 }

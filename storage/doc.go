@@ -332,6 +332,17 @@
 // Manager.Run) and at Close. The recovery point is the offset below which
 // everything is fsynced.
 //
+// # Open files
+//
+// A Manager's logs open every file through a bounded cache of
+// descriptors (filecache.go, SetOpenFileLimit): a file's descriptor is
+// closed when it is the least recently used one and more than the limit
+// are open, and reopened by name when the file is next used; renames and
+// removals through the Manager's FS keep the names right. A log of a
+// Manager therefore holds descriptors only for the files it is using, so
+// 10,000 partition replicas of one segment (30,000 files) fit any limit.
+// Logs opened with OpenLog alone hold their files open.
+//
 // # Log directory failure and moves
 //
 // Every file operation goes through the Manager's failFS: a disk error
@@ -352,7 +363,8 @@
 // # Locks and goroutines
 //
 // Lock order: Manager.mu, then Log.syncMu, then Log.mu (MoveLog holds
-// all three to finish a move; SyncTo the last two). Log.mu is a RWMutex: appends,
+// all three to finish a move; SyncTo the last two), then the file
+// cache's lock (a leaf, held without file system calls). Log.mu is a RWMutex: appends,
 // truncation, retention, Flush and Close hold it exclusively (so offsets are assigned and bytes
 // written in one order), Read and OffsetForTimestamp share it.
 //

@@ -228,6 +228,13 @@ func (f failFile) Stat() (os.FileInfo, error) {
 	return fi, f.m.noteIOError("stat", f.name, err)
 }
 
+// writtenSinceOpen forwards to the wrapped file; one that cannot tell
+// counts as written.
+func (f failFile) writtenSinceOpen() bool {
+	w, ok := f.File.(writeTracker)
+	return !ok || w.writtenSinceOpen()
+}
+
 // allocate preallocates through the wrapped file (prealloc_linux.go needs
 // its descriptor), noting a disk error.
 func (f failFile) allocate(size int64) error {

@@ -26,7 +26,10 @@ const DefaultRetentionCheckInterval = 5 * time.Minute
 // Manager owns every partition log under a set of log directories.
 // Lock order: Manager.mu before Log.mu.
 type Manager struct {
-	fs     FS
+	fs FS
+	// files bounds the descriptors the logs hold (filecache.go); fs opens
+	// through it.
+	files  *fileCache
 	logger *slog.Logger
 	dirs   []*logDir
 	// deletes holds deleted segments' files until their
@@ -119,7 +122,8 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{logger: logger, dirFailed: make(chan struct{}, 1)}
-	m.fs = failFS{FS: fsys, m: m}
+	m.files = newFileCache(fsys)
+	m.fs = failFS{FS: &cacheFS{FS: fsys, c: m.files}, m: m}
 	m.mu.logs = make(map[topicPartition]*Log)
 	m.mu.preferred = make(map[topicPartition]*logDir)
 	m.mu.moving = make(map[topicPartition]*logMove)

@@ -180,6 +180,21 @@ func (s *segment) sync() error {
 	return errors.Join(s.log.Sync(), s.idx.Sync(), s.tidx.Sync(), err)
 }
 
+// written reports whether anything may have been written to the
+// segment's files since they were opened: true unless every file can
+// tell it was not (the Manager's files can, filecache.go).
+func (s *segment) written() bool {
+	for _, f := range []File{s.log, s.idx, s.tidx, s.txn} {
+		if f == nil {
+			continue
+		}
+		if w, ok := f.(writeTracker); !ok || w.writtenSinceOpen() {
+			return true
+		}
+	}
+	return false
+}
+
 // remove closes and deletes the segment's files.
 func (s *segment) remove(fsys FS, dir string) error {
 	s.close()

@@ -42,13 +42,17 @@ type benchConfig struct {
 	nodeBin    string
 	clientLog  string
 	reassign   reassignBenchConfig
+	// scale mode (bench_scale.go)
+	scaleCounts []int
+	idleWindow  time.Duration
+	scaleProp   int // partitions of the propagation topic (tests shrink it)
 }
 
 func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c benchConfig
-	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load) or reassign (move partitions onto a new broker with and without a replication throttle)")
+	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load), reassign (move partitions onto a new broker with and without a replication throttle) or scale (creation, restart, idle cost of many partitions)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each produce run")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the bench topic (replication factor 3, min.insync.replicas 2)")
 	fs.IntVar(&c.rf, "replication-factor", 3, "compare: replication factor of the bench topics (1 shows what replication costs; kfake ignores it)")
@@ -66,13 +70,22 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.clientLog, "client-log", "", "write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
 	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
 	addReassignBenchFlags(fs, &c.reassign)
+	scaleCounts := fs.String("scale-partitions", "1000,10000", "scale: partition counts to measure (RF 3), each on a fresh cluster; ratios are to the first")
+	fs.DurationVar(&c.idleWindow, "idle-window", 30*time.Second, "scale: how long each node's idle CPU is measured")
 	if err := fs.Parse(args); err != nil {
 		return c, parseError{err}
 	}
 	c.sets = sets
+	counts, err := parseCounts(*scaleCounts)
+	if err != nil {
+		return c, flagErr("scale-partitions", "%v", err)
+	}
+	c.scaleCounts = counts
 	switch {
-	case c.mode != "compare" && c.mode != "failover" && c.mode != "reassign":
-		return c, flagErr("mode", "must be compare, failover or reassign, got %q", c.mode)
+	case c.mode != "compare" && c.mode != "failover" && c.mode != "reassign" && c.mode != "scale":
+		return c, flagErr("mode", "must be compare, failover, reassign or scale, got %q", c.mode)
+	case c.idleWindow <= 0:
+		return c, flagErr("idle-window", "must be positive")
 	case c.duration <= 0:
 		return c, flagErr("duration", "must be positive")
 	case c.partitions <= 0:
@@ -132,6 +145,9 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, load average %s (other work on the machine slows both targets alike; compare ratios)\n", runtime.NumCPU(), loadAverage())
 	fmt.Fprintf(stdout, "kbroker nodes: %s (logs node-N.log)\n", c.dir)
+	if c.mode == "scale" {
+		return runScale(ctx, c, bin, stdout, stderr)
+	}
 	cl, err := newBenchCluster(bin, c.dir, c.sets, c.profileDir != "")
 	if err != nil {
 		return err

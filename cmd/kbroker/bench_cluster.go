@@ -213,7 +213,13 @@ func (n *benchNode) signalAndWait(sig syscall.Signal, wait time.Duration) bool {
 
 // waitReady polls the node's /readyz until it answers 200.
 func (n *benchNode) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	return n.waitReadyWithin(ctx, 60*time.Second)
+}
+
+// waitReadyWithin is waitReady with a deadline of its own (a node with
+// many partitions takes longer to start).
+func (n *benchNode) waitReadyWithin(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	hc := &http.Client{Timeout: time.Second}
 	for {

@@ -2,10 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -51,7 +47,7 @@ func TestBenchReassignTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kbroker and runs four node processes")
 	}
-	bin := buildKbroker(t)
+	bin := buildKbroker(t, t.TempDir())
 	var out, errs bytes.Buffer
 	code := benchCmd([]string{"--mode", "reassign", "--kbroker", bin, "--dir", t.TempDir(),
 		"--partitions", "4", "--preload-mb", "4", "--throttle-mb", "1", "--load-rate", "200", "--baseline", "500ms"}, &out, &errs)
@@ -86,25 +82,4 @@ func TestBenchReassignTiny(t *testing.T) {
 			t.Errorf("stdout lacks %q", want)
 		}
 	}
-}
-
-// buildKbroker builds ./cmd/kbroker into a temporary directory: the bench
-// starts its nodes from a kbroker binary, and the test binary is not one.
-func buildKbroker(t *testing.T) string {
-	t.Helper()
-	out, err := exec.CommandContext(context.Background(), "go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		t.Fatal("not in a module")
-	}
-	bin := filepath.Join(t.TempDir(), "kbroker")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kbroker")
-	build.Dir = filepath.Dir(gomod)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
