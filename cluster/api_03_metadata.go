@@ -69,6 +69,9 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 	img := n.awaitFailover(ctx, req)
 
 	allTopics := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	if !allTopics {
+		img = n.awaitNamedTopics(ctx, img, req.Topics)
+	}
 	autoCreate := n.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
 	if !allTopics && autoCreate {
 		if created := n.autoCreateTopics(ctx, rc, img, req.Topics); created {
@@ -306,4 +309,34 @@ func (lv leaderLiveness) metadataPartition(p *metadata.Partition) kmsg.MetadataR
 
 func isInternalTopic(name string) bool {
 	return name == "__consumer_offsets" || name == "__transaction_state"
+}
+
+// awaitNamedTopics returns the image to answer a request naming topics
+// from. While one of them is missing from img and this node's Raft log
+// holds entries it has not applied (a topic just created: the controller
+// answered CreateTopics once a majority had the record, and this node
+// may still be learning that it is committed), it waits for them, at
+// most maxLeadershipWait: answered UNKNOWN_TOPIC_OR_PARTITION, a
+// franz-go producer of a topic created a moment ago waits its 5 s
+// metadata min age before it asks again.
+func (n *Node) awaitNamedTopics(ctx context.Context, img *metadata.Image, topics []kmsg.MetadataRequestTopic) *metadata.Image {
+	known := func() bool {
+		img = n.store.Image()
+		for _, rt := range topics {
+			if rt.Topic != nil {
+				if _, ok := img.Topics[*rt.Topic]; !ok {
+					return false
+				}
+			} else if _, ok := img.TopicsByID[rt.TopicID]; !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if known() {
+		return img
+	}
+	never := func() bool { return false }
+	awaitApplied(ctx, n.store, known, never)
+	return img
 }

@@ -188,6 +188,15 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 		targets = append(targets, benchTarget{name: "kbroker-durable", seeds: cl.seeds(), cluster: cl,
 			configs: map[string]*string{"min.insync.replicas": &minISR, "flush.messages": &one}})
 	}
+	var clientLog kgo.Logger
+	if c.clientLog != "" {
+		f, err := os.Create(c.clientLog)
+		if err != nil {
+			return fmt.Errorf("--client-log: %w", err)
+		}
+		defer f.Close()
+		clientLog = clientLogger(f)
+	}
 	best := make(map[string][2]loadResult) // produce, consume
 	topicN := 0
 	newTopic := func(t benchTarget) (string, error) {
@@ -206,7 +215,11 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 				stopProfiles = t.cluster.profile(ctx, c.profileDir, c.duration, stderr)
 			}
 			cpu0 := t.cluster.sampleCPU()
-			p, err := benchProduce(ctx, produceSpec{seeds: t.seeds, topic: topic, recordSize: c.recordSize, duration: c.duration, linger: 10 * time.Millisecond})
+			var logger kgo.Logger
+			if t.cluster != nil {
+				logger = clientLog
+			}
+			p, err := benchProduce(ctx, produceSpec{seeds: t.seeds, topic: topic, recordSize: c.recordSize, duration: c.duration, linger: 10 * time.Millisecond, logger: logger})
 			cpu1 := t.cluster.sampleCPU()
 			p.nodeCPU, p.selfCPU = perRecord(cpu0.nodes, cpu1.nodes, p.records), perRecord(cpu0.self, cpu1.self, p.records)
 			if stopProfiles != nil {
@@ -232,15 +245,6 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 			}
 			best[t.name] = b
 		}
-	}
-	var clientLog kgo.Logger
-	if c.clientLog != "" {
-		f, err := os.Create(c.clientLog)
-		if err != nil {
-			return fmt.Errorf("--client-log: %w", err)
-		}
-		defer f.Close()
-		clientLog = clientLogger(f)
 	}
 	full := best["kbroker"][0].rate()
 	type latRow struct {
