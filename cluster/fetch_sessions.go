@@ -549,6 +549,9 @@ func (c *fetchSessionCache) removeLocked(s *fetchSession) {
 // stats reports the sessions, their cached partitions and the evictions
 // so far, for the metrics.
 func (c *fetchSessionCache) stats() (sessions, partitions int, evictions int64) {
+	if c == nil {
+		return 0, 0, 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.sessions), c.partitions, c.evictions

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -244,6 +245,34 @@ func TestFollowerFetchSessionRequestsAreIncremental(t *testing.T) {
 		t.Fatalf("busy: %d incremental requests named %d partitions; want at most %d per request, and at least one per record",
 			busyReqs, busyNamed, len(busy))
 	}
+	// What an operator sees: the follower's requests by type and the
+	// leader's session.
+	fmfs, err := follower.metrics.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutilCount(fmfs, "kbroker_replica_fetch_requests_total"); got < float64(busy1.FullRequests+busy1.IncrementalRequests) {
+		t.Errorf("kbroker_replica_fetch_requests_total %v, want at least %d", got, busy1.FullRequests+busy1.IncrementalRequests)
+	}
+	lmfs, err := leader.metrics.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := testutilGauge(lmfs, "kbroker_fetch_session_partitions"); got < n {
+		t.Errorf("kbroker_fetch_session_partitions %v on the leader, want at least %d", got, n)
+	}
 	t.Logf("%d partitions: the opening full request(s) named %.0f each; idle, %d incremental requests named %d; busy (3 partitions × 20 acks=all rounds), %d named %d (%.2f per request)",
 		n, float64(busy1.FullPartitions)/float64(busy1.FullRequests), idleReqs, idleNamed, busyReqs, busyNamed, float64(busyNamed)/float64(busyReqs))
+}
+
+func testutilGauge(mfs []*dto.MetricFamily, name string) float64 {
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				total += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
 }
