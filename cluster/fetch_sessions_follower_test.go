@@ -211,6 +211,13 @@ func TestFollowerFetchSessionRequestsAreIncremental(t *testing.T) {
 		return true
 	}, "broker 1 to lead all %d partitions with ISR [1 2]", n)
 
+	// The ISR is full from the creation on; wait for the follower's
+	// session to be open and in use.
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		_, cached, _ := leader.fetchSessions.stats()
+		return cached >= n
+	}, "the follower's session to hold all %d partitions", n)
+
 	// Idle: a dozen incremental fetches name nothing.
 	idle0 := follower.replicas.FollowerFetchStats()
 	testutil.Eventually(t, 20*time.Second, func() bool {
