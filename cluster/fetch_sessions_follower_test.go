@@ -34,6 +34,10 @@ import (
 // commit. The control at the end stops fetching and sees partition 1
 // leave the ISR within the same lag, so the first part would have seen
 // it too.
+//
+// A leader that read only the partitions an incremental request names
+// fails this within 1.5 s (partition 1 leaves the ISR), and the acks=all
+// produce of TestTransactionsThreeBrokersCoordinatorStops hangs with it.
 func TestFollowerFetchSessionIdlePartitionStaysInISR(t *testing.T) {
 	const lag = time.Second
 	node := startNode(t, "", "broker.session.timeout.ms=120000", "replica.lag.time.max.ms=1000")
@@ -172,6 +176,13 @@ func TestFollowerFetchSessionIdlePartitionStaysInISR(t *testing.T) {
 // A follower with many idle partitions sends incremental fetches naming
 // none of them, and while a few partitions get records it names only
 // those: the request is O(changed), not O(partitions).
+//
+// The busy rounds are acks=all, so they also check the follower's side
+// of the contract: a fetcher that applied only the partitions it named
+// (ignoring records the session sent for the others), or that sent
+// nothing while nothing had changed, never lets the high watermark move
+// and the produce times out; both stall
+// TestTransactionsThreeBrokersCoordinatorStops the same way.
 func TestFollowerFetchSessionRequestsAreIncremental(t *testing.T) {
 	const n = 100
 	nodes := startPair(t, "replica.fetch.wait.max.ms=100")
