@@ -44,7 +44,9 @@ func TestFollowerFetchSession(t *testing.T) {
 		for name, off := range offsets {
 			var topic string
 			var p int32
-			fmt.Sscanf(name, "%1s/%d", &topic, &p)
+			if _, err := fmt.Sscanf(name, "%1s/%d", &topic, &p); err != nil {
+				t.Fatal(err)
+			}
 			fp := fps[name]
 			if fp == nil {
 				fp = &fetchPartition{}
