@@ -294,3 +294,40 @@ func testutilGauge(mfs []*dto.MetricFamily, name string) float64 {
 	}
 	return total
 }
+
+// A leader with max.incremental.fetch.session.cache.slots=0 keeps no
+// session: its follower's full requests are answered with session id 0,
+// so it goes on sending full requests, and replication goes on.
+func TestFollowerFetchWithoutSessionSlots(t *testing.T) {
+	nodes := startPair(t, "max.incremental.fetch.session.cache.slots=0", "replica.fetch.wait.max.ms=100")
+	leader, follower := nodes[0], nodes[1]
+	cl, err := kgo.NewClient(kgo.SeedBrokers(leader.addr), kgo.DefaultProduceTopic("no-slots"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	createPartitionOn(ctx, t, cl, "no-slots", 1, 2)
+	tp := replication.TopicPartition{Topic: "no-slots", Partition: 0}
+	testutil.Eventually(t, 20*time.Second, func() bool {
+		part, err := leader.replicas.LeaderPartition(tp)
+		return err == nil && len(part.State().ISR) == 2
+	}, "broker 1 to lead with ISR [1 2]")
+	for i := range 5 {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 10*time.Second, func() bool {
+		part, err := follower.hostedPartition(tp)
+		return err == nil && part.HighWatermark() == 5
+	}, "the follower to replicate the five acks=all records")
+	st := follower.replicas.FollowerFetchStats()
+	if st.FullRequests < 2 || st.IncrementalRequests != 0 {
+		t.Fatalf("follower of a leader without session slots: %d full, %d incremental requests; want only full ones", st.FullRequests, st.IncrementalRequests)
+	}
+	if sessions, _, _ := leader.fetchSessions.stats(); sessions != 0 {
+		t.Fatalf("the leader keeps %d sessions with no slots", sessions)
+	}
+}
