@@ -25,11 +25,21 @@ package cluster
 // then starts over with a full request, so a lost session costs one
 // round trip, never data.
 //
+// Every partition of the session is read on every request, named or not:
+// a follower's omitted partitions count as fetched at their cached fetch
+// offset, so its log end offset and catch-up time (and with them the high
+// watermark and the ISR) move for all of them. A partition the fetcher
+// names again is always in the next answer (followers), and a fetcher must find
+// every partition it named in the session, or it would never be read
+// again: a request whose partitions do not all fit is answered without a
+// session (full) or drops it (incremental, FETCH_SESSION_ID_NOT_FOUND).
+//
 // Bounds: at most max.incremental.fetch.session.cache.slots sessions
 // (Kafka's key, default 1000; 0 turns sessions off) and at most
-// fetchSessionMaxPartitions partitions across them. Only partitions of
-// topics the metadata image knows are kept, so a session holds at most
-// the cluster's partitions, whatever the requests claim. When the cache
+// fetchSessionMaxPartitions partitions across them. A consumer's
+// partitions of topics the metadata image does not know are not kept, so
+// a consumer session holds at most the cluster's partitions, whatever the
+// requests claim; a follower's are (see addLocked). When the cache
 // is full a new session replaces one idle for fetchSessionEvictAfter
 // (Kafka's two minutes), else a follower's session replaces the least
 // recently used consumer session, else the fetch is answered without a
@@ -99,6 +109,11 @@ func newCachedPartition(key sessionKey, p *kmsg.FetchRequestTopicPartition) *cac
 	return c
 }
 
+// forgetSent makes the next response carry the partition.
+func (c *cachedPartition) forgetSent() {
+	c.highWatermark, c.lastStableOffset, c.leaderLogStart = -1, -1, -1
+}
+
 func (c *cachedPartition) updateRequest(p *kmsg.FetchRequestTopicPartition) {
 	c.fetchOffset = p.FetchOffset
 	c.logStartOffset = p.LogStartOffset
@@ -113,10 +128,10 @@ func (c *cachedPartition) mustRespond(rp *kmsg.FetchResponseTopicPartition) bool
 	if rp.ErrorCode != 0 {
 		// Forget the last values so that the first answer after
 		// the error carries them all again.
-		c.highWatermark, c.lastStableOffset, c.leaderLogStart = -1, -1, -1
+		c.forgetSent()
 		return true
 	}
-	must := len(rp.RecordBatches) > 0 || rp.DivergingEpoch.Epoch >= 0 || rp.PreferredReadReplica >= 0
+	must := len(rp.RecordBatches) > 0 || rp.DivergingEpoch.Epoch >= 0 || rp.DivergingEpoch.EndOffset >= 0 || rp.PreferredReadReplica >= 0
 	if rp.HighWatermark != c.highWatermark || rp.LastStableOffset != c.lastStableOffset || rp.LogStartOffset != c.leaderLogStart {
 		must = true
 		c.highWatermark, c.lastStableOffset, c.leaderLogStart = rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
@@ -201,7 +216,14 @@ func (c *fetchSessionCache) begin(req *kmsg.FetchRequest, img *metadata.Image, p
 	}
 	s.epoch = nextSessionEpoch(s.epoch)
 	s.lastUsed = now
-	c.updateLocked(s, req, img)
+	if !c.updateLocked(s, req, img) {
+		// A partition the fetcher believes cached would never be read
+		// again: drop the session, the fetcher starts over (and gets
+		// none while the cache is full).
+		c.removeLocked(s)
+		fc.errorCode = kerr.FetchSessionIDNotFound.Code
+		return fc
+	}
 	fc.session = s
 	fc.read = s.requestLocked(req)
 	return fc
@@ -216,8 +238,10 @@ func nextSessionEpoch(e int32) int32 {
 }
 
 // updateLocked applies an incremental request: forgotten partitions
-// leave, named ones are added or take the request's fetch state.
-func (c *fetchSessionCache) updateLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image) {
+// leave, named ones are added or take the request's fetch state. It
+// reports false when a named partition could not be cached
+// (fetchSessionMaxPartitions).
+func (c *fetchSessionCache) updateLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image) bool {
 	forgot := false
 	for _, t := range req.ForgottenTopics {
 		for _, p := range t.Partitions {
@@ -237,12 +261,29 @@ func (c *fetchSessionCache) updateLocked(s *fetchSession, req *kmsg.FetchRequest
 	if forgot {
 		s.order = slices.DeleteFunc(s.order, func(p *cachedPartition) bool { return s.parts[p.key] != p })
 	}
-	c.addLocked(s, req, img)
+	return c.addLocked(s, req, img, true)
 }
 
-// addLocked adds or updates the request's partitions that the image
-// knows, within fetchSessionMaxPartitions.
-func (c *fetchSessionCache) addLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image) {
+// addLocked adds or updates the request's partitions, within
+// fetchSessionMaxPartitions, and reports false when one did not fit.
+//
+// A follower's partition named by an incremental request (named) is
+// answered by the next response whatever changed: kbroker's fetchers name
+// a partition again when they could not use the last answer (re-added on
+// a new leader epoch, retried after an error), so nothing the session
+// believes it told the follower may be skipped. Consumers get Kafka's
+// rule (only what changed).
+//
+// A consumer's partition the image does not know is answered from the
+// request (UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID) and never
+// cached, so a session holds at most the cluster's partitions whatever
+// consumers claim; filter caches it if it turns out known by the time
+// it is read. A follower's is cached: brokers' images differ for a while
+// after a topic is created, and a follower whose partition the leader
+// did not cache would never have it read again while it leaves it out of
+// its incremental requests.
+func (c *fetchSessionCache) addLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image, named bool) bool {
+	fits := true
 	for i := range req.Topics {
 		t := &req.Topics[i]
 		for j := range t.Partitions {
@@ -250,19 +291,30 @@ func (c *fetchSessionCache) addLocked(s *fetchSession, req *kmsg.FetchRequest, i
 			k, known := sessionKeyOf(img, req.Version, t, p.Partition)
 			if cp := s.parts[k]; cp != nil {
 				cp.updateRequest(p)
+				if named && s.privileged {
+					cp.forgetSent()
+				}
 				continue
 			}
-			if !known || c.partitions >= fetchSessionMaxPartitions {
+			if !known && !s.privileged {
 				// Answered this time from the request (requestLocked
-				// keeps it), never cached.
+				// keeps it), not cached.
 				continue
 			}
-			cp := newCachedPartition(k, p)
-			s.parts[k] = cp
-			s.order = append(s.order, cp)
-			c.partitions++
+			if c.partitions >= fetchSessionMaxPartitions {
+				fits = false
+				continue
+			}
+			c.addPartitionLocked(s, newCachedPartition(k, p))
 		}
 	}
+	return fits
+}
+
+func (c *fetchSessionCache) addPartitionLocked(s *fetchSession, cp *cachedPartition) {
+	s.parts[cp.key] = cp
+	s.order = append(s.order, cp)
+	c.partitions++
 }
 
 // sessionKeyOf is the key of a requested partition and whether the
@@ -360,7 +412,19 @@ func (c *fetchSessionCache) filter(s *fetchSession, req *kmsg.FetchRequest, resp
 			}
 			cp := s.parts[k]
 			if cp == nil {
-				parts = append(parts, rp) // not cached: always answered
+				// Not cached (a consumer's partition of a topic
+				// the image did not know): always answered. Read
+				// without an error, the topic is known now: cache
+				// it, or the fetcher, which believes it cached,
+				// would never have it read again.
+				parts = append(parts, rp)
+				if rp.ErrorCode == 0 && c.sessions[s.id] == s && c.partitions < fetchSessionMaxPartitions {
+					if p := requestPartition(req, t.Topic, t.TopicID, rp.Partition); p != nil {
+						cp = newCachedPartition(k, p)
+						cp.mustRespond(&rp)
+						c.addPartitionLocked(s, cp)
+					}
+				}
 				continue
 			}
 			if !cp.mustRespond(&rp) {
@@ -387,6 +451,23 @@ func (c *fetchSessionCache) filter(s *fetchSession, req *kmsg.FetchRequest, resp
 	}
 }
 
+// requestPartition is the partition of req named by topic (v12-) or
+// topic id (v13+) and partition, or nil.
+func requestPartition(req *kmsg.FetchRequest, topic string, id [16]byte, partition int32) *kmsg.FetchRequestTopicPartition {
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		if (req.Version >= 13 && t.TopicID != id) || (req.Version < 13 && t.Topic != topic) {
+			continue
+		}
+		for j := range t.Partitions {
+			if t.Partitions[j].Partition == partition {
+				return &t.Partitions[j]
+			}
+		}
+	}
+	return nil
+}
+
 // open creates a session holding the full request's known partitions
 // with the values resp sent, and returns its id, or 0 when the cache has
 // no room.
@@ -402,7 +483,12 @@ func (c *fetchSessionCache) open(fc *fetchContext, img *metadata.Image, resp *km
 		epoch:        1, lastUsed: now,
 		parts: map[sessionKey]*cachedPartition{},
 	}
-	c.addLocked(s, fc.read, img)
+	if !c.addLocked(s, fc.read, img, false) {
+		// A session missing a partition the fetcher named would
+		// never read it again: answer without a session.
+		c.partitions -= len(s.parts)
+		return sessionIDNone
+	}
 	for _, t := range resp.Topics {
 		for i := range t.Partitions {
 			rp := &t.Partitions[i]
@@ -463,6 +549,9 @@ func (c *fetchSessionCache) removeLocked(s *fetchSession) {
 // stats reports the sessions, their cached partitions and the evictions
 // so far, for the metrics.
 func (c *fetchSessionCache) stats() (sessions, partitions int, evictions int64) {
+	if c == nil {
+		return 0, 0, 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.sessions), c.partitions, c.evictions

@@ -286,3 +286,56 @@ func TestFetchSessionsWithFranz(t *testing.T) {
 		t.Fatalf("broker holds %d sessions with %d partitions, want the consumer's with %d", sessions, cached, partitions)
 	}
 }
+
+// A fetcher must find every partition it named in its session, or it
+// would never have it read again while it leaves it out: a follower's
+// partition of a topic this broker's image does not know yet is cached
+// (brokers apply a new topic at different times), a consumer's
+// partition that turns out known when read is cached then, and a
+// follower's partition named again is always answered (it names one
+// again when it could not use the last answer).
+func TestFetchSessionNamedPartitionsStayRead(t *testing.T) {
+	img := sessionImage()
+	now := time.Unix(1000, 0)
+	c := newFetchSessionCache(10)
+
+	// A follower opens a session naming a/0 and "new"/0, unknown here.
+	open := sessionFetch(0, 0, map[string][]int32{"a": {0}, "new": {0}})
+	open.ReplicaID = 2
+	fc := c.begin(open, img, "User:broker", true, now)
+	resp := fc.finish(answer(fc.read, map[string]int64{"a/0": 5}, nil), img, now)
+	id := resp.SessionID
+	if _, parts, _ := c.stats(); id == 0 || parts != 2 {
+		t.Fatalf("follower session %d caches %d partitions, want 2 (the unknown topic too)", id, parts)
+	}
+	inc := sessionFetch(id, 1, nil)
+	inc.ReplicaID = 2
+	fc = c.begin(inc, img, "User:broker", true, now)
+	if got := readNames(fc.read); !slices.Equal(got, []string{"a/0@0", "new/0@0"}) {
+		t.Fatalf("incremental follower fetch reads %v, want the topic unknown at opening too", got)
+	}
+	fc.finish(answer(fc.read, map[string]int64{"a/0": 5, "new/0": 0}, nil), img, now)
+
+	// Named again with nothing changed: answered (followers only).
+	inc = sessionFetch(id, 2, map[string][]int32{"a": {0}})
+	inc.ReplicaID = 2
+	fc = c.begin(inc, img, "User:broker", true, now)
+	if got := names(fc.finish(answer(fc.read, map[string]int64{"a/0": 5, "new/0": 0}, nil), img, now)); !slices.Equal(got, []string{"a/0"}) {
+		t.Fatalf("a follower's re-named partition answered as %v, want [a/0]", got)
+	}
+
+	// A consumer's partition unknown at begin but read without an error
+	// (the image caught up meanwhile) is cached by the answer.
+	copen := sessionFetch(0, 0, map[string][]int32{"a": {1}})
+	fc = c.begin(copen, img, "User:alice", false, now)
+	cid := fc.finish(answer(fc.read, map[string]int64{"a/1": 1}, nil), img, now).SessionID
+	cinc := sessionFetch(cid, 1, map[string][]int32{"late": {0}})
+	fc = c.begin(cinc, img, "User:alice", false, now)
+	if got := names(fc.finish(answer(fc.read, map[string]int64{"a/1": 1, "late/0": 3}, nil), img, now)); !slices.Equal(got, []string{"late/0"}) {
+		t.Fatalf("late-known partition answered as %v", got)
+	}
+	fc = c.begin(sessionFetch(cid, 2, nil), img, "User:alice", false, now)
+	if got := readNames(fc.read); !slices.Equal(got, []string{"a/1@0", "late/0@0"}) {
+		t.Fatalf("after it was answered the consumer session reads %v, want late/0 too", got)
+	}
+}

@@ -21,32 +21,42 @@ type stateCollector struct {
 	isrShrinks, isrExpands, groups              *prometheus.Desc
 	openTxns, timedOutTxns                      *prometheus.Desc
 	offlineLogDirs, offlineReplicas             *prometheus.Desc
+	// Fetch sessions (KIP-227): this broker's cache (leader and
+	// consumer side), and its replica fetchers' requests.
+	fetchSessions, fetchSessionPartitions, fetchSessionEvictions       *prometheus.Desc
+	replicaFetchRequests, replicaFetchPartitions, replicaSessionResets *prometheus.Desc
 }
 
 func newStateCollector(n *Node) *stateCollector {
 	tp := []string{"topic", "partition"}
 	return &stateCollector{
-		node:            n,
-		logEndOffset:    prometheus.NewDesc("kbroker_partition_log_end_offset", "Log end offset of each hosted partition.", tp, nil),
-		highWatermark:   prometheus.NewDesc("kbroker_partition_high_watermark", "High watermark of each hosted partition.", tp, nil),
-		logStartOffset:  prometheus.NewDesc("kbroker_partition_log_start_offset", "Log start offset of each hosted partition.", tp, nil),
-		isrSize:         prometheus.NewDesc("kbroker_partition_isr_size", "ISR size of each partition this broker leads.", tp, nil),
-		underReplicated: prometheus.NewDesc("kbroker_under_replicated_partitions", "Partitions this broker leads whose ISR is smaller than their replica set.", nil, nil),
-		leaders:         prometheus.NewDesc("kbroker_leader_partitions", "Partitions this broker leads.", nil, nil),
-		offline:         prometheus.NewDesc("kbroker_offline_partitions", "Partitions with no leader (reported by the active controller, 0 elsewhere).", nil, nil),
-		purgatorySize:   prometheus.NewDesc("kbroker_purgatory_size", "Requests waiting in each purgatory.", []string{"purgatory"}, nil),
-		raftState:       prometheus.NewDesc("kbroker_raft_state", "1 for this node's current Raft state.", []string{"state"}, nil),
-		raftTerm:        prometheus.NewDesc("kbroker_raft_term", "Current Raft term.", nil, nil),
-		raftCommit:      prometheus.NewDesc("kbroker_raft_commit_index", "Raft commit index.", nil, nil),
-		raftApply:       prometheus.NewDesc("kbroker_raft_applied_index", "Raft applied index.", nil, nil),
-		brokers:         prometheus.NewDesc("kbroker_brokers", "Registered brokers by fencing state, from the metadata image.", []string{"state"}, nil),
-		isrShrinks:      prometheus.NewDesc("kbroker_isr_shrinks_total", "ISR shrinks this broker proposed as leader and the controller committed.", nil, nil),
-		isrExpands:      prometheus.NewDesc("kbroker_isr_expands_total", "ISR expands this broker proposed as leader and the controller committed.", nil, nil),
-		groups:          prometheus.NewDesc("kbroker_groups", "Consumer groups this broker coordinates, by state.", []string{"state"}, nil),
-		openTxns:        prometheus.NewDesc("kbroker_open_transactions", "Ongoing transactions this broker coordinates.", nil, nil),
-		offlineLogDirs:  prometheus.NewDesc("kbroker_offline_log_dirs", "Log directories taken offline by an I/O error (Kafka's OfflineLogDirectoryCount).", nil, nil),
-		offlineReplicas: prometheus.NewDesc("kbroker_offline_replicas", "Replicas this broker should host but cannot open (their log dir is offline, or their log failed to open).", nil, nil),
-		timedOutTxns:    prometheus.NewDesc("kbroker_transaction_timeout_aborts_total", "Transactions this broker's coordinator aborted because they outlived their timeout.", nil, nil),
+		node:                   n,
+		logEndOffset:           prometheus.NewDesc("kbroker_partition_log_end_offset", "Log end offset of each hosted partition.", tp, nil),
+		highWatermark:          prometheus.NewDesc("kbroker_partition_high_watermark", "High watermark of each hosted partition.", tp, nil),
+		logStartOffset:         prometheus.NewDesc("kbroker_partition_log_start_offset", "Log start offset of each hosted partition.", tp, nil),
+		isrSize:                prometheus.NewDesc("kbroker_partition_isr_size", "ISR size of each partition this broker leads.", tp, nil),
+		underReplicated:        prometheus.NewDesc("kbroker_under_replicated_partitions", "Partitions this broker leads whose ISR is smaller than their replica set.", nil, nil),
+		leaders:                prometheus.NewDesc("kbroker_leader_partitions", "Partitions this broker leads.", nil, nil),
+		offline:                prometheus.NewDesc("kbroker_offline_partitions", "Partitions with no leader (reported by the active controller, 0 elsewhere).", nil, nil),
+		purgatorySize:          prometheus.NewDesc("kbroker_purgatory_size", "Requests waiting in each purgatory.", []string{"purgatory"}, nil),
+		raftState:              prometheus.NewDesc("kbroker_raft_state", "1 for this node's current Raft state.", []string{"state"}, nil),
+		raftTerm:               prometheus.NewDesc("kbroker_raft_term", "Current Raft term.", nil, nil),
+		raftCommit:             prometheus.NewDesc("kbroker_raft_commit_index", "Raft commit index.", nil, nil),
+		raftApply:              prometheus.NewDesc("kbroker_raft_applied_index", "Raft applied index.", nil, nil),
+		brokers:                prometheus.NewDesc("kbroker_brokers", "Registered brokers by fencing state, from the metadata image.", []string{"state"}, nil),
+		isrShrinks:             prometheus.NewDesc("kbroker_isr_shrinks_total", "ISR shrinks this broker proposed as leader and the controller committed.", nil, nil),
+		isrExpands:             prometheus.NewDesc("kbroker_isr_expands_total", "ISR expands this broker proposed as leader and the controller committed.", nil, nil),
+		groups:                 prometheus.NewDesc("kbroker_groups", "Consumer groups this broker coordinates, by state.", []string{"state"}, nil),
+		openTxns:               prometheus.NewDesc("kbroker_open_transactions", "Ongoing transactions this broker coordinates.", nil, nil),
+		offlineLogDirs:         prometheus.NewDesc("kbroker_offline_log_dirs", "Log directories taken offline by an I/O error (Kafka's OfflineLogDirectoryCount).", nil, nil),
+		offlineReplicas:        prometheus.NewDesc("kbroker_offline_replicas", "Replicas this broker should host but cannot open (their log dir is offline, or their log failed to open).", nil, nil),
+		fetchSessions:          prometheus.NewDesc("kbroker_fetch_sessions", "Incremental fetch sessions (KIP-227) this broker keeps for followers and consumers.", nil, nil),
+		fetchSessionPartitions: prometheus.NewDesc("kbroker_fetch_session_partitions", "Partitions cached across this broker's fetch sessions.", nil, nil),
+		fetchSessionEvictions:  prometheus.NewDesc("kbroker_fetch_session_evictions_total", "Fetch sessions evicted to make room for a new one.", nil, nil),
+		replicaFetchRequests:   prometheus.NewDesc("kbroker_replica_fetch_requests_total", "Fetch requests this broker's replica fetchers sent, by type: full (every partition named) or incremental (only the changed ones, KIP-227).", []string{"type"}, nil),
+		replicaFetchPartitions: prometheus.NewDesc("kbroker_replica_fetch_request_partitions_total", "Partitions named in the replica fetchers' Fetch requests, by request type; over kbroker_replica_fetch_requests_total, the partitions per request.", []string{"type"}, nil),
+		replicaSessionResets:   prometheus.NewDesc("kbroker_replica_fetch_session_resets_total", "Replica fetchers' fetch sessions the leader refused (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH), each followed by a full request.", nil, nil),
+		timedOutTxns:           prometheus.NewDesc("kbroker_transaction_timeout_aborts_total", "Transactions this broker's coordinator aborted because they outlived their timeout.", nil, nil),
 	}
 }
 
@@ -83,7 +93,17 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		shrinks, expands := n.replicas.ISRChanges()
 		ch <- prometheus.MustNewConstMetric(c.isrShrinks, prometheus.CounterValue, float64(shrinks))
 		ch <- prometheus.MustNewConstMetric(c.isrExpands, prometheus.CounterValue, float64(expands))
+		fs := n.replicas.FollowerFetchStats()
+		ch <- prometheus.MustNewConstMetric(c.replicaFetchRequests, prometheus.CounterValue, float64(fs.FullRequests), "full")
+		ch <- prometheus.MustNewConstMetric(c.replicaFetchRequests, prometheus.CounterValue, float64(fs.IncrementalRequests), "incremental")
+		ch <- prometheus.MustNewConstMetric(c.replicaFetchPartitions, prometheus.CounterValue, float64(fs.FullPartitions), "full")
+		ch <- prometheus.MustNewConstMetric(c.replicaFetchPartitions, prometheus.CounterValue, float64(fs.IncrementalPartitions), "incremental")
+		ch <- prometheus.MustNewConstMetric(c.replicaSessionResets, prometheus.CounterValue, float64(fs.SessionResets))
 	}
+	sessions, cached, evictions := n.fetchSessions.stats()
+	gauge(c.fetchSessions, float64(sessions))
+	gauge(c.fetchSessionPartitions, float64(cached))
+	ch <- prometheus.MustNewConstMetric(c.fetchSessionEvictions, prometheus.CounterValue, float64(evictions))
 	for state, count := range n.groups.groupCounts() {
 		gauge(c.groups, float64(count), state)
 	}

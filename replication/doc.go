@@ -68,7 +68,16 @@
 // KIP-101/279: when the leader answers an epoch the follower never had,
 // truncate to the end of the follower's own earlier epoch and ask again).
 // Then it fetches (v12, FetchOffset = log end offset, LastFetchedEpoch =
-// latest local epoch), truncates on a diverging-epoch answer by the same
+// latest local epoch) through an incremental fetch session with the
+// leader (KIP-227, fetch_session.go): a full request opens it, the next
+// ones name only partitions new to it or whose fetch state changed and
+// forget those no longer ready, since the leader reads every session
+// partition at its cached state whether named or not; the fetcher
+// handles every partition the answer carries, names afresh one whose
+// answer it could not apply, and starts over with a full request after
+// a session error, a failed request or a new connection
+// (ManagerConfig.NoFetchSessions: full requests only). It truncates on a
+// diverging-epoch answer by the same
 // rule, appends the batches byte for byte (AppendAsFollower) and sets the
 // high watermark to min(leader's, log end offset), never lower. A fetch
 // OFFSET_OUT_OF_RANGE below the leader's log start offset restarts the

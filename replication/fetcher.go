@@ -40,6 +40,9 @@ type fetcher struct {
 	logger *slog.Logger
 	cancel context.CancelFunc
 	wake   chan struct{} // capacity 1: a partition was added
+	// session is the incremental fetch session with the leader
+	// (fetch_session.go); used by run's goroutine only.
+	session *fetchSession
 
 	mu struct {
 		sync.Mutex
@@ -68,7 +71,8 @@ const throttleBackoff = 100 * time.Millisecond
 
 func newFetcher(m *Manager, leader int32) *fetcher {
 	f := &fetcher{m: m, leader: leader, wake: make(chan struct{}, 1),
-		logger: m.cfg.Logger.With("fetcher", leader)}
+		logger:  m.cfg.Logger.With("fetcher", leader),
+		session: newFetchSession(m.cfg.NoFetchSessions)}
 	f.mu.parts = make(map[TopicPartition]*fetchPartition)
 	return f
 }
@@ -176,6 +180,9 @@ func (f *fetcher) run(ctx context.Context) {
 			conn.Close()
 			conn = nil
 		}
+		// Whether the leader took the last request is unknown: start
+		// over with a full one (closing the session if it still has it).
+		f.session.reset()
 		if failures == 1 && !errors.Is(err, syscall.ECONNREFUSED) {
 			// Redial at once after a working connection broke: when the
 			// leader was killed the redial is refused, which reports it
@@ -199,6 +206,7 @@ func (f *fetcher) run(ctx context.Context) {
 			fail("offset for leader epoch", err)
 			continue
 		}
+		full := f.session.full()
 		req, sent, throttled := f.buildFetch(time.Now())
 		if len(sent) == 0 {
 			if throttled {
@@ -217,6 +225,17 @@ func (f *fetcher) run(ctx context.Context) {
 			f.m.hooks.leaderReachable(f.leader)
 		}
 		backoff, failures = minBackoff, 0
+		if ok, reason := f.session.handleResponse(resp, full); !ok {
+			// The leader lost the session (it restarted, evicted it)
+			// or saw a request twice: nothing in this answer is about
+			// the partitions. The next request is full.
+			f.m.fetchStats.sessionResets.Add(1)
+			f.logger.Info("replica fetcher: fetch session reset, next fetch is full", "reason", reason)
+			continue
+		}
+		if full && resp.SessionID != 0 {
+			f.logger.Debug("replica fetcher: fetch session opened", "session_id", resp.SessionID, "partitions", len(sent))
+		}
 		f.handleFetch(sent, resp)
 	}
 }
@@ -399,8 +418,11 @@ func (f *fetcher) truncatePhase(ctx context.Context, conn LeaderConn) error {
 	}
 }
 
-// buildFetch builds a Fetch v12 for every partition ready to fetch, and
-// reports whether the follower throttle held any back.
+// buildFetch builds a Fetch v12 through the fetch session: it names
+// every partition ready to fetch in a full request, the changed ones in
+// an incremental request (fetch_session.go). sent is every partition the
+// leader will read, named or not, and so may answer. It also reports
+// whether the follower throttle held any back.
 func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition, bool) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
@@ -409,14 +431,11 @@ func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition
 	req.MinBytes = 1
 	req.MaxBytes = max(replicaFetchResponseMaxBytes, f.m.cfg.ReplicaFetchMaxBytes)
 	req.IsolationLevel = 0
-	req.SessionID = 0
-	req.SessionEpoch = -1
 	var sent []sentPartition
-	topics := make(map[string]int)
+	var wanted []wantedPartition
 	throttled := false
 	exceeded := sync.OnceValue(func() bool { return f.m.followerThrottle.exceeded(now) })
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for tp, fp := range f.mu.parts {
 		if fp.truncate || now.Before(fp.delayUntil) {
 			continue
@@ -425,26 +444,24 @@ func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition
 			throttled = true
 			continue
 		}
-		i, ok := topics[tp.Topic]
-		if !ok {
-			i = len(req.Topics)
-			topics[tp.Topic] = i
-			t := kmsg.NewFetchRequestTopic()
-			t.Topic = tp.Topic
-			t.TopicID = fp.p.TopicID
-			req.Topics = append(req.Topics, t)
-		}
 		leo, start, latest := fp.p.followerPosition()
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = tp.Partition
-		rp.CurrentLeaderEpoch = fp.epoch
-		rp.FetchOffset = leo
-		rp.LastFetchedEpoch = latest
-		rp.LogStartOffset = start
-		rp.PartitionMaxBytes = f.m.cfg.ReplicaFetchMaxBytes
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		wanted = append(wanted, wantedPartition{tp: tp, topicID: fp.p.TopicID, state: sessionState{
+			fp:                 fp,
+			fetchOffset:        leo,
+			logStartOffset:     start,
+			currentLeaderEpoch: fp.epoch,
+			lastFetchedEpoch:   latest,
+			maxBytes:           f.m.cfg.ReplicaFetchMaxBytes,
+		}})
 		sent = append(sent, sentPartition{tp: tp, fp: fp, epoch: fp.epoch})
 	}
+	f.mu.Unlock()
+	if len(sent) == 0 {
+		return req, nil, throttled
+	}
+	full := f.session.full()
+	named := f.session.build(req, wanted)
+	f.m.fetchStats.record(full, named)
 	return req, sent, throttled
 }
 
@@ -456,6 +473,7 @@ func (f *fetcher) handleFetch(sent []sentPartition, resp *kmsg.FetchResponse) {
 	}
 	now := time.Now()
 	if resp.ErrorCode != 0 {
+		// The session was reset (handleResponse).
 		f.logger.Info("fetch refused", "err", kerr.ErrorForCode(resp.ErrorCode))
 		for _, s := range sent {
 			f.delay(s, now)
@@ -468,14 +486,22 @@ func (f *fetcher) handleFetch(sent []sentPartition, resp *kmsg.FetchResponse) {
 			tp := TopicPartition{Topic: t.Topic, Partition: rp.Partition}
 			s, ok := bySent[tp]
 			if !ok || !f.current(s) {
+				// The leader thinks it told us: name the partition
+				// again when it is next fetched.
+				f.session.markStale(tp)
 				continue
 			}
-			f.handlePartition(s, rp, now)
+			if !f.handlePartition(s, rp, now) {
+				f.session.markStale(tp)
+			}
 		}
 	}
 }
 
-func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition, now time.Time) {
+// handlePartition applies one partition's answer. It reports whether the
+// answer was applied as a fetch at the position sent (false: an error, a
+// truncation or a restart; the fetch session names the partition afresh).
+func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPartition, now time.Time) bool {
 	p := s.fp.p
 	log := f.logger.With("topic", s.tp.Topic, "partition", s.tp.Partition)
 	switch rp.ErrorCode {
@@ -488,17 +514,17 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 				log.Error("restarting the log", "err", err)
 				f.delay(s, now)
 			}
-			return
+			return false
 		}
 		f.ready(s, true) // ask OffsetForLeaderEpoch where to truncate
-		return
+		return false
 	default:
 		// NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH,
 		// UNKNOWN_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION and the rest:
 		// wait for the image to move the partition on.
 		log.Debug("fetch refused", "err", kerr.ErrorForCode(rp.ErrorCode))
 		f.delay(s, now)
-		return
+		return false
 	}
 	if d := rp.DivergingEpoch; d.Epoch >= 0 || d.EndOffset >= 0 {
 		off, done := p.truncationFor(d.Epoch, d.EndOffset)
@@ -506,10 +532,10 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 		if _, err := p.followerTruncate(f.leader, s.epoch, off); err != nil {
 			log.Error("truncating", "offset", off, "err", err)
 			f.delay(s, now)
-			return
+			return false
 		}
 		f.ready(s, !done)
-		return
+		return false
 	}
 	if p.followerThrottled.Load() {
 		f.m.followerThrottle.record(len(rp.RecordBatches), now)
@@ -520,10 +546,10 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 			if errors.Is(err, storage.ErrInvalidRecord) {
 				// Not where the leader thinks we are: find out again.
 				f.ready(s, true)
-				return
+				return false
 			}
 			f.delay(s, now)
-			return
+			return false
 		}
 		if p.durable() {
 			// Fsync what this response brought (one fsync for all its
@@ -532,7 +558,7 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 			if err := p.log.SyncTo(p.LogEndOffset()); err != nil {
 				log.Error("fsyncing fetched batches", "err", err)
 				f.delay(s, now)
-				return
+				return false
 			}
 		}
 	}
@@ -544,4 +570,5 @@ func (f *fetcher) handlePartition(s sentPartition, rp *kmsg.FetchResponseTopicPa
 	if err := p.followerLogStart(f.leader, s.epoch, rp.LogStartOffset); err != nil {
 		log.Error("raising the log start offset", "leader_log_start_offset", rp.LogStartOffset, "err", err)
 	}
+	return true
 }

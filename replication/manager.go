@@ -92,6 +92,10 @@ type ManagerConfig struct {
 	// ThrottledRates gives the leader and follower replication throttle
 	// rates (bytes/s) in effect under an image; nil: none (throttle.go).
 	ThrottledRates func(img *metadata.Image) (leader, follower int64)
+	// NoFetchSessions makes the fetchers send full requests without a
+	// fetch session (KIP-227; SessionEpoch -1), as before sessions.
+	NoFetchSessions bool
+
 	// ReplicationQuota is the window the throttle rates are measured over
 	// (replication.quota.window.*); zero: Kafka's 11 samples of 1 s.
 	ReplicationQuota quota.Config
@@ -126,6 +130,8 @@ type Manager struct {
 	hooks *hooks
 	// isrShrinks and isrExpands count committed ISR changes (metrics).
 	isrShrinks, isrExpands atomic.Uint64
+	// fetchStats counts the fetchers' requests (metrics).
+	fetchStats fetchStats
 	// leaderThrottle and followerThrottle are the replication throttles
 	// (throttle.go).
 	leaderThrottle, followerThrottle *replicationThrottle
