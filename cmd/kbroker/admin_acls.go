@@ -39,7 +39,7 @@ func (f *aclFlags) add(fs *flag.FlagSet, create bool) {
 	if create {
 		fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal or prefixed")
 	} else {
-		fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal, prefixed, match (what applies to the name) or any")
+		fs.StringVar(&f.pattern, "resource-pattern-type", "", "literal, prefixed, match (what applies to the name) or any (default literal with a resource, any without)")
 	}
 	fs.Var(&f.hosts, "host", "the client host the ACL is for (default * on create, any host otherwise)")
 	fs.BoolVar(&f.allow, "allow", false, "an ALLOW ACL (create), only ALLOW ACLs (list, delete)")
@@ -55,6 +55,14 @@ func (f *aclFlags) hasResource() bool {
 func (f *aclFlags) builder(create bool) (*kadm.ACLBuilder, error) {
 	if f.allow && f.deny {
 		return nil, usagef("--allow and --deny exclude each other")
+	}
+	if f.pattern == "" {
+		// As kafka-acls.sh: a resource is matched literally unless
+		// asked otherwise; no resource lists every pattern.
+		f.pattern = "literal"
+		if !f.hasResource() {
+			f.pattern = "any"
+		}
 	}
 	pattern, err := kmsg.ParseACLResourcePatternType(f.pattern)
 	if err != nil || pattern == kmsg.ACLResourcePatternTypeUnknown {
