@@ -198,9 +198,9 @@ func TestAdminAclsUsersUsage(t *testing.T) {
 		{"acls", "create", "--principal", "User:a", "--operation", "Read", "--allow", "--topic", "t", "--resource-pattern-type", "match"},
 		{"acls", "list", "--resource-pattern-type", "glob"},
 		{"acls", "delete", "--principal", "User:a"},
-		{"users", "alter", "--user", "a", "--mechanism", "SCRAM-SHA-256"},                              // no password file
-		{"users", "alter", "--user", "a", "--mechanism", "SCRAM-SHA-1", "--password-file", "-"},        // mechanism
-		{"users", "alter", "--user", "a", "--mechanism", "SCRAM-SHA-256", "--password", "x"},           // no such flag
+		{"users", "alter", "--user", "a", "--mechanism", "SCRAM-SHA-256"},                       // no password file
+		{"users", "alter", "--user", "a", "--mechanism", "SCRAM-SHA-1", "--password-file", "-"}, // mechanism
+		{"users", "alter", "--user", "a", "--mechanism", "SCRAM-SHA-256", "--password", "x"},    // no such flag
 		{"users", "alter", "--user", "a", "--mechanism", "SCRAM-SHA-256", "--iterations", "100", "--password-file", "-"},
 		{"users", "delete", "--user", "a"},
 	} {
@@ -217,5 +217,41 @@ func TestAdminAclsUsersUsage(t *testing.T) {
 	_, errOut, code := runAdmin(t, "127.0.0.1:1", "topics", "list", "--command-config", cfg)
 	if code != 2 || !strings.Contains(errOut, "ssl.keystore.password") || strings.Contains(errOut, "hunter") {
 		t.Fatalf("bad --command-config: exit %d, %s", code, errOut)
+	}
+}
+
+func TestReadPassword(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "pw")
+	for _, tc := range []struct {
+		name, content, want string
+		stdin               bool
+	}{
+		{name: "file, first line", content: "p a s s\r\nignored\n", want: "p a s s"},
+		{name: "file, no newline", content: "pw", want: "pw"},
+		{name: "file, empty", content: "\n"},
+		{name: "stdin", content: "from-stdin\n", want: "from-stdin", stdin: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := file
+			if tc.stdin {
+				old := stdin
+				stdin = strings.NewReader(tc.content)
+				t.Cleanup(func() { stdin = old })
+				path = "-"
+			} else if err := os.WriteFile(file, []byte(tc.content), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := readPassword(path)
+			if tc.want == "" {
+				var ue usageError
+				if !errors.As(err, &ue) {
+					t.Fatalf("got %q, %v; want a usage error", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+			}
+		})
 	}
 }
