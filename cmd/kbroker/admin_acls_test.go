@@ -171,8 +171,11 @@ func TestAdminAclsAndUsers(t *testing.T) {
 		t.Fatalf("acls list after delete:\n%s", out)
 	}
 	testutil.Eventually(t, 10*time.Second, func() error {
-		if err := topicErr(); !errors.Is(err, kerr.TopicAuthorizationFailed) {
-			return fmt.Errorf("alice describes secret: %v", err)
+		switch err := topicErr(); {
+		case err == nil:
+			return errors.New("alice may still describe secret")
+		case !errors.Is(err, kerr.TopicAuthorizationFailed):
+			return fmt.Errorf("alice describes secret: %w", err)
 		}
 		return nil
 	}, "alice denied again after acls delete")
