@@ -28,7 +28,7 @@ import (
 // delete` show and remove the credential.
 func TestAdminAclsAndUsers(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := tlsInit(tlsInitOptions{dir: filepath.Join(dir, "tls"), hosts: []string{"localhost"}, days: 1, client: "admin"}); err != nil {
+	if _, err := tlsInit(tlsInitOptions{dir: filepath.Join(dir, "tls"), hosts: []string{"kb1"}, days: 1, client: "admin"}); err != nil {
 		t.Fatal(err)
 	}
 	ca := filepath.Join(dir, "tls", "ca.pem")
@@ -40,7 +40,9 @@ func TestAdminAclsAndUsers(t *testing.T) {
 	addr := startInProcessBrokerWith(t, "SECURE", []string{
 		"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SECURE:SASL_SSL",
 		"inter.broker.listener.name=PLAINTEXT",
-		"ssl.keystore.location=" + filepath.Join(dir, "tls", "localhost.pem"),
+		// kb1's certificate does not name 127.0.0.1: the clients below
+		// check the chain but not the host name.
+		"ssl.keystore.location=" + filepath.Join(dir, "tls", "kb1.pem"),
 		"ssl.truststore.location=" + ca,
 		"sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
 		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
@@ -57,8 +59,8 @@ func TestAdminAclsAndUsers(t *testing.T) {
 	}
 	adminCfg := write("admin.properties", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"+
 		`sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="`+adminPass+`";`+
-		"\nssl.truststore.type=PEM\nssl.truststore.location="+ca+"\n")
-	aliceCfg := write("alice.properties", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.username=alice\nsasl.password="+alicePass+"\nssl.ca.location="+ca+"\n")
+		"\nssl.truststore.type=PEM\nssl.truststore.location="+ca+"\nssl.endpoint.identification.algorithm=\n")
+	aliceCfg := write("alice.properties", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\nsasl.username=alice\nsasl.password="+alicePass+"\nssl.ca.location="+ca+"\nssl.endpoint.identification.algorithm=\n")
 	pwFile := write("alice.pw", alicePass+"\n")
 	as := func(cfg string, args ...string) []string {
 		n := 1
@@ -73,6 +75,11 @@ func TestAdminAclsAndUsers(t *testing.T) {
 	if _, _, code := runAdmin(t, addr, "topics", "list", "--timeout", "2s"); code != 1 {
 		t.Fatalf("topics list without security: exit %d, want 1", code)
 	}
+	// With the host name checked, kb1's certificate is refused for 127.0.0.1.
+	checked := write("checked.properties", "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=admin\nsasl.password="+adminPass+"\nssl.ca.location="+ca+"\n")
+	if _, errOut, code := runAdmin(t, addr, as(checked, "topics", "list", "--timeout", "2s")...); code != 1 || !strings.Contains(errOut, "certificate") {
+		t.Fatalf("topics list checking the host name: exit %d, %s", code, errOut)
+	}
 	sudo("topics", "create", "--topic", "secret", "--partitions", "1", "--replication-factor", "1")
 	roots := x509.NewCertPool()
 	pem, err := os.ReadFile(ca)
@@ -80,7 +87,7 @@ func TestAdminAclsAndUsers(t *testing.T) {
 		t.Fatalf("CA: %v", err)
 	}
 	client := func(opts ...kgo.Opt) *kgo.Client {
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: roots}), kgo.RequestRetries(2)}, opts...)...)
+		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: roots, ServerName: "kb1"}), kgo.RequestRetries(2)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,4 +142,43 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// With ssl.endpoint.identification.algorithm empty, the broker's chain
+// is still checked against the trust store; only the name is not.
+func TestCommandConfigSkipsOnlyTheHostName(t *testing.T) {
+	ours, theirs := filepath.Join(t.TempDir(), "ours"), filepath.Join(t.TempDir(), "theirs")
+	for _, d := range []string{ours, theirs} {
+		if _, err := tlsInit(tlsInitOptions{dir: d, hosts: []string{"kb1"}, days: 1, client: "admin"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sec, err := parseCommandConfig("security.protocol=SSL\nssl.ca.location="+filepath.Join(ours, "ca.pem")+"\nssl.endpoint.identification.algorithm=", os.ReadFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := func(dir string) tls.ConnectionState {
+		pair, err := tls.LoadX509KeyPair(filepath.Join(dir, "kb1.pem"), filepath.Join(dir, "kb1.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cs tls.ConnectionState
+		for _, der := range pair.Certificate {
+			c, err := x509.ParseCertificate(der)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs.PeerCertificates = append(cs.PeerCertificates, c)
+		}
+		return cs
+	}
+	if err := sec.TLS.VerifyConnection(peer(ours)); err != nil {
+		t.Fatalf("our CA's certificate for another name: %v", err)
+	}
+	if err := sec.TLS.VerifyConnection(peer(theirs)); err == nil {
+		t.Fatal("a certificate of another CA was accepted")
+	}
+	if err := sec.TLS.VerifyConnection(tls.ConnectionState{}); err == nil {
+		t.Fatal("no certificate was accepted")
+	}
 }
