@@ -91,6 +91,11 @@ func parseCommandConfig(text string, readFile func(string) ([]byte, error)) (*cl
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		if !looksLikeKey(unknown[0]) {
+			// A line without a separator is all key: it may be a
+			// password that lost its "sasl.password=".
+			return nil, errors.New("a line is not a key=value of a known key (not shown: it may hold a secret)")
+		}
 		return nil, fmt.Errorf("unknown key %q (known: security.protocol, sasl.*, ssl.* as in kbroker admin --help)", unknown[0])
 	}
 	s := &clientSecurity{Protocol: "PLAINTEXT"}
@@ -388,6 +393,19 @@ func parseProperties(text string) (map[string]string, error) {
 		props[key] = strings.TrimRight(unescapeProperty(rest), " \t")
 	}
 	return props, nil
+}
+
+// looksLikeKey: lower-case words joined by dots, as every Kafka key.
+func looksLikeKey(k string) bool {
+	if !strings.Contains(k, ".") {
+		return false
+	}
+	for _, c := range k {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '.' && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func endsInContinuation(s string) bool {

@@ -83,6 +83,7 @@ func TestParseCommandConfig(t *testing.T) {
 		{name: "ssl system roots", text: "security.protocol=SSL", want: want{protocol: "SSL", tls: true}},
 
 		{name: "unknown key", text: "security.protocol=SSL\nssl.keystore.password=" + secret, err: `unknown key "ssl.keystore.password"`},
+		{name: "a bare password line", text: "security.protocol=SSL\n" + secret, err: "not shown"},
 		{name: "bad protocol", text: "security.protocol=KERBEROS", err: "security.protocol"},
 		{name: "no mechanism", text: "security.protocol=SASL_PLAINTEXT\nsasl.username=u\nsasl.password=" + secret, err: "sasl.mechanism is required"},
 		{name: "gssapi", text: "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI", err: "sasl.mechanism"},
