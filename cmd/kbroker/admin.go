@@ -25,7 +25,8 @@ import (
 
 const adminUsage = `usage: kbroker admin <command> [flags]
 
-Commands (each takes --bootstrap-server H:P[,H:P] and --output table|json):
+Commands (each takes --bootstrap-server H:P[,H:P], --output table|json and
+--command-config FILE for a secured listener):
   topics create   --topic T [--partitions N] [--replication-factor R] [--config k=v]...
   topics describe [--topic T]...
   topics alter    --topic T --partitions N
@@ -47,8 +48,24 @@ Commands (each takes --bootstrap-server H:P[,H:P] and --output table|json):
   quorum describe             (the metadata quorum: leader, voters, observers, lag)
   quorum add-voter --id N [--controller-listener [NAME://]H:P]
   quorum remove-voter --id N
+  acls list   [--principal P] [RESOURCE] [--operation O]... [--resource-pattern-type literal|prefixed|match|any]
+  acls create --principal User:U --operation O... (--allow|--deny) [--host H] RESOURCE [--resource-pattern-type literal|prefixed]
+  acls delete [--principal P] [--operation O]... [--allow|--deny] [--host H] RESOURCE [--resource-pattern-type ...]
+              RESOURCE is --topic T | --group G | --cluster | --transactional-id X
+  users describe [--user U]...   (SCRAM mechanisms and iterations, never secrets)
+  users alter  --user U --mechanism SCRAM-SHA-256|SCRAM-SHA-512 [--iterations N] --password-file F|-
+  users delete --user U --mechanism SCRAM-SHA-256|SCRAM-SHA-512
 
-Brokers without a name in configs mean the cluster-wide default.`
+Brokers without a name in configs mean the cluster-wide default.
+
+--command-config FILE holds Kafka client keys, as for Kafka's tools:
+  security.protocol=PLAINTEXT|SSL|SASL_PLAINTEXT|SASL_SSL
+  sasl.mechanism=PLAIN|SCRAM-SHA-256|SCRAM-SHA-512
+  sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="u" password="p";
+    (or sasl.username=u and sasl.password=p)
+  ssl.truststore.location=ca.pem (ssl.truststore.type=PEM) or ssl.ca.location=ca.pem
+  ssl.keystore.location=client.pem (key and chain), or ssl.certificate.location + ssl.key.location
+  ssl.endpoint.identification.algorithm=   (empty: no host name check)`
 
 // adminCommand is one `kbroker admin` command: its flags are added to fs
 // before parsing, then run is called with a connected client.
@@ -88,6 +105,12 @@ func adminCommands() map[string]func() adminCommand {
 		"quorum describe":      quorumDescribe,
 		"quorum add-voter":     quorumAddVoter,
 		"quorum remove-voter":  quorumRemoveVoter,
+		"acls list":            aclsList,
+		"acls create":          aclsCreate,
+		"acls delete":          aclsDelete,
+		"users describe":       usersDescribe,
+		"users alter":          usersAlter,
+		"users delete":         usersDelete,
 	}
 }
 
@@ -120,6 +143,7 @@ func admin(args []string, stdout, stderr io.Writer) int {
 	bootstrap := fs.String("bootstrap-server", "localhost:9092", "comma-separated host:port of brokers to bootstrap from")
 	output := fs.String("output", "table", "table or json")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	commandConfig := fs.String("command-config", "", "a properties file of Kafka client security keys (security.protocol, sasl.*, ssl.*)")
 	cmd.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -140,7 +164,16 @@ func admin(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kbroker admin %s: --bootstrap-server is empty\n", name)
 		return 2
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	opts := []kgo.Opt{kgo.SeedBrokers(brokers...)}
+	if *commandConfig != "" {
+		sec, err := loadCommandConfig(*commandConfig)
+		if err != nil {
+			fmt.Fprintf(stderr, "kbroker admin %s: %v\n", name, err)
+			return 2
+		}
+		opts = append(opts, sec...)
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "kbroker admin %s: %v\n", name, err)
 		return 2

@@ -25,8 +25,17 @@ import (
 // process and returns its client address.
 func startInProcessBroker(t *testing.T) string {
 	t.Helper()
+	return startInProcessBrokerWith(t, "PLAINTEXT", nil)
+}
+
+// startInProcessBrokerWith is startInProcessBroker with one more
+// listener on 127.0.0.1:0 (unless it is PLAINTEXT, which is always
+// there), more config keys (sets) and node options; it returns the
+// address of listener.
+func startInProcessBrokerWith(t *testing.T, listener string, sets []string, opts ...cluster.NodeOption) string {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		addr, err := tryStartInProcessBroker(t)
+		addr, err := tryStartInProcessBroker(t, listener, sets, opts...)
 		if err == nil {
 			return addr
 		}
@@ -36,20 +45,24 @@ func startInProcessBroker(t *testing.T) string {
 	}
 }
 
-func tryStartInProcessBroker(t *testing.T) (string, error) {
+func tryStartInProcessBroker(t *testing.T, listener string, sets []string, opts ...cluster.NodeOption) (string, error) {
 	ports := testutil.MustReservePorts(t, 1)
 	ctrl := ports.Addr(0)
-	cfg, err := config.Load("", nil, []string{
+	listeners := "listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + ctrl
+	if listener != "PLAINTEXT" {
+		listeners += "," + listener + "://127.0.0.1:0"
+	}
+	cfg, err := config.Load("", nil, append([]string{
 		"node.id=1",
-		"listeners=PLAINTEXT://127.0.0.1:0,CONTROLLER://" + ctrl,
+		listeners,
 		"controller.quorum.voters=1@" + ctrl,
 		"log.dirs=" + t.TempDir(),
 		"offsets.topic.replication.factor=1",
-	})
+	}, sets...))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := cluster.NewNode(cfg, slog.New(slog.DiscardHandler))
+	n, err := cluster.NewNode(cfg, slog.New(slog.DiscardHandler), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +88,10 @@ func tryStartInProcessBroker(t *testing.T) (string, error) {
 			t.Errorf("broker shutdown: %v", err)
 		}
 	})
-	addr, _ := n.Addr("PLAINTEXT")
+	addr, ok := n.Addr(listener)
+	if !ok {
+		t.Fatalf("no listener %s", listener)
+	}
 	return addr, nil
 }
 

@@ -66,7 +66,8 @@ Commands:
   perf      produce|consume load tests like kafka-producer/consumer-perf-test
   bench     a local 3-node cluster vs franz-go's kfake (throughput, latency), or kill -9 failover times
   tls init  write a private CA and PEM keys/certificates for brokers and a client
-  admin     topics, configs, groups, elect-leaders, log-dirs, reassign (kbroker admin help)
+  admin     topics, configs, groups, elect-leaders, log-dirs, reassign, brokers, quorum,
+            acls, users; --command-config for a secured cluster (kbroker admin help)
 
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }
