@@ -415,15 +415,15 @@ func TestProperties(t *testing.T) {
 		"!listeners=ignored\n" +
 		"log.cleanup.policy=compact\\\\\n" +
 		"num.partitions=2\n"
-	props, err := parseProperties([]byte(text))
+	props, err := ParseProperties([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]property{}
+	got := map[string]Property{}
 	for _, p := range props {
-		got[p.key] = p
+		got[p.Key] = p
 	}
-	want := []property{
+	want := []Property{
 		{"node.id", "3", 2},
 		{"log.dirs", "/a,/b,/c", 4},
 		{"broker.rack", "rackA", 7},
@@ -437,19 +437,19 @@ func TestProperties(t *testing.T) {
 		t.Errorf("got %d properties: %+v", len(props), props)
 	}
 	for _, w := range want {
-		if g := got[w.key]; g != w {
-			t.Errorf("%s: got %+v, want %+v", w.key, g, w)
+		if g := got[w.Key]; g != w {
+			t.Errorf("%s: got %+v, want %+v", w.Key, g, w)
 		}
 	}
-	if _, err := parseProperties([]byte("a=\\u12")); err == nil {
+	if _, err := ParseProperties([]byte("a=\\u12")); err == nil {
 		t.Error("short \\u escape: no error")
 	}
-	if _, err := parseProperties([]byte("a=\\uzzzz")); err == nil {
+	if _, err := ParseProperties([]byte("a=\\uzzzz")); err == nil {
 		t.Error("bad \\u escape: no error")
 	}
 	// A continuation on the last line ends the value.
-	props, err = parseProperties([]byte("a=b\\"))
-	if err != nil || len(props) != 1 || props[0].value != "b" {
+	props, err = ParseProperties([]byte("a=b\\"))
+	if err != nil || len(props) != 1 || props[0].Value != "b" {
 		t.Errorf("trailing continuation: %+v %v", props, err)
 	}
 }

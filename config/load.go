@@ -3,6 +3,7 @@ package config
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -30,13 +31,13 @@ func Load(file string, env []string, sets []string) (Config, error) {
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %w", err)
 		}
-		props, err := parseProperties(data)
+		props, err := ParseProperties(data)
 		if err != nil {
 			return Config{}, fmt.Errorf("config: %s:%w", file, err)
 		}
 		for _, p := range props {
-			src := file + ":" + strconv.Itoa(p.line)
-			if err := put(given, p.key, p.value, src); err != nil {
+			src := file + ":" + strconv.Itoa(p.Line)
+			if err := put(given, p.Key, p.Value, src); err != nil {
 				return Config{}, err
 			}
 		}
@@ -89,17 +90,19 @@ func put(given map[string]setting, key, value, source string) error {
 	return nil
 }
 
-type property struct {
-	key, value string
-	line       int // where the logical line starts, from 1
+// Property is one key and value of a Java .properties text.
+type Property struct {
+	Key, Value string
+	Line       int // where the logical line starts, from 1
 }
 
-// parseProperties reads Java .properties text: # and ! comment lines,
+// ParseProperties reads Java .properties text: # and ! comment lines,
 // key=value, key:value or key value, whitespace trimmed around the key and
 // before the value, backslash line continuation and backslash escapes
 // (\t \n \r \f \uXXXX, any other \c is c). Later duplicates win at merge.
-func parseProperties(data []byte) ([]property, error) {
-	var out []property
+// Errors name the line, never its text: a value may be a password.
+func ParseProperties(data []byte) ([]Property, error) {
+	var out []Property
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
 	lineNo := 0
@@ -132,7 +135,7 @@ func parseProperties(data []byte) ([]property, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%d: %w", start, err)
 		}
-		out = append(out, property{key: k, value: strings.TrimRight(v, " \t\f"), line: start})
+		out = append(out, Property{Key: k, Value: strings.TrimRight(v, " \t\f"), Line: start})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%d: %w", lineNo+1, err)
@@ -197,11 +200,11 @@ func unescape(s string) (string, error) {
 			b.WriteByte('\f')
 		case 'u':
 			if i+5 > len(s) {
-				return "", fmt.Errorf("malformed \\u escape in %q", s)
+				return "", errors.New("malformed \\u escape")
 			}
 			n, err := strconv.ParseUint(s[i+1:i+5], 16, 16)
 			if err != nil {
-				return "", fmt.Errorf("malformed \\u escape in %q", s)
+				return "", errors.New("malformed \\u escape")
 			}
 			b.WriteRune(rune(n))
 			i += 4

@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kbroker/kbroker/config"
 )
 
 // --command-config FILE: the connection security of an admin command, in
@@ -349,48 +351,20 @@ func parseTLS(props map[string]string, readFile func(string) ([]byte, error)) (*
 	return cfg, nil
 }
 
-// parseProperties reads a Java properties file: key=value, key:value or
-// "key value" lines, # and ! comments, backslash line continuations and
-// escapes. A duplicate key is an error (Java keeps the last one silently,
-// which hides mistakes in a file holding credentials).
+// parseProperties reads a Java properties file (config.ParseProperties).
+// A duplicate key is an error (Java keeps the last one silently, which
+// hides mistakes in a file holding credentials).
 func parseProperties(text string) (map[string]string, error) {
-	props := map[string]string{}
-	lines := strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
-	for i := 0; i < len(lines); i++ {
-		lineNo := i + 1
-		line := strings.TrimLeft(lines[i], " \t\f")
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
+	list, err := config.ParseProperties([]byte(text))
+	if err != nil {
+		return nil, err
+	}
+	props := make(map[string]string, len(list))
+	for _, p := range list {
+		if _, dup := props[p.Key]; dup {
+			return nil, fmt.Errorf("line %d: key %q given twice", p.Line, p.Key)
 		}
-		// Join continuations: an odd number of trailing backslashes.
-		for endsInContinuation(line) && i+1 < len(lines) {
-			i++
-			line = line[:len(line)-1] + strings.TrimLeft(lines[i], " \t\f")
-		}
-		if endsInContinuation(line) {
-			line = line[:len(line)-1]
-		}
-		// The key ends at the first unescaped =, : or white space.
-		end := len(line)
-		for j := 0; j < len(line); j++ {
-			if line[j] == '\\' {
-				j++
-				continue
-			}
-			if line[j] == '=' || line[j] == ':' || line[j] == ' ' || line[j] == '\t' {
-				end = j
-				break
-			}
-		}
-		key := unescapeProperty(line[:end])
-		rest := strings.TrimLeft(line[end:], " \t\f")
-		if rest != "" && (rest[0] == '=' || rest[0] == ':') {
-			rest = strings.TrimLeft(rest[1:], " \t\f")
-		}
-		if _, dup := props[key]; dup {
-			return nil, fmt.Errorf("line %d: key %q given twice", lineNo, key)
-		}
-		props[key] = strings.TrimRight(unescapeProperty(rest), " \t")
+		props[p.Key] = p.Value
 	}
 	return props, nil
 }
@@ -406,39 +380,4 @@ func looksLikeKey(k string) bool {
 		}
 	}
 	return true
-}
-
-func endsInContinuation(s string) bool {
-	n := 0
-	for i := len(s) - 1; i >= 0 && s[i] == '\\'; i-- {
-		n++
-	}
-	return n%2 == 1
-}
-
-func unescapeProperty(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		i++
-		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 'f':
-			b.WriteByte('\f')
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestBenchReassignFlags(t *testing.T) {
+func TestBenchFlags(t *testing.T) {
 	cases := []struct {
 		name string
 		args []string
@@ -23,6 +23,11 @@ func TestBenchReassignFlags(t *testing.T) {
 		// Other modes ignore the reassign flags' values.
 		{"compare", []string{"--mode", "compare", "--preload-mb", "0"}, ""},
 		{"unknown mode", []string{"--mode", "grow"}, "mode"},
+		{"replication factor 1", []string{"--replication-factor", "1"}, ""},
+		{"replication factor 4 on three nodes", []string{"--replication-factor", "4"}, "replication-factor"},
+		{"replication factor 0", []string{"--replication-factor", "0"}, "replication-factor"},
+		{"settle", []string{"--mode", "failover", "--settle", "5s"}, ""},
+		{"negative settle", []string{"--mode", "failover", "--settle", "-1s"}, "settle"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
