@@ -202,7 +202,10 @@ func runCompare(ctx context.Context, c benchConfig, cl *benchCluster, fakeSeeds 
 	newTopic := func(t benchTarget) (string, error) {
 		topicN++
 		topic := fmt.Sprintf("bench-%d", topicN)
-		return topic, createBenchTopic(ctx, t.seeds, topic, int32(c.partitions), int16(c.rf), t.configs)
+		if err := createBenchTopic(ctx, t.seeds, topic, int32(c.partitions), int16(c.rf), t.configs); err != nil {
+			return topic, err
+		}
+		return topic, warmTopic(ctx, t.seeds, topic, int32(c.partitions))
 	}
 	for round := range c.rounds {
 		for _, t := range targets {

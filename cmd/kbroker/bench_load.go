@@ -75,6 +75,30 @@ func createBenchTopic(ctx context.Context, seeds []string, topic string, partiti
 	}
 }
 
+// warmTopic produces one record to each partition of topic with acks=all
+// and waits for them: the first acks=all produce to a new partition waits
+// for its followers to start fetching it (up to replica.fetch.wait.max.ms
+// while their fetch is parked on other partitions), which belongs to
+// creating the topic, not to the steady state the latency rows measure.
+func warmTopic(ctx context.Context, seeds []string, topic string, partitions int32) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	recs := make([]*kgo.Record, partitions)
+	for p := range partitions {
+		recs[p] = &kgo.Record{Partition: p, Value: []byte("warm")}
+	}
+	if err := cl.ProduceSync(cctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("warming %s: %w", topic, err)
+	}
+	return nil
+}
+
 type produceSpec struct {
 	seeds      []string
 	topic      string
