@@ -295,9 +295,19 @@ func (lv leaderLiveness) metadataPartition(p *metadata.Partition) kmsg.MetadataR
 			mp.OfflineReplicas = append(mp.OfflineReplicas, r)
 		}
 	}
-	if p.Leader < 0 {
+	leader, registered := lv.img.Brokers[p.Leader]
+	switch {
+	case p.Leader < 0:
 		mp.ErrorCode = kerr.LeaderNotAvailable.Code
-	} else if lv.refusing && lv.n.refusingLeader(lv.img, p.Leader, lv.now) {
+	case !registered || leader.Fenced:
+		// A fenced (or unregistered) leader is not in the response's
+		// broker list, and a client cannot send to a broker it was not
+		// told of (franz-go fails such a produce with "unknown broker",
+		// fatal to a transactional producer). Kafka never names one:
+		// its controller moves or drops leadership when it fences.
+		mp.Leader = -1
+		mp.ErrorCode = kerr.LeaderNotAvailable.Code
+	case lv.refusing && lv.n.refusingLeader(lv.img, p.Leader, lv.now):
 		// Its process looks gone and the wait for its fencing
 		// (awaitFailover) timed out: Kafka's answer for a leader
 		// that is not alive.

@@ -108,6 +108,12 @@ func (t *internalTopic) coordinatorFor(ctx context.Context, key, listener string
 	if !ok || mp.Leader == metadata.NoLeader {
 		return -1, metadata.Endpoint{}, kerr.CoordinatorNotAvailable
 	}
+	if b, ok := img.Brokers[mp.Leader]; !ok || b.Fenced {
+		// Metadata does not list a fenced broker, so a client told it is
+		// the coordinator cannot reach it: franz-go fails with "unknown
+		// broker", fatal to a transactional producer. Retried instead.
+		return -1, metadata.Endpoint{}, kerr.CoordinatorNotAvailable
+	}
 	ep, ok := img.BrokerEndpoint(mp.Leader, listener)
 	if !ok {
 		return -1, metadata.Endpoint{}, kerr.CoordinatorNotAvailable
