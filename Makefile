@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
+.PHONY: build test fuzz image up down lint bench bench-failover bench-rolling bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -90,6 +90,12 @@ bench: build
 # any partition and how long the group's committed offsets were unreadable.
 bench-failover: build
 	./bin/kbroker bench --mode failover $(BENCH_FLAGS)
+
+# SIGTERM and restart each broker in turn under load (a rolling restart):
+# per restart, time to exit, the longest time a partition had no leader,
+# the longest ack gap, and the records the producer saw fail.
+bench-rolling: build
+	./bin/kbroker bench --mode rolling $(BENCH_FLAGS)
 
 # A fourth broker joins and one replica of half the partitions of a
 # preloaded topic (--preload-mb, 300 MB) moves onto it unthrottled, the

@@ -347,19 +347,93 @@ func (n *Node) asksAboutRefusingLeader(img *metadata.Image, req *kmsg.MetadataRe
 
 // controlledShutdown asks the controller to move this broker's
 // leaderships to other ISR members before the node stops, so clients see
-// a leader change rather than a timeout.
-func (n *Node) controlledShutdown() {
+// a leader change rather than a timeout. It reports whether any of them
+// moved to another broker (whether clients have somewhere to be sent).
+func (n *Node) controlledShutdown() (moved bool) {
 	if !n.cfg.ControlledShutdownEnable {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	start := time.Now()
+	before := n.store.Image()
 	if err := n.store.ControlledShutdown(ctx, n.cfg.NodeID, n.brokerEpoch()); err != nil {
 		n.logger.Warn("controlled shutdown failed; stopping anyway", "err", err)
-		return
+		return false
+	}
+	// The move is committed; answer from an image that holds it, so the
+	// drain below tells clients the new leaders (KIP-951 hints) instead
+	// of accepting writes as a leader the controller has replaced.
+	if err := n.store.CatchUp(ctx); err != nil {
+		n.logger.Warn("controlled shutdown: catching up with the metadata log", "err", err)
+		return false
 	}
 	n.logger.Info("controlled shutdown: leaderships moved", "took", time.Since(start))
+	return leadershipMoved(before, n.store.Image(), n.cfg.NodeID)
+}
+
+// leadershipMoved reports whether a partition broker led in before has
+// another leader in after.
+func leadershipMoved(before, after *metadata.Image, broker int32) bool {
+	for name, t := range before.Topics {
+		now := after.Topics[name]
+		if now == nil {
+			continue
+		}
+		for i, p := range t.Partitions {
+			if p.Leader == broker && i < len(now.Partitions) && now.Partitions[i].Leader >= 0 && now.Partitions[i].Leader != broker {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Controlled shutdown drain: after its leaderships moved, a broker keeps
+// answering until its clients have been told (NOT_LEADER_OR_FOLLOWER with
+// the new leader) rather than closing their connections, which costs a
+// client a metadata refresh it may pace for seconds (franz-go's metadata
+// min age is 5 s). The drain ends once no Produce or consumer Fetch has
+// arrived for shutdownQuiet, or after shutdownDrainMax.
+const (
+	shutdownQuiet    = 200 * time.Millisecond
+	shutdownDrainMax = 2 * time.Second
+	shutdownPoll     = 20 * time.Millisecond
+)
+
+// noteClientData records that a Produce or consumer Fetch arrived.
+func (n *Node) noteClientData() { n.lastClientData.Store(time.Now().UnixNano()) }
+
+// drainClients waits until clients go quiet after the leaderships moved.
+func (n *Node) drainClients() {
+	start := time.Now()
+	t := time.NewTicker(shutdownPoll)
+	defer t.Stop()
+	for {
+		now := time.Now()
+		last := time.Unix(0, n.lastClientData.Load())
+		if now.Sub(last) >= shutdownQuiet || now.Sub(start) >= shutdownDrainMax {
+			n.logger.Info("controlled shutdown: clients drained", "took", now.Sub(start))
+			return
+		}
+		<-t.C
+	}
+}
+
+// resignController hands the metadata quorum's leadership to another
+// voter before this node stops, so the quorum does not wait out an
+// election timeout without a controller (no ISR changes, no broker
+// registrations meanwhile).
+func (n *Node) resignController() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	switch resigned, err := n.store.Resign(ctx); {
+	case err != nil:
+		n.logger.Warn("handing over the controller before stopping", "err", err)
+	case resigned:
+		n.logger.Info("handed the controller over", "took", time.Since(start), "controller", n.store.ControllerID())
+	}
 }
 
 // startMembership starts memberlist gossip (gossip.listener) and the

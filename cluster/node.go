@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kbroker/kbroker/config"
@@ -92,6 +93,9 @@ type Node struct {
 	unreachable chan int32
 	// refusing remembers those brokers for Metadata answers (liveness.go).
 	refusing refusingBrokers
+	// lastClientData is when the last Produce or consumer Fetch arrived
+	// (unix nanoseconds), for the controlled shutdown's drain.
+	lastClientData atomic.Int64
 
 	// offlineReport asks the heartbeat loop to report offline replicas
 	// now (a log dir failed, logdirs.go); halt ends Run when every log
@@ -375,7 +379,11 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	shutdownDone := make(chan struct{})
 	stopWatch := context.AfterFunc(ctx, func() {
 		defer close(shutdownDone)
-		n.controlledShutdown()
+		moved := n.controlledShutdown()
+		n.resignController()
+		if moved {
+			n.drainClients()
+		}
 		stopServing()
 		n.produceWaiters.Close()
 		n.fetchWaiters.Close()

@@ -544,6 +544,32 @@ func (s *Store) Changed() <-chan struct{} { return s.fsm.changed() }
 // active controller.
 func (s *Store) IsController() bool { return s.raft.State() == raft.Leader }
 
+// Resign hands the metadata quorum's leadership to the most caught-up
+// other voter when this node holds it, so a stopping controller is
+// replaced at once rather than after an election timeout. It reports
+// whether it handed it over; a node that is not the leader, or the only
+// voter, has nothing to hand over.
+func (s *Store) Resign(ctx context.Context) (bool, error) {
+	if !s.IsController() {
+		return false, nil
+	}
+	voters := 0
+	if f := s.raft.GetConfiguration(); f.Error() == nil {
+		for _, srv := range f.Configuration().Servers {
+			if srv.Suffrage == raft.Voter {
+				voters++
+			}
+		}
+	}
+	if voters < 2 {
+		return false, nil
+	}
+	if err := s.wait(ctx, s.raft.LeadershipTransfer()); err != nil {
+		return false, fmt.Errorf("metadata: hand over the leadership: %w", err)
+	}
+	return true, nil
+}
+
 // ControllerID is the node id of the raft leader, or -1 if none is known.
 func (s *Store) ControllerID() int32 {
 	_, id := s.raft.LeaderWithID()

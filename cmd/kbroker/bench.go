@@ -16,6 +16,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -52,7 +53,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c benchConfig
-	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load), reassign (move partitions onto a new broker with and without a replication throttle) or scale (creation, restart, idle cost of many partitions)")
+	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load), rolling (SIGTERM and restart each broker in turn under load), reassign (move partitions onto a new broker with and without a replication throttle) or scale (creation, restart, idle cost of many partitions)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each produce run")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the bench topic (replication factor 3, min.insync.replicas 2)")
 	fs.IntVar(&c.rf, "replication-factor", 3, "compare: replication factor of the bench topics (1 shows what replication costs; kfake ignores it)")
@@ -63,9 +64,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	var sets stringList
 	fs.Var(&sets, "set", "a key=value given to every kbroker node (repeatable)")
 	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here")
-	fs.IntVar(&c.kills, "kills", 6, "failover: kills (round robin over the three nodes)")
-	fs.DurationVar(&c.settle, "settle", 14*time.Second, "failover: time every node is back in every ISR before the next kill")
-	fs.Float64Var(&c.rate, "rate", 3000, "failover: records/s produced during the kills")
+	fs.IntVar(&c.kills, "kills", 6, "failover, rolling: kills or restarts (round robin over the three nodes)")
+	fs.DurationVar(&c.settle, "settle", 14*time.Second, "failover, rolling: time every node is back in every ISR before the next kill or restart")
+	fs.Float64Var(&c.rate, "rate", 3000, "failover, rolling: records/s produced during the kills or restarts")
 	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
 	fs.StringVar(&c.clientLog, "client-log", "", "write the producer's franz-go debug log (timestamped: Metadata requests, answers, leader moves) to this file")
 	fs.BoolVar(&c.durable, "durable", false, "compare: also measure a topic with flush.messages=1 (fsync before acks=all completes)")
@@ -82,8 +83,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	}
 	c.scaleCounts = counts
 	switch {
-	case c.mode != "compare" && c.mode != "failover" && c.mode != "reassign" && c.mode != "scale":
-		return c, flagErr("mode", "must be compare, failover, reassign or scale, got %q", c.mode)
+	case !slices.Contains([]string{"compare", "failover", "rolling", "reassign", "scale"}, c.mode):
+		return c, flagErr("mode", "must be compare, failover, rolling, reassign or scale, got %q", c.mode)
 	case c.idleWindow <= 0:
 		return c, flagErr("idle-window", "must be positive")
 	case c.duration <= 0:
@@ -156,8 +157,11 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	if err := cl.start(ctx); err != nil {
 		return err
 	}
-	if c.mode == "failover" {
+	switch c.mode {
+	case "failover":
 		return runFailover(ctx, c, cl, stdout)
+	case "rolling":
+		return runRolling(ctx, c, cl, stdout)
 	}
 	if c.mode == "reassign" {
 		return runReassignBench(ctx, c, cl, stdout, stderr)

@@ -11,11 +11,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -34,6 +36,33 @@ type ackGaps struct {
 	lastAck []time.Time
 	maxGap  []time.Duration
 	failed  int64
+	errs    map[string]int // failed records by errorClass
+}
+
+// errorClass names a failed record's error and whether Kafka calls it
+// retriable (a producer that gives up on a retriable error has run out
+// of delivery time; any other error is one the broker should not send).
+func errorClass(err error) string {
+	if kerr.IsRetriable(err) {
+		return "retriable: " + err.Error()
+	}
+	return "not retriable: " + err.Error()
+}
+
+// failures returns the failed records' count and their classes.
+func (g *ackGaps) failures() (int64, map[string]int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.failed, maps.Clone(g.errs)
+}
+
+func newAckGaps(partitions int) *ackGaps {
+	g := &ackGaps{lastAck: make([]time.Time, partitions), maxGap: make([]time.Duration, partitions), errs: map[string]int{}}
+	now := time.Now()
+	for i := range g.lastAck {
+		g.lastAck[i] = now
+	}
+	return g
 }
 
 func (g *ackGaps) ack(p int32, err error) {
@@ -42,6 +71,7 @@ func (g *ackGaps) ack(p int32, err error) {
 	defer g.mu.Unlock()
 	if err != nil {
 		g.failed++
+		g.errs[errorClass(err)]++
 		return
 	}
 	if !g.since.IsZero() && now.After(g.since) {
@@ -99,25 +129,11 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 	if err := createBenchTopic(ctx, cl.seeds(), failoverTopic, int32(c.partitions), 3, nil); err != nil {
 		return err
 	}
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(cl.seeds()...),
-		kgo.DefaultProduceTopic(failoverTopic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-	}
-	if c.clientLog != "" {
-		// To tell a broker that answers Metadata late or wrongly from the
-		// client's own refresh pacing (metadata min age) after a kill.
-		f, err := os.Create(c.clientLog)
-		if err != nil {
-			return fmt.Errorf("--client-log: %w", err)
-		}
-		defer f.Close()
-		opts = append(opts, kgo.WithLogger(clientLogger(f)))
-	}
-	prod, err := kgo.NewClient(opts...)
+	prod, closeLog, err := newBenchProducer(cl.seeds(), failoverTopic, c.clientLog)
 	if err != nil {
 		return err
 	}
+	defer closeLog()
 	defer prod.Close()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(cl.seeds()...))
 	if err != nil {
@@ -143,29 +159,9 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 		return fmt.Errorf("committing the group's offsets: %w", err)
 	}
 
-	gaps := &ackGaps{lastAck: make([]time.Time, c.partitions), maxGap: make([]time.Duration, c.partitions)}
-	now := time.Now()
-	for i := range gaps.lastAck {
-		gaps.lastAck[i] = now
-	}
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	var load sync.WaitGroup
-	load.Go(func() {
-		value := payload(c.recordSize)
-		start := time.Now()
-		for n := int64(0); loadCtx.Err() == nil; n++ {
-			if ahead := time.Duration(float64(n)/c.rate*float64(time.Second)) - time.Since(start); ahead > 0 {
-				select {
-				case <-time.After(ahead):
-				case <-loadCtx.Done():
-					return
-				}
-			}
-			p := int32(n % int64(c.partitions))
-			prod.Produce(loadCtx, &kgo.Record{Partition: p, Value: value}, func(r *kgo.Record, err error) { gaps.ack(r.Partition, err) })
-		}
-	})
-	defer func() { stopLoad(); load.Wait() }()
+	gaps := newAckGaps(c.partitions)
+	stopLoad := pacedLoad(ctx, prod, c.rate, c.partitions, c.recordSize, gaps)
+	defer stopLoad()
 
 	// Let the load settle before the first kill.
 	if err := sleepCtx(ctx, 3*time.Second); err != nil {
@@ -228,11 +224,60 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 	for i, r := range results {
 		fmt.Fprintf(stdout, "%-5d %-5d %-6v %-6v %14v %18v\n", i+1, r.node, r.coordinator, r.controller, r.gap.Round(time.Millisecond), r.coordFailover.Round(time.Millisecond))
 	}
-	gaps.mu.Lock()
-	failed := gaps.failed
-	gaps.mu.Unlock()
-	fmt.Fprintf(stdout, "failed records: %d; load average %s\n", failed, loadAverage())
+	failed, classes := gaps.failures()
+	fmt.Fprintf(stdout, "failed records: %d %v; load average %s\n", failed, classes, loadAverage())
 	return nil
+}
+
+// newBenchProducer is a franz-go producer with its defaults (idempotent,
+// acks=all) writing to topic's partitions by number, with an optional
+// timestamped debug log (to tell a broker that answers late or wrongly
+// from the client's own metadata refresh pacing).
+func newBenchProducer(seeds []string, topic, logPath string) (*kgo.Client, func(), error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(seeds...),
+		kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+	}
+	closeLog := func() {}
+	if logPath != "" {
+		f, err := os.Create(logPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--client-log: %w", err)
+		}
+		closeLog = func() { f.Close() }
+		opts = append(opts, kgo.WithLogger(clientLogger(f)))
+	}
+	prod, err := kgo.NewClient(opts...)
+	if err != nil {
+		closeLog()
+		return nil, nil, err
+	}
+	return prod, closeLog, nil
+}
+
+// pacedLoad produces rate records/s round robin over the partitions,
+// recording each acknowledgement in gaps, until the returned stop is
+// called (which waits for the producing goroutine).
+func pacedLoad(ctx context.Context, prod *kgo.Client, rate float64, partitions, recordSize int, gaps *ackGaps) (stop func()) {
+	loadCtx, cancel := context.WithCancel(ctx)
+	var load sync.WaitGroup
+	load.Go(func() {
+		value := payload(recordSize)
+		start := time.Now()
+		for n := int64(0); loadCtx.Err() == nil; n++ {
+			if ahead := time.Duration(float64(n)/rate*float64(time.Second)) - time.Since(start); ahead > 0 {
+				select {
+				case <-time.After(ahead):
+				case <-loadCtx.Done():
+					return
+				}
+			}
+			p := int32(n % int64(partitions))
+			prod.Produce(loadCtx, &kgo.Record{Partition: p, Value: value}, func(r *kgo.Record, err error) { gaps.ack(r.Partition, err) })
+		}
+	})
+	return func() { cancel(); load.Wait() }
 }
 
 // fetchOffsetsFresh reads the group's committed offsets with a new

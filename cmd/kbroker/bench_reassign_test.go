@@ -28,6 +28,8 @@ func TestBenchFlags(t *testing.T) {
 		{"replication factor 0", []string{"--replication-factor", "0"}, "replication-factor"},
 		{"settle", []string{"--mode", "failover", "--settle", "5s"}, ""},
 		{"negative settle", []string{"--mode", "failover", "--settle", "-1s"}, "settle"},
+		{"rolling", []string{"--mode", "rolling", "--kills", "3", "--rate", "500"}, ""},
+		{"rolling without restarts", []string{"--mode", "rolling", "--kills", "0"}, "kills"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
