@@ -163,8 +163,10 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 	stopLoad := pacedLoad(ctx, prod, c.rate, c.partitions, c.recordSize, gaps)
 	defer stopLoad()
 
-	// Let the load settle before the first kill.
-	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+	// The first kill waits --settle too: a producer younger than
+	// franz-go's metadata min age (5 s) since its first Metadata cannot
+	// refresh sooner, which would measure the client's pacing instead.
+	if err := sleepCtx(ctx, firstKillAfter(c.settle)); err != nil {
 		return err
 	}
 	var results []killResult
@@ -227,6 +229,13 @@ func runFailover(ctx context.Context, c benchConfig, cl *benchCluster, stdout io
 	failed, classes := gaps.failures()
 	fmt.Fprintf(stdout, "failed records: %d %v; load average %s\n", failed, classes, loadAverage())
 	return nil
+}
+
+// firstKillAfter is how long the load runs before the first kill or
+// restart: the settle time, but at least long enough for the producer's
+// first metadata refresh window to have passed.
+func firstKillAfter(settle time.Duration) time.Duration {
+	return max(settle, 6*time.Second)
 }
 
 // newBenchProducer is a franz-go producer with its defaults (idempotent,

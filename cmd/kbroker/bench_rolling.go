@@ -126,7 +126,7 @@ func runRolling(ctx context.Context, c benchConfig, cl *benchCluster, stdout io.
 	gaps := newAckGaps(c.partitions)
 	stopLoad := pacedLoad(ctx, prod, c.rate, c.partitions, c.recordSize, gaps)
 	defer stopLoad()
-	if err := sleepCtx(ctx, 3*time.Second); err != nil {
+	if err := sleepCtx(ctx, firstKillAfter(c.settle)); err != nil {
 		return err
 	}
 
