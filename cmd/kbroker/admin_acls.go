@@ -181,107 +181,91 @@ func (a *adminEnv) emitACLs(rows []aclRow, withError bool) error {
 	return a.emit(rows, header, table)
 }
 
-func aclsList() adminCommand {
+// aclCommand is the shape the three ACL commands share: build the
+// filter or creation from the flags, call the broker, print the rows and
+// fail naming what went wrong. call turns kadm's results into rows and
+// per-entry errors.
+func aclCommand(create, needResource, withError bool, what string,
+	call func(ctx context.Context, a *adminEnv, b *kadm.ACLBuilder) ([]aclRow, []error, error)) adminCommand {
 	var f aclFlags
 	return adminCommand{
-		flags: func(fs *flag.FlagSet) { f.add(fs, false) },
-		run: func(ctx context.Context, a *adminEnv) error {
-			b, err := f.builder(false)
-			if err != nil {
-				return err
-			}
-			results, err := a.adm.DescribeACLs(ctx, b)
-			if err != nil {
-				return err
-			}
-			rows := []aclRow{}
-			var errs []error
-			for _, r := range results {
-				if r.Err != nil {
-					errs = append(errs, errors.New(errText(r.Err, r.ErrMessage)))
-					continue
-				}
-				for _, d := range r.Described {
-					rows = append(rows, newACLRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
-				}
-			}
-			if err := a.emitACLs(rows, false); err != nil {
-				return err
-			}
-			return firstErr("ACL filters", errs)
-		},
-	}
-}
-
-func aclsCreate() adminCommand {
-	var f aclFlags
-	return adminCommand{
-		flags: func(fs *flag.FlagSet) { f.add(fs, true) },
-		run: func(ctx context.Context, a *adminEnv) error {
-			b, err := f.builder(true)
-			if err != nil {
-				return err
-			}
-			results, err := a.adm.CreateACLs(ctx, b)
-			if err != nil {
-				return err
-			}
-			rows := []aclRow{}
-			var errs []error
-			for _, r := range results {
-				row := newACLRow(r.Principal, r.Host, r.Type, r.Name, r.Pattern, r.Operation, r.Permission)
-				row.Error = errText(r.Err, r.ErrMessage)
-				if r.Err != nil {
-					errs = append(errs, r.Err)
-				}
-				rows = append(rows, row)
-			}
-			if err := a.emitACLs(rows, true); err != nil {
-				return err
-			}
-			return firstErr("ACL creations", errs)
-		},
-	}
-}
-
-func aclsDelete() adminCommand {
-	var f aclFlags
-	return adminCommand{
-		flags: func(fs *flag.FlagSet) { f.add(fs, false) },
+		flags: func(fs *flag.FlagSet) { f.add(fs, create) },
 		run: func(ctx context.Context, a *adminEnv) error {
 			// As kafka-acls.sh --remove: a resource is required, so a
 			// bare delete cannot wipe every ACL of the cluster.
-			if !f.hasResource() {
+			if needResource && !f.hasResource() {
 				return usagef("a resource is required: --topic, --group, --cluster or --transactional-id")
 			}
-			b, err := f.builder(false)
+			b, err := f.builder(create)
 			if err != nil {
 				return err
 			}
-			results, err := a.adm.DeleteACLs(ctx, b)
+			rows, errs, err := call(ctx, a, b)
 			if err != nil {
 				return err
 			}
-			rows := []aclRow{}
-			var errs []error
-			for _, r := range results {
-				if r.Err != nil {
-					errs = append(errs, errors.New(errText(r.Err, r.ErrMessage)))
-					continue
-				}
-				for _, d := range r.Deleted {
-					row := newACLRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission)
-					row.Error = errText(d.Err, d.ErrMessage)
-					if d.Err != nil {
-						errs = append(errs, d.Err)
-					}
-					rows = append(rows, row)
-				}
-			}
-			if err := a.emitACLs(rows, true); err != nil {
+			if err := a.emitACLs(rows, withError); err != nil {
 				return err
 			}
-			return firstErr("ACL deletions", errs)
+			return firstErr(what, errs)
 		},
 	}
+}
+
+func aclsList() adminCommand {
+	return aclCommand(false, false, false, "ACL filters", func(ctx context.Context, a *adminEnv, b *kadm.ACLBuilder) ([]aclRow, []error, error) {
+		results, err := a.adm.DescribeACLs(ctx, b)
+		rows := []aclRow{}
+		var errs []error
+		for _, r := range results {
+			if r.Err != nil {
+				errs = append(errs, errors.New(errText(r.Err, r.ErrMessage)))
+				continue
+			}
+			for _, d := range r.Described {
+				rows = append(rows, newACLRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission))
+			}
+		}
+		return rows, errs, err
+	})
+}
+
+func aclsCreate() adminCommand {
+	return aclCommand(true, false, true, "ACL creations", func(ctx context.Context, a *adminEnv, b *kadm.ACLBuilder) ([]aclRow, []error, error) {
+		results, err := a.adm.CreateACLs(ctx, b)
+		rows := []aclRow{}
+		var errs []error
+		for _, r := range results {
+			row := newACLRow(r.Principal, r.Host, r.Type, r.Name, r.Pattern, r.Operation, r.Permission)
+			row.Error = errText(r.Err, r.ErrMessage)
+			if r.Err != nil {
+				errs = append(errs, r.Err)
+			}
+			rows = append(rows, row)
+		}
+		return rows, errs, err
+	})
+}
+
+func aclsDelete() adminCommand {
+	return aclCommand(false, true, true, "ACL deletions", func(ctx context.Context, a *adminEnv, b *kadm.ACLBuilder) ([]aclRow, []error, error) {
+		results, err := a.adm.DeleteACLs(ctx, b)
+		rows := []aclRow{}
+		var errs []error
+		for _, r := range results {
+			if r.Err != nil {
+				errs = append(errs, errors.New(errText(r.Err, r.ErrMessage)))
+				continue
+			}
+			for _, d := range r.Deleted {
+				row := newACLRow(d.Principal, d.Host, d.Type, d.Name, d.Pattern, d.Operation, d.Permission)
+				row.Error = errText(d.Err, d.ErrMessage)
+				if d.Err != nil {
+					errs = append(errs, d.Err)
+				}
+				rows = append(rows, row)
+			}
+		}
+		return rows, errs, err
+	})
 }
