@@ -398,15 +398,22 @@ func (d memDialer) Dial(_ context.Context, leader int32, ep metadata.Endpoint) (
 	if ep.Port != leader || d.c.isDown(leader) {
 		return nil, errDown
 	}
-	return &memConn{c: d.c, leader: leader}, nil
+	return &memConn{c: d.c, leader: leader, closed: make(chan struct{})}, nil
 }
 
 type memConn struct {
 	c      *testCluster
 	leader int32
+	once   sync.Once
+	closed chan struct{} // closed by Close: a waiting Fetch returns, as a TCP one does
 }
 
-func (mc *memConn) Close() error { return nil }
+var errConnClosed = errors.New("connection closed")
+
+func (mc *memConn) Close() error {
+	mc.once.Do(func() { close(mc.closed) })
+	return nil
+}
 
 func (mc *memConn) target() (*testNode, error) {
 	if mc.c.isDown(mc.leader) {
@@ -446,6 +453,9 @@ func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fet
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
+		case <-mc.closed:
+			t.Stop()
+			return nil, errConnClosed
 		case <-signal:
 		case <-t.C:
 		}

@@ -1,6 +1,8 @@
 package replication
 
 import (
+	"bytes"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -180,4 +182,57 @@ func TestSidePartitionsJoinTheSession(t *testing.T) {
 		defer mu.Unlock()
 		return slices.Contains(both, int32(time.Second/time.Millisecond))
 	}, "a session request naming both partitions")
+}
+
+// Partitions added one after another, each produced to at once, while
+// every fetcher's session fetch waits at its leader for ten minutes, with
+// a leader refusing connections for a while in the middle (the fetchers
+// abandon their fetches in flight and redial): every partition commits
+// its records through side fetches and its replicas end up identical.
+func TestPartitionsAddedWhileFetchesWaitWithLeaderOutage(t *testing.T) {
+	c := newTestCluster(t, 1, 2, 3)
+	c.fetchWaitMax = 10 * time.Minute
+	nodes := []*testNode{c.start(1), c.start(2), c.start(3)}
+	all := []int32{1, 2, 3}
+	var tps []TopicPartition
+	want := map[TopicPartition]int64{}
+	for i := range 9 {
+		if i == 5 {
+			// A record broker 1 appends while it refuses connections
+			// wakes its followers' waiting fetches, which fail: the
+			// fetchers abandon them and redial until it is back.
+			c.setDown(1, true)
+			nodes[0].produce(t, tps[0], 1, 1, "outage")
+			want[tps[0]]++
+			time.Sleep(100 * time.Millisecond)
+			c.setDown(1, false)
+		}
+		leader := all[i%3]
+		tp := TopicPartition{Topic: fmt.Sprintf("t%d", i), Partition: 0}
+		tps = append(tps, tp)
+		c.images.elect(t, tp.Topic, 0, all, leader, all...)
+		for _, n := range nodes {
+			c.waitApplied(t, n)
+		}
+		ln := nodes[leader-1]
+		ln.produce(t, tp, -1, 2, tp.Topic)
+		want[tp] += 2
+		lp := ln.partition(t, tp)
+		testutil.Eventually(t, 30*time.Second, func() bool { return lp.HighWatermark() == 2 }, "%v's high watermark 2", tp)
+	}
+	for i, tp := range tps {
+		ln := nodes[all[i%3]-1]
+		lp := ln.partition(t, tp)
+		testutil.Eventually(t, 30*time.Second, func() bool { return lp.HighWatermark() == want[tp] },
+			"%v's high watermark %d", tp, want[tp])
+		for _, n := range nodes {
+			testutil.Eventually(t, 30*time.Second, func() bool {
+				p, err := n.m.Partition(tp)
+				return err == nil && p.LogEndOffset() == want[tp]
+			}, "node %d to have %v's %d records", n.id, tp, want[tp])
+			if a, b := ln.segmentBytes(t, tp), n.segmentBytes(t, tp); !bytes.Equal(a, b) {
+				t.Fatalf("%v: node %d's segments differ from the leader's", tp, n.id)
+			}
+		}
+	}
 }
