@@ -76,7 +76,12 @@
 // handles every partition the answer carries, names afresh one whose
 // answer it could not apply, and starts over with a full request after
 // a session error, a failed request or a new connection
-// (ManagerConfig.NoFetchSessions: full requests only). It truncates on a
+// (ManagerConfig.NoFetchSessions: full requests only). A partition that
+// becomes ready while the session fetch waits at the leader (a new
+// topic's, one back from a backoff) is fetched at once by a side fetch,
+// without a session and on another connection, that ends before the
+// session fetch; a partition is in one request at a time and then joins
+// the session's next one (fetcher run). It truncates on a
 // diverging-epoch answer by the same
 // rule, appends the batches byte for byte (AppendAsFollower) and sets the
 // high watermark to min(leader's, log end offset), never lower. A fetch
@@ -93,7 +98,8 @@
 //
 // Run is the only goroutine the caller starts. It applies images, and
 // owns, through one tracked helper (spawn): a fetcher per leader this
-// broker follows (started and stopped by Apply as partitions move), the
+// broker follows (started and stopped by Apply as partitions move; each
+// sends its Fetch requests from goroutines it owns and waits for), the
 // ISR checker, one short-lived goroutine per ISR proposal, and one mover
 // per replica AlterReplicaLogDirs is moving to another log dir
 // (logdir.go). Run also takes the partitions of a failed log dir offline

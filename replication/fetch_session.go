@@ -216,6 +216,7 @@ type fetchStats struct {
 	full, incremental                     atomic.Uint64
 	fullPartitions, incrementalPartitions atomic.Uint64
 	sessionResets                         atomic.Uint64
+	side, sidePartitions                  atomic.Uint64
 }
 
 func (s *fetchStats) record(full bool, named int) {
@@ -231,11 +232,15 @@ func (s *fetchStats) record(full bool, named int) {
 // FollowerFetchStats are this broker's replica fetchers' Fetch requests
 // since it started: full ones (every partition ready named) and
 // incremental ones (only the changed partitions named), the partitions
-// they named, and the fetch sessions reset by a session error.
+// they named, and the fetch sessions reset by a session error. Side
+// requests are the sessionless fetches of partitions that became ready
+// while their fetcher's session fetch waited at the leader (fetcher run),
+// counted apart.
 type FollowerFetchStats struct {
 	FullRequests, IncrementalRequests     uint64
 	FullPartitions, IncrementalPartitions uint64
 	SessionResets                         uint64
+	SideRequests, SidePartitions          uint64
 }
 
 // FollowerFetchStats reports the fetchers' requests (metrics, tests).
@@ -246,5 +251,7 @@ func (m *Manager) FollowerFetchStats() FollowerFetchStats {
 		FullPartitions:        m.fetchStats.fullPartitions.Load(),
 		IncrementalPartitions: m.fetchStats.incrementalPartitions.Load(),
 		SessionResets:         m.fetchStats.sessionResets.Load(),
+		SideRequests:          m.fetchStats.side.Load(),
+		SidePartitions:        m.fetchStats.sidePartitions.Load(),
 	}
 }

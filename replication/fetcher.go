@@ -152,14 +152,115 @@ func (f *fetcher) size() int {
 	return len(f.mu.parts)
 }
 
+// fetchCall is one Fetch request in flight, on a goroutine of its own
+// (fetcher.start); its answer comes back to the fetcher's goroutine,
+// which alone handles answers.
+type fetchCall struct {
+	conn LeaderConn
+	sent []sentPartition
+	// full: built as a full request of the fetch session (handleResponse).
+	full bool
+	// side: a side fetch (run), without a session.
+	side bool
+	// deadline is when the leader answers at the latest (MaxWaitMillis).
+	deadline time.Time
+}
+
+type fetchResult struct {
+	call *fetchCall
+	resp *kmsg.FetchResponse
+	err  error
+}
+
+// maxSideFetches bounds a fetcher's side fetches in flight (run), and so
+// its connections to the leader beyond the first.
+const maxSideFetches = 4
+
+// inFlight is a fetcher's calls in flight (run's alone) and the
+// partitions they hold, which no other request may name meanwhile.
+type inFlight struct {
+	calls map[*fetchCall]bool
+	busy  map[TopicPartition]bool
+}
+
+func (f *inFlight) add(c *fetchCall) {
+	f.calls[c] = true
+	for _, s := range c.sent {
+		f.busy[s.tp] = true
+	}
+}
+
+func (f *inFlight) done(c *fetchCall) {
+	delete(f.calls, c)
+	for _, s := range c.sent {
+		delete(f.busy, s.tp)
+	}
+}
+
+// start sends req on conn from a goroutine of its own, tracked by wg; the
+// answer goes to results, unless ctx ends first.
+func (f *fetcher) start(ctx context.Context, wg *sync.WaitGroup, results chan<- fetchResult, conn LeaderConn, req *kmsg.FetchRequest, sent []sentPartition, full, side bool) *fetchCall {
+	c := &fetchCall{conn: conn, sent: sent, full: full, side: side,
+		deadline: time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)}
+	wg.Go(func() {
+		resp, err := conn.Fetch(ctx, req)
+		select {
+		case results <- fetchResult{c, resp, err}:
+		case <-ctx.Done():
+		}
+	})
+	return c
+}
+
+// sideMargin is how long before the deadline of the session fetch in
+// flight a side fetch ends (run): a partition left then waits for the
+// session fetch's answer, and joins the next session request.
+func (f *fetcher) sideMargin() time.Duration {
+	return min(10*time.Millisecond, f.m.cfg.ReplicaFetchWaitMax/10)
+}
+
 // run is the fetcher loop: dial, truncate the partitions that need it,
 // fetch, append, repeat; back off and redial on connection errors.
+//
+// The session fetch (main) names the partitions through the fetch
+// session and waits at the leader up to replica.fetch.wait.max.ms when
+// there is no data. A partition that becomes ready while it waits (added
+// by a new image, as a new topic's partitions are; back from a backoff or
+// a truncation) does not wait for its answer, which would hold a new
+// partition's first acks=all produce for up to replica.fetch.wait.max.ms
+// (issue 14; Kafka's fetcher also takes new partitions at once): a side
+// fetch, without a session and on another connection (the leader answers
+// a connection's requests in order), fetches the ready partitions that no
+// fetch in flight holds, waiting at the leader until at most sideMargin
+// before the session fetch's deadline. Up to maxSideFetches are in flight,
+// so partitions added while one waits do not wait for it either. A
+// partition is in at most one request at a time: every change to it comes
+// from the answer of the one request that holds it, as when there was one
+// request. Side partitions join the session's next request once their
+// side fetch has answered; until then, they are fetched on the side again
+// whenever the session fetch is in flight.
 func (f *fetcher) run(ctx context.Context) {
 	var conn LeaderConn
+	var wg sync.WaitGroup
+	results := make(chan fetchResult)
+	inflight := inFlight{calls: map[*fetchCall]bool{}, busy: map[TopicPartition]bool{}}
+	var main *fetchCall                  // the session fetch in flight
+	var spare []LeaderConn               // side connections not in use
+	sides := 0                           // side fetches in flight
+	sideSession := newFetchSession(true) // sessionless full requests
 	defer func() {
 		if conn != nil {
 			conn.Close()
 		}
+		for c := range inflight.calls {
+			if c.side {
+				c.conn.Close()
+			}
+		}
+		for _, c := range spare {
+			c.Close()
+		}
+		wg.Wait() // the calls in flight end with ctx
 	}()
 	backoff := minBackoff
 	failures := 0 // consecutive
@@ -180,6 +281,10 @@ func (f *fetcher) run(ctx context.Context) {
 			conn.Close()
 			conn = nil
 		}
+		// A session fetch in flight is abandoned: its answer is
+		// dropped, and its partitions stay out of other requests until
+		// it comes (closing the connection ends it).
+		main = nil
 		// Whether the leader took the last request is unknown: start
 		// over with a full one (closing the session if it still has it).
 		f.session.reset()
@@ -202,42 +307,112 @@ func (f *fetcher) run(ctx context.Context) {
 			}
 			conn = c
 		}
-		if err := f.truncatePhase(ctx, conn); err != nil {
+		// OffsetForLeaderEpoch does not wait behind a fetch in flight
+		// (the kgo client sends it on another connection).
+		if err := f.truncatePhase(ctx, conn, inflight.busy); err != nil {
 			fail("offset for leader epoch", err)
 			continue
 		}
-		full := f.session.full()
-		req, sent, throttled := f.buildFetch(time.Now())
-		if len(sent) == 0 {
-			if throttled {
-				sleep(ctx, throttleBackoff)
-			} else {
-				f.idle(ctx)
+		now := time.Now()
+		throttled := false
+		switch {
+		case main == nil:
+			full := f.session.full()
+			req, sent, th := f.buildFetch(now, inflight.busy, f.session)
+			throttled = th
+			if len(sent) > 0 {
+				main = f.start(ctx, &wg, results, conn, req, sent, full, false)
+				inflight.add(main)
 			}
-			continue
+		case sides < maxSideFetches && time.Until(main.deadline) > 2*f.sideMargin():
+			req, sent, th := f.buildFetch(now, inflight.busy, sideSession)
+			throttled = th
+			if len(sent) == 0 {
+				break
+			}
+			var sc LeaderConn
+			if n := len(spare); n > 0 {
+				sc, spare = spare[n-1], spare[:n-1]
+			} else {
+				c, err := f.dial(ctx)
+				if err != nil {
+					f.logger.Info("replica fetcher: side dial", "err", err)
+					for _, s := range sent {
+						f.delay(s, now)
+					}
+					break
+				}
+				sc = c
+			}
+			req.MaxWaitMillis = int32(min(f.m.cfg.ReplicaFetchWaitMax, time.Until(main.deadline)-f.sideMargin()) / time.Millisecond)
+			f.m.fetchStats.side.Add(1)
+			inflight.add(f.start(ctx, &wg, results, sc, req, sent, true, true))
+			sides++
+			continue // more partitions may be ready for another
 		}
-		resp, err := conn.Fetch(ctx, req)
-		if err != nil {
-			fail("fetch", err)
-			continue
+		wait := f.nextDelay(now, inflight.busy)
+		if throttled {
+			wait = min(wait, throttleBackoff)
 		}
-		if failures > 0 {
-			f.m.hooks.leaderReachable(f.leader)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-f.wake:
+		case <-t.C:
+		case r := <-results:
+			inflight.done(r.call)
+			switch {
+			case r.call.side:
+				sides--
+				f.handleSide(ctx, r, sideSession, &spare)
+			case r.call == main:
+				main = nil
+				if r.err != nil {
+					fail("fetch", r.err)
+					break
+				}
+				if failures > 0 {
+					f.m.hooks.leaderReachable(f.leader)
+				}
+				backoff, failures = minBackoff, 0
+				if ok, reason := f.session.handleResponse(r.resp, r.call.full); !ok {
+					// The leader lost the session (it restarted, evicted
+					// it) or saw a request twice: nothing in this answer
+					// is about the partitions. The next request is full.
+					f.m.fetchStats.sessionResets.Add(1)
+					f.logger.Info("replica fetcher: fetch session reset, next fetch is full", "reason", reason)
+					break
+				}
+				if r.call.full && r.resp.SessionID != 0 {
+					f.logger.Debug("replica fetcher: fetch session opened", "session_id", r.resp.SessionID, "partitions", len(r.call.sent))
+				}
+				f.handleFetch(r.call.sent, r.resp, f.session)
+			default:
+				// A session fetch abandoned by fail.
+			}
 		}
-		backoff, failures = minBackoff, 0
-		if ok, reason := f.session.handleResponse(resp, full); !ok {
-			// The leader lost the session (it restarted, evicted it)
-			// or saw a request twice: nothing in this answer is about
-			// the partitions. The next request is full.
-			f.m.fetchStats.sessionResets.Add(1)
-			f.logger.Info("replica fetcher: fetch session reset, next fetch is full", "reason", reason)
-			continue
-		}
-		if full && resp.SessionID != 0 {
-			f.logger.Debug("replica fetcher: fetch session opened", "session_id", resp.SessionID, "partitions", len(sent))
-		}
-		f.handleFetch(sent, resp)
+		t.Stop()
 	}
+}
+
+// handleSide applies a side fetch's answer; its connection goes back to
+// spare, or is closed after an error, whose partitions are fetched again
+// after their backoff, on a new connection (the session fetch sees to
+// the leader's health).
+func (f *fetcher) handleSide(ctx context.Context, r fetchResult, session *fetchSession, spare *[]LeaderConn) {
+	if r.err != nil {
+		if ctx.Err() == nil {
+			f.logger.Info("replica fetcher: side fetch", "err", r.err)
+		}
+		r.call.conn.Close()
+		now := time.Now()
+		for _, s := range r.call.sent {
+			f.delay(s, now)
+		}
+		return
+	}
+	*spare = append(*spare, r.call.conn)
+	f.handleFetch(r.call.sent, r.resp, session)
 }
 
 func (f *fetcher) dial(ctx context.Context) (LeaderConn, error) {
@@ -254,24 +429,21 @@ func (f *fetcher) dial(ctx context.Context) (LeaderConn, error) {
 	return f.m.cfg.Dialer.Dial(ctx, f.leader, ep)
 }
 
-// idle waits until a partition is added or one's delay passes.
-func (f *fetcher) idle(ctx context.Context) {
+// nextDelay is how long until the backoff of a partition not in a
+// request in flight (busy) ends, at most maxBackoff.
+func (f *fetcher) nextDelay(now time.Time, busy map[TopicPartition]bool) time.Duration {
 	wait := maxBackoff
-	now := time.Now()
 	f.mu.Lock()
-	for _, fp := range f.mu.parts {
-		if d := fp.delayUntil.Sub(now); d < wait {
+	for tp, fp := range f.mu.parts {
+		if busy[tp] {
+			continue
+		}
+		if d := fp.delayUntil.Sub(now); d > 0 && d < wait {
 			wait = max(d, time.Millisecond)
 		}
 	}
 	f.mu.Unlock()
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-f.wake:
-	case <-t.C:
-	}
+	return wait
 }
 
 func sleep(ctx context.Context, d time.Duration) {
@@ -331,14 +503,15 @@ func (f *fetcher) setCaughtUp(s sentPartition, caughtUp bool) {
 // epoch of every partition that needs it and truncates to the answer
 // (KIP-101/279); a partition whose answer names an epoch the follower
 // does not have is truncated to its own end of the epoch before and asked
-// again, until the two agree.
-func (f *fetcher) truncatePhase(ctx context.Context, conn LeaderConn) error {
+// again, until the two agree. Partitions in a fetch in flight (busy:
+// re-added under a new epoch meanwhile) wait for its answer.
+func (f *fetcher) truncatePhase(ctx context.Context, conn LeaderConn, busy map[TopicPartition]bool) error {
 	for {
 		now := time.Now()
 		var todo []sentPartition
 		f.mu.Lock()
 		for tp, fp := range f.mu.parts {
-			if fp.truncate && !now.Before(fp.delayUntil) {
+			if fp.truncate && !now.Before(fp.delayUntil) && !busy[tp] {
 				todo = append(todo, sentPartition{tp: tp, fp: fp, epoch: fp.epoch})
 			}
 		}
@@ -418,12 +591,12 @@ func (f *fetcher) truncatePhase(ctx context.Context, conn LeaderConn) error {
 	}
 }
 
-// buildFetch builds a Fetch v12 through the fetch session: it names
-// every partition ready to fetch in a full request, the changed ones in
-// an incremental request (fetch_session.go). sent is every partition the
-// leader will read, named or not, and so may answer. It also reports
-// whether the follower throttle held any back.
-func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition, bool) {
+// buildFetch builds a Fetch v12 through session: it names every
+// partition ready to fetch, and not in a fetch in flight (busy), in a full
+// request, the changed ones in an incremental request (fetch_session.go).
+// sent is every partition the leader will read, named or not, and so may
+// answer. It also reports whether the follower throttle held any back.
+func (f *fetcher) buildFetch(now time.Time, busy map[TopicPartition]bool, session *fetchSession) (*kmsg.FetchRequest, []sentPartition, bool) {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version = 12
 	req.ReplicaID = f.m.cfg.NodeID
@@ -437,7 +610,7 @@ func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition
 	exceeded := sync.OnceValue(func() bool { return f.m.followerThrottle.exceeded(now) })
 	f.mu.Lock()
 	for tp, fp := range f.mu.parts {
-		if fp.truncate || now.Before(fp.delayUntil) {
+		if fp.truncate || now.Before(fp.delayUntil) || busy[tp] {
 			continue
 		}
 		if fp.p.followerThrottled.Load() && !fp.caughtUp && exceeded() {
@@ -459,14 +632,21 @@ func (f *fetcher) buildFetch(now time.Time) (*kmsg.FetchRequest, []sentPartition
 	if len(sent) == 0 {
 		return req, nil, throttled
 	}
-	full := f.session.full()
-	named := f.session.build(req, wanted)
+	if session != f.session {
+		// A side fetch (run).
+		f.m.fetchStats.sidePartitions.Add(uint64(len(wanted)))
+		session.build(req, wanted)
+		return req, sent, throttled
+	}
+	full := session.full()
+	named := session.build(req, wanted)
 	f.m.fetchStats.record(full, named)
 	return req, sent, throttled
 }
 
-// handleFetch applies a fetch response.
-func (f *fetcher) handleFetch(sent []sentPartition, resp *kmsg.FetchResponse) {
+// handleFetch applies a fetch response to a request built through
+// session.
+func (f *fetcher) handleFetch(sent []sentPartition, resp *kmsg.FetchResponse, session *fetchSession) {
 	bySent := make(map[TopicPartition]sentPartition, len(sent))
 	for _, s := range sent {
 		bySent[s.tp] = s
@@ -488,11 +668,11 @@ func (f *fetcher) handleFetch(sent []sentPartition, resp *kmsg.FetchResponse) {
 			if !ok || !f.current(s) {
 				// The leader thinks it told us: name the partition
 				// again when it is next fetched.
-				f.session.markStale(tp)
+				session.markStale(tp)
 				continue
 			}
 			if !f.handlePartition(s, rp, now) {
-				f.session.markStale(tp)
+				session.markStale(tp)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -175,15 +176,44 @@ type testCluster struct {
 	// current is every node's ManagerConfig.Current; nil: every image
 	// is current (as every image a node applies after its start).
 	current func(node int32, img *metadata.Image) bool
+	// fetchWaitMax, when set, is every node's replica.fetch.wait.max.ms
+	// (default here 50ms).
+	fetchWaitMax time.Duration
 	// Hooks of every node, set before starting nodes.
 	onHighWatermark func(node int32, tp TopicPartition)
 	onRoleChange    func(node int32, tp TopicPartition)
+	// fetchHook, when set, sees every answer a leader's Fetch computes
+	// (each read of a waiting one too) and may change it; true answers
+	// at once.
+	fetchHook func(leader int32, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) bool
 
 	base string // parent of the nodes' log dirs
 
 	mu    sync.Mutex
 	nodes map[int32]*testNode
 	down  map[int32]bool // leaders that refuse connections
+	// fetching are the Fetch requests the leaders are serving.
+	fetching map[*kmsg.FetchRequest]bool
+}
+
+// inFlight returns the Fetch requests of follower the leaders are
+// serving (waiting for data, typically).
+func (c *testCluster) inFlight(follower int32) []*kmsg.FetchRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*kmsg.FetchRequest
+	for req := range c.fetching {
+		if req.ReplicaID == follower {
+			out = append(out, req)
+		}
+	}
+	return out
+}
+
+func (c *testCluster) isFetching(req *kmsg.FetchRequest) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fetching[req]
 }
 
 type testNode struct {
@@ -206,7 +236,7 @@ func (n *testNode) appendSignal() <-chan struct{} {
 
 func newTestCluster(t testing.TB, ids ...int32) *testCluster {
 	c := &testCluster{t: t, images: newFakeImages(ids...), lagMax: 30 * time.Second, base: t.TempDir(),
-		nodes: map[int32]*testNode{}, down: map[int32]bool{}}
+		nodes: map[int32]*testNode{}, down: map[int32]bool{}, fetching: map[*kmsg.FetchRequest]bool{}}
 	t.Cleanup(func() {
 		for _, id := range slices.Collect(maps.Keys(c.nodes)) {
 			c.stop(id)
@@ -239,7 +269,7 @@ func (c *testCluster) start(id int32) *testNode {
 		},
 		InterBrokerListener:  "REPLICATION",
 		ReplicaFetchMaxBytes: 1 << 20,
-		ReplicaFetchWaitMax:  50 * time.Millisecond,
+		ReplicaFetchWaitMax:  cmp.Or(c.fetchWaitMax, 50*time.Millisecond),
 		ReplicaLagTimeMax:    c.lagMax,
 		ISR:                  c.images,
 		Dialer:               memDialer{c},
@@ -368,15 +398,22 @@ func (d memDialer) Dial(_ context.Context, leader int32, ep metadata.Endpoint) (
 	if ep.Port != leader || d.c.isDown(leader) {
 		return nil, errDown
 	}
-	return &memConn{c: d.c, leader: leader}, nil
+	return &memConn{c: d.c, leader: leader, closed: make(chan struct{})}, nil
 }
 
 type memConn struct {
 	c      *testCluster
 	leader int32
+	once   sync.Once
+	closed chan struct{} // closed by Close: a waiting Fetch returns, as a TCP one does
 }
 
-func (mc *memConn) Close() error { return nil }
+var errConnClosed = errors.New("connection closed")
+
+func (mc *memConn) Close() error {
+	mc.once.Do(func() { close(mc.closed) })
+	return nil
+}
 
 func (mc *memConn) target() (*testNode, error) {
 	if mc.c.isDown(mc.leader) {
@@ -393,10 +430,21 @@ func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fet
 	if err != nil {
 		return nil, err
 	}
+	mc.c.mu.Lock()
+	mc.c.fetching[req] = true
+	mc.c.mu.Unlock()
+	defer func() {
+		mc.c.mu.Lock()
+		delete(mc.c.fetching, req)
+		mc.c.mu.Unlock()
+	}()
 	deadline := time.Now().Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)
 	for {
 		signal := n.appendSignal()
 		resp, bytes, answerNow := n.m.ReadFollowerFetch(req, FetchPeer{Broker: true}, time.Now())
+		if h := mc.c.fetchHook; h != nil && h(mc.leader, req, resp) {
+			answerNow = true
+		}
 		if answerNow || bytes >= int(req.MinBytes) || !time.Now().Before(deadline) {
 			return resp, nil
 		}
@@ -405,6 +453,9 @@ func (mc *memConn) Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.Fet
 		case <-ctx.Done():
 			t.Stop()
 			return nil, ctx.Err()
+		case <-mc.closed:
+			t.Stop()
+			return nil, errConnClosed
 		case <-signal:
 		case <-t.C:
 		}

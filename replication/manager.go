@@ -115,8 +115,12 @@ type LeaderDialer interface {
 	Dial(ctx context.Context, leader int32, ep metadata.Endpoint) (LeaderConn, error)
 }
 
-// LeaderConn is a connection to a leader. A fetcher uses it from one
-// goroutine; a call returns when ctx ends.
+// LeaderConn is a connection to a leader. A fetcher runs its Fetch on a
+// goroutine of its own and may meanwhile call OffsetForLeaderEpoch (the
+// TCP dialer's client sends it on another connection, so it does not wait
+// behind a Fetch waiting at the leader); it uses a second LeaderConn for
+// its side fetches (fetcher run). A call returns when ctx ends or the
+// connection is closed.
 type LeaderConn interface {
 	Fetch(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error)
 	OffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error)

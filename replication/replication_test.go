@@ -154,8 +154,16 @@ func TestKIP101TruncateUnreplicated(t *testing.T) {
 			c.setDown(1, false)
 			c.images.elect(t, "orders", 0, []int32{1, 2}, 2, 2)
 			testutil.Eventually(t, 10*time.Second, func() bool { _, err := n2.m.LeaderPartition(tp0); return err == nil }, "new leader")
+			// Follower in epoch 0, leader in epoch 1. The hook runs once
+			// Apply has released its locks, after the partition's role
+			// is visible.
+			testutil.Eventually(t, 10*time.Second, func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				return roles[2] >= 2
+			}, "node 2's role change hook")
 			mu.Lock()
-			if roles[2] != 2 { // follower in epoch 0, leader in epoch 1
+			if roles[2] != 2 {
 				t.Errorf("node 2 saw %d role changes, want 2", roles[2])
 			}
 			mu.Unlock()
