@@ -53,7 +53,7 @@ func newStateCollector(n *Node) *stateCollector {
 		fetchSessions:          prometheus.NewDesc("kbroker_fetch_sessions", "Incremental fetch sessions (KIP-227) this broker keeps for followers and consumers.", nil, nil),
 		fetchSessionPartitions: prometheus.NewDesc("kbroker_fetch_session_partitions", "Partitions cached across this broker's fetch sessions.", nil, nil),
 		fetchSessionEvictions:  prometheus.NewDesc("kbroker_fetch_session_evictions_total", "Fetch sessions evicted to make room for a new one.", nil, nil),
-		replicaFetchRequests:   prometheus.NewDesc("kbroker_replica_fetch_requests_total", "Fetch requests this broker's replica fetchers sent, by type: full (every partition named) or incremental (only the changed ones, KIP-227).", []string{"type"}, nil),
+		replicaFetchRequests:   prometheus.NewDesc("kbroker_replica_fetch_requests_total", "Fetch requests this broker's replica fetchers sent, by type: full (every partition named), incremental (only the changed ones, KIP-227) or side (sessionless, for partitions that became ready while the session's fetch waited at the leader).", []string{"type"}, nil),
 		replicaFetchPartitions: prometheus.NewDesc("kbroker_replica_fetch_request_partitions_total", "Partitions named in the replica fetchers' Fetch requests, by request type; over kbroker_replica_fetch_requests_total, the partitions per request.", []string{"type"}, nil),
 		replicaSessionResets:   prometheus.NewDesc("kbroker_replica_fetch_session_resets_total", "Replica fetchers' fetch sessions the leader refused (FETCH_SESSION_ID_NOT_FOUND, INVALID_FETCH_SESSION_EPOCH), each followed by a full request.", nil, nil),
 		timedOutTxns:           prometheus.NewDesc("kbroker_transaction_timeout_aborts_total", "Transactions this broker's coordinator aborted because they outlived their timeout.", nil, nil),
@@ -98,6 +98,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.replicaFetchRequests, prometheus.CounterValue, float64(fs.IncrementalRequests), "incremental")
 		ch <- prometheus.MustNewConstMetric(c.replicaFetchPartitions, prometheus.CounterValue, float64(fs.FullPartitions), "full")
 		ch <- prometheus.MustNewConstMetric(c.replicaFetchPartitions, prometheus.CounterValue, float64(fs.IncrementalPartitions), "incremental")
+		ch <- prometheus.MustNewConstMetric(c.replicaFetchRequests, prometheus.CounterValue, float64(fs.SideRequests), "side")
+		ch <- prometheus.MustNewConstMetric(c.replicaFetchPartitions, prometheus.CounterValue, float64(fs.SidePartitions), "side")
 		ch <- prometheus.MustNewConstMetric(c.replicaSessionResets, prometheus.CounterValue, float64(fs.SessionResets))
 	}
 	sessions, cached, evictions := n.fetchSessions.stats()
