@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -95,6 +96,9 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 	leadershipCtx, cancelLeadership := context.WithTimeout(ctx, maxLeadershipWait)
 	defer cancelLeadership()
 	img := n.store.Image()
+	if refuseAll == 0 {
+		img = n.awaitProducedTopics(leadershipCtx, img, req)
+	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
 		name, known := t.Topic, true
@@ -174,6 +178,40 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 	}
 	n.addProduceLeaderHints(resp, rc.Listener)
 	return resp, nil
+}
+
+// awaitProducedTopics returns the image to answer req from. A producer
+// that learned a new topic from another broker may reach this one before
+// it has applied the topic; rather than UNKNOWN_TOPIC_ID (or
+// UNKNOWN_TOPIC_OR_PARTITION), which franz-go retries only after its
+// backoff, wait (bounded by ctx) for the entries this node has not
+// applied yet, as Metadata does (awaitNamedTopics).
+func (n *Node) awaitProducedTopics(ctx context.Context, img *metadata.Image, req *kmsg.ProduceRequest) *metadata.Image {
+	known := func() bool {
+		img = n.store.Image()
+		return producedTopicsKnown(img, req)
+	}
+	if known() {
+		return img
+	}
+	never := func() bool { return false }
+	awaitApplied(ctx, n.store, known, never)
+	return img
+}
+
+// producedTopicsKnown reports whether img has every topic req names (by
+// id from Produce v13, by name before).
+func producedTopicsKnown(img *metadata.Image, req *kmsg.ProduceRequest) bool {
+	for _, t := range req.Topics {
+		if req.Version >= 13 {
+			if _, ok := img.TopicsByID[t.TopicID]; !ok {
+				return false
+			}
+		} else if _, ok := img.Topics[t.Topic]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // produceOne appends one partition's records; leadershipCtx bounds a wait

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
@@ -151,5 +153,45 @@ func TestElectionPending(t *testing.T) {
 	}
 	if n.electionPending(&metadata.Image{}, replication.TopicPartition{Topic: "gone"}, now) {
 		t.Fatal("electionPending for a topic the image does not have")
+	}
+}
+
+// A Produce waits for unapplied metadata only while it names a topic the
+// image lacks: by id from v13, by name before.
+func TestProducedTopicsKnown(t *testing.T) {
+	id := [16]byte{1}
+	img := &metadata.Image{
+		Topics:     map[string]*metadata.Topic{"a": {Name: "a", ID: id}},
+		TopicsByID: map[[16]byte]*metadata.Topic{id: {Name: "a", ID: id}},
+	}
+	req := func(version int16, names []string, ids ...[16]byte) *kmsg.ProduceRequest {
+		r := kmsg.NewPtrProduceRequest()
+		r.Version = version
+		for _, n := range names {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.Topic = n
+			r.Topics = append(r.Topics, rt)
+		}
+		for _, id := range ids {
+			rt := kmsg.NewProduceRequestTopic()
+			rt.TopicID = id
+			r.Topics = append(r.Topics, rt)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		req  *kmsg.ProduceRequest
+		want bool
+	}{
+		{"v12 known name", req(12, []string{"a"}), true},
+		{"v12 unknown name", req(12, []string{"a", "b"}), false},
+		{"v13 known id", req(13, nil, id), true},
+		{"v13 unknown id", req(13, nil, id, [16]byte{2}), false},
+		{"no topics", req(13, nil), true},
+	} {
+		if got := producedTopicsKnown(img, tc.req); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
