@@ -110,11 +110,25 @@ type slot struct {
 	resp      kmsg.Response
 	noResp    bool  // acks=0 produce: nothing is written
 	closeConn error // close the connection instead of answering
+	// release gives back the pooled buffers resp references (a fetch's
+	// records, storage.ReadBuffers). The writer calls it in retire, after
+	// appendResponse copied resp onto the socket buffer or once resp
+	// will never be written; nothing else may call it or keep resp's
+	// bytes. A response finished after its slot was retired (a dropped
+	// connection) is never released: its buffers go to the GC.
+	release func()
 }
 
 func (s *slot) finish(resp kmsg.Response, noResp bool, closeErr error) {
+	s.finishReleasing(resp, noResp, closeErr, nil)
+}
+
+// finishReleasing is finish with the release of resp's pooled buffers
+// (slot.release); when the slot was finished already, release is not
+// called and the buffers go to the GC.
+func (s *slot) finishReleasing(resp kmsg.Response, noResp bool, closeErr error, release func()) {
 	s.once.Do(func() {
-		s.resp, s.noResp, s.closeConn = resp, noResp, closeErr
+		s.resp, s.noResp, s.closeConn, s.release = resp, noResp, closeErr, release
 		close(s.done)
 	})
 }
@@ -230,8 +244,14 @@ func (c *conn) inFlight() int {
 	return len(c.pending)
 }
 
-// retire ends s's life in the connection: its memory is released.
+// retire ends s's life in the connection: its memory is released, and
+// the pooled buffers of a finished response (the writer has encoded it,
+// or never will).
 func (c *conn) retire(s *slot) {
+	if isDone(s) && s.release != nil {
+		s.release()
+		s.release = nil
+	}
 	c.mu.Lock()
 	delete(c.pending, s)
 	s.onDrop = nil
