@@ -494,12 +494,16 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 
 // Bounds of one coalesced write: responses already complete are gathered
 // into one buffer until it holds maxCoalescedBytes or maxCoalesced
-// responses. A buffer that grew past maxRetainedWriteBuf (a large fetch)
-// is dropped after its write rather than kept for the connection's life.
+// responses. A connection keeps its own buffer up to maxRetainedWriteBuf
+// (one that grew past it is dropped after its write); a write whose fetch
+// records alone need more is encoded into a buffer of the shared pools
+// (wire.GetBuf) instead, so large fetch responses reuse buffers across
+// connections rather than growing one per write and dropping it.
 const (
 	maxCoalescedBytes   = 256 << 10
 	maxCoalesced        = 16
-	maxRetainedWriteBuf = 1 << 20
+	maxRetainedWriteBuf = 64 << 10
+	minPooledWrite      = 16 << 10
 )
 
 // writeLoop writes responses in request order. It waits for the oldest
@@ -535,9 +539,18 @@ func (c *conn) writeLoop() {
 				break gather
 			}
 		}
-		buf = c.writeBatch(batch, buf[:0])
-		if cap(buf) > maxRetainedWriteBuf {
-			buf = nil
+		if need := writeSizeHint(batch); need > max(cap(buf), minPooledWrite) {
+			pooled := wire.GetBuf(need)
+			// Written (or abandoned) when writeBatch returns; an
+			// underestimate may have grown out of it onto the heap.
+			_ = c.writeBatch(batch, (*pooled)[:0])
+			wire.PutBuf(pooled)
+			buf = buf[:0]
+		} else {
+			buf = c.writeBatch(batch, buf[:0])
+			if cap(buf) > maxRetainedWriteBuf {
+				buf = nil
+			}
 		}
 		for _, s := range batch {
 			c.retire(s)
@@ -571,6 +584,33 @@ func (c *conn) await(s *slot) {
 		case <-c.srv.abandon:
 		}
 	}
+}
+
+// writeSizeHint is about the encoded size of batch when it holds fetch
+// responses, whose record bytes are most of it (a few dozen bytes per
+// partition and topic besides); other responses count a little.
+func writeSizeHint(batch []*slot) int {
+	n := 0
+	for _, s := range batch {
+		if !isDone(s) {
+			break // writeBatch stops there
+		}
+		f, ok := s.resp.(*kmsg.FetchResponse)
+		if !ok {
+			n += 256
+			continue
+		}
+		n += 64
+		for i := range f.Topics {
+			t := &f.Topics[i]
+			n += 32 + len(t.Topic)
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				n += 64 + len(p.RecordBatches) + 16*len(p.AbortedTransactions)
+			}
+		}
+	}
+	return n
 }
 
 // ready reports whether s's response is complete and can share a write

@@ -362,14 +362,15 @@
 //
 // # Pooled reads
 //
-// ReadPooled is Read into buffers from size-classed pools (readbuf.go),
-// for the fetch paths, whose records live only until their response is
-// encoded onto the socket: the bytes belong to the ReadBuffers passed in
-// and are valid until its Release, after which nothing may read them
-// (test binaries, -race builds and the kbroker_poison tag overwrite
-// released buffers with 0xAA to make a use after Release visible). Every
-// caller that keeps what it reads (the group and transaction
-// coordinators' loads, the tools, tests) uses Read, which allocates.
+// ReadPooled is Read into buffers from wire's size-classed pools
+// (readbuf.go, wire.GetBuf), for the fetch paths, whose records live only
+// until their response is encoded onto the socket: the bytes belong to
+// the ReadBuffers passed in and are valid until its Release, after which
+// nothing may read them (test binaries, -race builds and the
+// kbroker_poison tag overwrite released buffers with 0xAA to make a use
+// after Release visible). Every caller that keeps what it reads (the
+// group and transaction coordinators' loads, the tools, tests) uses Read,
+// which allocates.
 //
 // # Locks and goroutines
 //

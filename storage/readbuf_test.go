@@ -3,32 +3,16 @@ package storage
 import (
 	"bytes"
 	"testing"
-)
 
-func TestPooledClass(t *testing.T) {
-	for _, tc := range []struct{ n, class int }{
-		{1, 0}, {512, 0}, {513, 1}, {1024, 1}, {1025, 2},
-		{64 << 10, 7}, {maxPooledBuf - 1, maxPooledShift - minPooledShift},
-		{maxPooledBuf, maxPooledShift - minPooledShift}, {maxPooledBuf + 1, -1},
-	} {
-		if got := pooledClass(tc.n); got != tc.class {
-			t.Errorf("pooledClass(%d) = %d, want %d", tc.n, got, tc.class)
-		}
-		if tc.class >= 0 && 1<<(tc.class+minPooledShift) < tc.n {
-			t.Errorf("class %d of %d bytes is too small", tc.class, tc.n)
-		}
-	}
-}
+	"github.com/kbroker/kbroker/wire"
+)
 
 // TestReadPooled checks that ReadPooled returns what Read returns, within
 // a segment, across segments (the joined buffer) and for a first batch
 // over the budget, and that Release poisons what it gave back (test
-// binaries poison, readbuf.go), so a use after Release cannot pass for
+// binaries poison, wire.PutBuf), so a use after Release cannot pass for
 // records.
 func TestReadPooled(t *testing.T) {
-	if !poisonReleased {
-		t.Fatal("test binaries must poison released buffers")
-	}
 	_, l := openTestManager(t, OSFS{}, t.TempDir(), smallConfig()) // 4 KiB segments
 	for i := range 60 {
 		mustAppend(t, l, plain(i%7+1))
@@ -66,7 +50,7 @@ func TestReadPooled(t *testing.T) {
 			if bufs.Len() != 0 {
 				t.Fatalf("%d buffers held after Release", bufs.Len())
 			}
-			if len(got) > 0 && !bytes.Equal(got, bytes.Repeat([]byte{poisonByte}, len(got))) {
+			if len(got) > 0 && !bytes.Equal(got, bytes.Repeat([]byte{wire.PoisonByte}, len(got))) {
 				t.Fatal("released records not poisoned")
 			}
 		})
