@@ -97,6 +97,10 @@ type slot struct {
 	once sync.Once
 	mem  int64 // bytes held in the server's request memory; guarded by conn.mu once pending
 	size int   // the request frame's size (header and body)
+	// frame is the request's pooled frame buffer (a produce's, see
+	// pooledFrame), nil when the frame was allocated; the reader gives it
+	// back once dispatch returned (releaseFrame).
+	frame *[]byte
 
 	onDrop func() // guarded by conn.mu: undoes a parked request
 
@@ -296,13 +300,51 @@ func (c *conn) readLoop(ctx context.Context) error {
 		select {
 		case c.slots <- s:
 		case <-ctx.Done():
+			c.releaseFrame(s)
 			c.retire(s)
 			return ctx.Err()
 		}
-		if err := c.dispatch(ctx, s, body); err != nil {
+		err = c.dispatch(ctx, s, body)
+		c.releaseFrame(s)
+		if err != nil {
 			s.finish(nil, false, err)
 			return protocolError{err}
 		}
+	}
+}
+
+// pooledFrameMax bounds the request frames read into a pooled buffer
+// (a produce request of several 1 MiB batches is one). Unlike
+// wire.ReadFrame, which grows its buffer past 1 MiB only as bytes arrive,
+// the whole buffer is taken at once; the frame's size is already held in
+// the server's request memory (queued.max.request.bytes), which bounds
+// what peers that announce frames and send nothing can make it hold, as
+// Kafka's memory pool does.
+const pooledFrameMax = wire.MaxPooledBuf
+
+// pooledFrame reports whether the frame of size bytes whose body br is
+// about to read may go into a pooled buffer: a Produce's (API key 0)
+// only. Its handler copies the records into the log (pwrite) and keeps
+// nothing of the request once it returns: an acks=all produce parks with
+// its response only (park's keepsRequest false), kmsg copies the topic
+// and transactional id strings, the header's client id is a copy, and
+// storage keeps numbers of a batch (producer state, transactions, the
+// recent-batches ring, indexes), never its bytes. Requests whose decoded
+// form is kept (group, transaction and SASL requests keep member
+// metadata, assignments, tokens) are never pooled.
+func pooledFrame(br *bufio.Reader, size int32) bool {
+	if size < 2 || size > pooledFrameMax {
+		return false
+	}
+	key, err := br.Peek(2)
+	return err == nil && binary.BigEndian.Uint16(key) == 0
+}
+
+// releaseFrame gives s's pooled frame back once its handler returned.
+func (c *conn) releaseFrame(s *slot) {
+	if s.frame != nil {
+		wire.PutBuf(s.frame)
+		s.frame = nil
 	}
 }
 
@@ -399,17 +441,33 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, err
 	}
-	frame, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), limit)
+	var frame []byte
+	var pooled *[]byte
+	if pooledFrame(br, size) {
+		pooled = wire.GetBuf(int(size))
+		frame = *pooled
+		if _, err = io.ReadFull(br, frame); errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // as ReadFrame: the size was read
+		}
+	} else {
+		frame, err = wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), limit)
+	}
 	if err != nil {
+		if pooled != nil {
+			wire.PutBuf(pooled)
+		}
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, c.frameErr(err)
 	}
 	hdr, body, err := wire.ParseRequestHeader(frame)
 	if err != nil {
+		if pooled != nil {
+			wire.PutBuf(pooled)
+		}
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, protocolError{fmt.Errorf("request header: %w", err)}
 	}
-	return &slot{hdr: hdr, done: make(chan struct{}), mem: mem, size: int(size)}, body, nil
+	return &slot{hdr: hdr, done: make(chan struct{}), mem: mem, size: int(size), frame: pooled}, body, nil
 }
 
 func (c *conn) frameDeadline(ctx context.Context) error {
