@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"flag"
 	"math/bits"
 	"os"
 	"sync"
@@ -54,12 +55,28 @@ func init() {
 // PoisonByte fills buffers given back while poisoning is on.
 const PoisonByte = 0xAA
 
-// poisonReleased makes PutBuf fill each buffer with PoisonByte, so bytes
-// used after their release show up as corrupt batches instead of as
-// plausible data. It is on in test binaries (testing.Testing), in a
-// binary built with -race or the kbroker_poison tag (itest builds the
-// broker that way, bufpool_poison.go), and with KBROKER_POISON_RELEASED=1.
-var poisonReleased = testing.Testing() || os.Getenv("KBROKER_POISON_RELEASED") == "1"
+// Poisoning makes PutBuf fill each buffer with PoisonByte, so bytes used
+// after their release show up as corrupt batches instead of as plausible
+// data. It is on in a binary built with -race or the kbroker_poison tag
+// (itest builds the broker that way, bufpool_poison.go), with
+// KBROKER_POISON_RELEASED=1, and in test binaries (testing.Testing)
+// except when they run benchmarks (-test.bench), whose figures it would
+// distort.
+var (
+	poisonForced = os.Getenv("KBROKER_POISON_RELEASED") == "1"
+	poisonOnce   sync.Once
+	poison       bool
+)
+
+// Poisoning reports whether PutBuf poisons the buffers it takes back.
+// The test flags are parsed by the time the first buffer is given back.
+func Poisoning() bool {
+	poisonOnce.Do(func() {
+		bench := flag.Lookup("test.bench")
+		poison = poisonForced || testing.Testing() && (bench == nil || bench.Value.String() == "")
+	})
+	return poison
+}
 
 // pooledClass is the pool index of a buffer of n bytes, or -1 for sizes
 // that are not pooled.
@@ -102,7 +119,7 @@ func GetBuf(n int) *[]byte {
 // not a size class (above MaxPooledBuf, or not from GetBuf) is dropped.
 func PutBuf(p *[]byte) {
 	c := cap(*p)
-	if poisonReleased {
+	if Poisoning() {
 		b := (*p)[:c]
 		for i := range b {
 			b[i] = PoisonByte

@@ -4,4 +4,4 @@ package wire
 
 // Race-detector and kbroker_poison builds poison released buffers
 // (bufpool.go), so a use after release corrupts records visibly.
-func init() { poisonReleased = true }
+func init() { poisonForced = true }
