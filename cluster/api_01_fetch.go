@@ -53,6 +53,7 @@ import (
 
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
 )
 
 func init() {
@@ -105,8 +106,10 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 		}
 	}
 	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(keys) == 0 {
+		rc.afterWrite = f.bufs.Release
 		return f.finish(resp), nil
 	}
+	f.bufs.Release() // not answered: the purgatory reads again
 	deadline := time.Now().Add(cappedWait(req.MaxWaitMillis, maxFetchWait))
 	park(n.fetchWaiters, rc, f, deadline, keys, true)
 	return nil, nil
@@ -141,19 +144,32 @@ type delayedFetch struct {
 	req     *kmsg.FetchRequest
 	session *fetchContext
 	peer    replication.FetchPeer // for follower fetches
+	// bufs holds the pooled buffers of the records of the last read. A
+	// read that is answered hands them to its response, which gives them
+	// back once written (RequestContext.afterWrite); one that is not
+	// gives them back at once.
+	bufs storage.ReadBuffers
 }
 
 func (f *delayedFetch) TryComplete() bool {
 	resp, bytes, stop := f.read()
 	if !stop && bytes < int(f.req.MinBytes) {
+		f.bufs.Release()
 		return false
 	}
-	f.rc.Respond(f.finish(resp))
+	f.respond(resp)
 	return true
 }
 
 func (f *delayedFetch) OnExpire() {
 	resp, _, _ := f.read()
+	f.respond(resp)
+}
+
+// respond answers with resp, whose records are in f.bufs: the connection
+// releases them after writing it. f reads nothing more.
+func (f *delayedFetch) respond(resp *kmsg.FetchResponse) {
+	f.rc.afterWrite = f.bufs.Release
 	f.rc.Respond(f.finish(resp))
 }
 
@@ -171,7 +187,7 @@ func (f *delayedFetch) finish(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
 func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 	req := f.req
 	if replica, _ := replication.FetchReplica(req); replica >= 0 {
-		return f.node.replicas.ReadFollowerFetch(req, f.peer, time.Now())
+		return f.node.replicas.ReadFollowerFetchPooled(req, f.peer, time.Now(), &f.bufs)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	remaining := math.MaxInt32
@@ -213,7 +229,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 			}
 			tp := replication.TopicPartition{Topic: name, Partition: p.Partition}
 			limit := min(int(p.PartitionMaxBytes), remaining)
-			res, lso, aborted, err := f.node.readConsumerPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch, req.IsolationLevel == 1)
+			res, lso, aborted, err := f.node.readConsumerPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch, req.IsolationLevel == 1, &f.bufs)
 			rp.AbortedTransactions = aborted
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -242,7 +258,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 
 // readPartition reads one partition for a consumer, checking leadership
 // and the client's leader epoch first.
-func (n *Node) readPartition(tp replication.TopicPartition, currentLeaderEpoch int32, offset int64, maxBytes int, minOneBatch bool) (replication.FetchResult, error) {
+func (n *Node) readPartition(tp replication.TopicPartition, currentLeaderEpoch int32, offset int64, maxBytes int, minOneBatch bool, bufs *storage.ReadBuffers) (replication.FetchResult, error) {
 	part, err := n.hostedPartition(tp)
 	if err != nil {
 		return replication.FetchResult{}, err
@@ -250,7 +266,7 @@ func (n *Node) readPartition(tp replication.TopicPartition, currentLeaderEpoch i
 	if err := part.CheckLeaderEpoch(currentLeaderEpoch); err != nil {
 		return replication.FetchResult{}, err
 	}
-	res, err := part.Read(offset, maxBytes, minOneBatch)
+	res, err := part.ReadPooled(offset, maxBytes, minOneBatch, bufs)
 	if err != nil {
 		res.HighWatermark = part.HighWatermark()
 		res.LogStartOffset = part.LogStartOffset()

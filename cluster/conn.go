@@ -97,6 +97,10 @@ type slot struct {
 	once sync.Once
 	mem  int64 // bytes held in the server's request memory; guarded by conn.mu once pending
 	size int   // the request frame's size (header and body)
+	// frame is the request's pooled frame buffer (a produce's, see
+	// pooledFrame), nil when the frame was allocated; the reader gives it
+	// back once dispatch returned (releaseFrame).
+	frame *[]byte
 
 	onDrop func() // guarded by conn.mu: undoes a parked request
 
@@ -110,11 +114,25 @@ type slot struct {
 	resp      kmsg.Response
 	noResp    bool  // acks=0 produce: nothing is written
 	closeConn error // close the connection instead of answering
+	// release gives back the pooled buffers resp references (a fetch's
+	// records, storage.ReadBuffers). The writer calls it in retire, after
+	// appendResponse copied resp onto the socket buffer or once resp
+	// will never be written; nothing else may call it or keep resp's
+	// bytes. A response finished after its slot was retired (a dropped
+	// connection) is never released: its buffers go to the GC.
+	release func()
 }
 
 func (s *slot) finish(resp kmsg.Response, noResp bool, closeErr error) {
+	s.finishReleasing(resp, noResp, closeErr, nil)
+}
+
+// finishReleasing is finish with the release of resp's pooled buffers
+// (slot.release); when the slot was finished already, release is not
+// called and the buffers go to the GC.
+func (s *slot) finishReleasing(resp kmsg.Response, noResp bool, closeErr error, release func()) {
 	s.once.Do(func() {
-		s.resp, s.noResp, s.closeConn = resp, noResp, closeErr
+		s.resp, s.noResp, s.closeConn, s.release = resp, noResp, closeErr, release
 		close(s.done)
 	})
 }
@@ -230,8 +248,14 @@ func (c *conn) inFlight() int {
 	return len(c.pending)
 }
 
-// retire ends s's life in the connection: its memory is released.
+// retire ends s's life in the connection: its memory is released, and
+// the pooled buffers of a finished response (the writer has encoded it,
+// or never will).
 func (c *conn) retire(s *slot) {
+	if isDone(s) && s.release != nil {
+		s.release()
+		s.release = nil
+	}
 	c.mu.Lock()
 	delete(c.pending, s)
 	s.onDrop = nil
@@ -276,13 +300,51 @@ func (c *conn) readLoop(ctx context.Context) error {
 		select {
 		case c.slots <- s:
 		case <-ctx.Done():
+			c.releaseFrame(s)
 			c.retire(s)
 			return ctx.Err()
 		}
-		if err := c.dispatch(ctx, s, body); err != nil {
+		err = c.dispatch(ctx, s, body)
+		c.releaseFrame(s)
+		if err != nil {
 			s.finish(nil, false, err)
 			return protocolError{err}
 		}
+	}
+}
+
+// pooledFrameMax bounds the request frames read into a pooled buffer
+// (a produce request of several 1 MiB batches is one). Unlike
+// wire.ReadFrame, which grows its buffer past 1 MiB only as bytes arrive,
+// the whole buffer is taken at once; the frame's size is already held in
+// the server's request memory (queued.max.request.bytes), which bounds
+// what peers that announce frames and send nothing can make it hold, as
+// Kafka's memory pool does.
+const pooledFrameMax = wire.MaxPooledBuf
+
+// pooledFrame reports whether the frame of size bytes whose body br is
+// about to read may go into a pooled buffer: a Produce's (API key 0)
+// only. Its handler copies the records into the log (pwrite) and keeps
+// nothing of the request once it returns: an acks=all produce parks with
+// its response only (park's keepsRequest false), kmsg copies the topic
+// and transactional id strings, the header's client id is a copy, and
+// storage keeps numbers of a batch (producer state, transactions, the
+// recent-batches ring, indexes), never its bytes. Requests whose decoded
+// form is kept (group, transaction and SASL requests keep member
+// metadata, assignments, tokens) are never pooled.
+func pooledFrame(br *bufio.Reader, size int32) bool {
+	if size < 2 || size > pooledFrameMax {
+		return false
+	}
+	key, err := br.Peek(2)
+	return err == nil && binary.BigEndian.Uint16(key) == 0
+}
+
+// releaseFrame gives s's pooled frame back once its handler returned.
+func (c *conn) releaseFrame(s *slot) {
+	if s.frame != nil {
+		wire.PutBuf(s.frame)
+		s.frame = nil
 	}
 }
 
@@ -379,17 +441,33 @@ func (c *conn) readRequest(ctx context.Context, br *bufio.Reader) (*slot, []byte
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, err
 	}
-	frame, err := wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), limit)
+	var frame []byte
+	var pooled *[]byte
+	if pooledFrame(br, size) {
+		pooled = wire.GetBuf(int(size))
+		frame = *pooled
+		if _, err = io.ReadFull(br, frame); errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF // as ReadFrame: the size was read
+		}
+	} else {
+		frame, err = wire.ReadFrame(io.MultiReader(bytes.NewReader(sizeBuf[:]), br), limit)
+	}
 	if err != nil {
+		if pooled != nil {
+			wire.PutBuf(pooled)
+		}
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, c.frameErr(err)
 	}
 	hdr, body, err := wire.ParseRequestHeader(frame)
 	if err != nil {
+		if pooled != nil {
+			wire.PutBuf(pooled)
+		}
 		c.srv.releaseRequestMem(mem)
 		return nil, nil, protocolError{fmt.Errorf("request header: %w", err)}
 	}
-	return &slot{hdr: hdr, done: make(chan struct{}), mem: mem, size: int(size)}, body, nil
+	return &slot{hdr: hdr, done: make(chan struct{}), mem: mem, size: int(size), frame: pooled}, body, nil
 }
 
 func (c *conn) frameDeadline(ctx context.Context) error {
@@ -474,12 +552,16 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 
 // Bounds of one coalesced write: responses already complete are gathered
 // into one buffer until it holds maxCoalescedBytes or maxCoalesced
-// responses. A buffer that grew past maxRetainedWriteBuf (a large fetch)
-// is dropped after its write rather than kept for the connection's life.
+// responses. A connection keeps its own buffer up to maxRetainedWriteBuf
+// (one that grew past it is dropped after its write); a write whose fetch
+// records alone need more is encoded into a buffer of the shared pools
+// (wire.GetBuf) instead, so large fetch responses reuse buffers across
+// connections rather than growing one per write and dropping it.
 const (
 	maxCoalescedBytes   = 256 << 10
 	maxCoalesced        = 16
-	maxRetainedWriteBuf = 1 << 20
+	maxRetainedWriteBuf = 64 << 10
+	minPooledWrite      = 16 << 10
 )
 
 // writeLoop writes responses in request order. It waits for the oldest
@@ -515,9 +597,18 @@ func (c *conn) writeLoop() {
 				break gather
 			}
 		}
-		buf = c.writeBatch(batch, buf[:0])
-		if cap(buf) > maxRetainedWriteBuf {
-			buf = nil
+		if need := writeSizeHint(batch); need > max(cap(buf), minPooledWrite) {
+			pooled := wire.GetBuf(need)
+			// Written (or abandoned) when writeBatch returns; an
+			// underestimate may have grown out of it onto the heap.
+			_ = c.writeBatch(batch, (*pooled)[:0])
+			wire.PutBuf(pooled)
+			buf = buf[:0]
+		} else {
+			buf = c.writeBatch(batch, buf[:0])
+			if cap(buf) > maxRetainedWriteBuf {
+				buf = nil
+			}
 		}
 		for _, s := range batch {
 			c.retire(s)
@@ -551,6 +642,33 @@ func (c *conn) await(s *slot) {
 		case <-c.srv.abandon:
 		}
 	}
+}
+
+// writeSizeHint is about the encoded size of batch when it holds fetch
+// responses, whose record bytes are most of it (a few dozen bytes per
+// partition and topic besides); other responses count a little.
+func writeSizeHint(batch []*slot) int {
+	n := 0
+	for _, s := range batch {
+		if !isDone(s) {
+			break // writeBatch stops there
+		}
+		f, ok := s.resp.(*kmsg.FetchResponse)
+		if !ok {
+			n += 256
+			continue
+		}
+		n += 64
+		for i := range f.Topics {
+			t := &f.Topics[i]
+			n += 32 + len(t.Topic)
+			for j := range t.Partitions {
+				p := &t.Partitions[j]
+				n += 64 + len(p.RecordBatches) + 16*len(p.AbortedTransactions)
+			}
+		}
+	}
+	return n
 }
 
 // ready reports whether s's response is complete and can share a write

@@ -10,7 +10,13 @@
 //     config is resolved against the image's dynamic defaults.
 //   - The connection layer (server.go, conn.go): an acceptor per listener,
 //     a reader and a writer goroutine per connection, responses written in
-//     request order, at most 64 requests in flight per connection.
+//     request order, at most 64 requests in flight per connection. A fetch
+//     reads its records into pooled buffers (storage.ReadBuffers) that its
+//     slot gives back after the writer encoded the response
+//     (RequestContext.afterWrite, slot.release); a write of large fetch
+//     responses is encoded into a pooled buffer too, and a Produce
+//     request's frame is read into one given back when its handler
+//     returns (pooledFrame). The pools are wire.GetBuf's.
 //   - Listener security (security.go, conn_auth.go, the SaslHandshake and
 //     SaslAuthenticate handlers): the TLS handshake before a connection's
 //     first request, SASL before anything but ApiVersions, the principal

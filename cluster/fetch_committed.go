@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/replication"
+	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -16,9 +17,9 @@ import (
 // with the aborted transactions overlapping what was read (never nil then,
 // as Kafka sends an empty list to read_committed consumers). It returns
 // the last stable offset.
-func (n *Node) readConsumerPartition(tp replication.TopicPartition, currentLeaderEpoch int32, offset int64, maxBytes int, minOneBatch, readCommitted bool) (replication.FetchResult, int64, []kmsg.FetchResponseTopicPartitionAbortedTransaction, error) {
+func (n *Node) readConsumerPartition(tp replication.TopicPartition, currentLeaderEpoch int32, offset int64, maxBytes int, minOneBatch, readCommitted bool, bufs *storage.ReadBuffers) (replication.FetchResult, int64, []kmsg.FetchResponseTopicPartitionAbortedTransaction, error) {
 	if !readCommitted {
-		res, err := n.readPartition(tp, currentLeaderEpoch, offset, maxBytes, minOneBatch)
+		res, err := n.readPartition(tp, currentLeaderEpoch, offset, maxBytes, minOneBatch, bufs)
 		return res, res.HighWatermark, nil, err
 	}
 	part, err := n.hostedPartition(tp)
@@ -34,7 +35,7 @@ func (n *Node) readConsumerPartition(tp replication.TopicPartition, currentLeade
 	hw := part.HighWatermark()
 	lso := part.Log().LastStableOffset(hw)
 	res := replication.FetchResult{HighWatermark: hw, LogStartOffset: part.LogStartOffset()}
-	recs, err := part.Log().Read(offset, maxBytes, lso, minOneBatch)
+	recs, err := part.Log().ReadPooled(offset, maxBytes, lso, minOneBatch, bufs)
 	if err != nil {
 		return res, lso, nil, err
 	}

@@ -49,6 +49,11 @@ type RequestContext struct {
 	handlerTime      time.Duration
 	exempt           bool
 	mutationThrottle mutationThrottle
+
+	// afterWrite, set by a handler before it responds, gives back pooled
+	// buffers the response references (slot.release): called once the
+	// response is encoded onto the socket buffer, or dropped.
+	afterWrite func()
 }
 
 // Respond completes the request with resp. Only the first call counts.
@@ -58,7 +63,7 @@ func (rc *RequestContext) Respond(resp kmsg.Response) {
 	if t := rc.quotaThrottle(resp); t > 0 {
 		rc.throttle(resp, t)
 	}
-	rc.slot.finish(resp, false, nil)
+	rc.slot.finishReleasing(resp, false, nil, rc.afterWrite)
 }
 
 // NoResponse completes the request without writing anything (acks=0).

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/metadata"
+	"github.com/kbroker/kbroker/storage"
 )
 
 // This file is the leader's side of replication: serving a follower's
@@ -85,6 +86,14 @@ type followerFetch struct {
 // A connection peer does not vouch for gets TOPIC_AUTHORIZATION_FAILED on
 // every partition, as Kafka answers a follower without ClusterAction.
 func (m *Manager) ReadFollowerFetch(req *kmsg.FetchRequest, peer FetchPeer, now time.Time) (resp *kmsg.FetchResponse, recordBytes int, answerNow bool) {
+	return m.ReadFollowerFetchPooled(req, peer, now, nil)
+}
+
+// ReadFollowerFetchPooled is ReadFollowerFetch reading into pooled
+// buffers recorded in bufs: the response's records are valid until
+// bufs.Release (storage.ReadBuffers), which the caller calls once the
+// response is encoded or dropped.
+func (m *Manager) ReadFollowerFetchPooled(req *kmsg.FetchRequest, peer FetchPeer, now time.Time, bufs *storage.ReadBuffers) (resp *kmsg.FetchResponse, recordBytes int, answerNow bool) {
 	replicaID, brokerEpoch := FetchReplica(req)
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	remaining := math.MaxInt32
@@ -133,7 +142,7 @@ func (m *Manager) ReadFollowerFetch(req *kmsg.FetchRequest, peer FetchPeer, now 
 			var res FollowerFetchResult
 			err := topicErr
 			if err == nil {
-				res, err = m.readForFollower(ff, now)
+				res, err = m.readForFollower(ff, now, bufs)
 			}
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -169,7 +178,7 @@ func (m *Manager) ReadFollowerFetch(req *kmsg.FetchRequest, peer FetchPeer, now 
 // ReadFollowerFetch). On ErrOffsetOutOfRange the result still carries the
 // high watermark and the log start and end offsets, so the follower can
 // restart.
-func (m *Manager) readForFollower(ff followerFetch, now time.Time) (FollowerFetchResult, error) {
+func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage.ReadBuffers) (FollowerFetchResult, error) {
 	res := FollowerFetchResult{DivergingEpoch: -1, DivergingEndOffset: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
 	p, err := m.Partition(ff.tp)
 	if err != nil {
@@ -210,7 +219,7 @@ func (m *Manager) readForFollower(ff followerFetch, now time.Time) (FollowerFetc
 	// is still recorded below.
 	throttled := p.leaderThrottled.Load()
 	if !throttled || p.inISR(ff.replicaID) || !m.leaderThrottle.exceeded(now) {
-		recs, err := p.log.Read(ff.fetchOffset, ff.maxBytes, math.MaxInt64, ff.minOneBatch)
+		recs, err := p.log.ReadPooled(ff.fetchOffset, ff.maxBytes, math.MaxInt64, ff.minOneBatch, bufs)
 		if err != nil {
 			return res, err
 		}

@@ -268,11 +268,17 @@ type FetchResult struct {
 
 // Read returns batches from offset up to the high watermark.
 func (p *Partition) Read(offset int64, maxBytes int, minOneBatch bool) (FetchResult, error) {
+	return p.ReadPooled(offset, maxBytes, minOneBatch, nil)
+}
+
+// ReadPooled is Read into pooled buffers recorded in bufs: the records
+// are valid until bufs.Release (storage.ReadBuffers).
+func (p *Partition) ReadPooled(offset int64, maxBytes int, minOneBatch bool, bufs *storage.ReadBuffers) (FetchResult, error) {
 	if !p.IsLeader() {
 		return FetchResult{}, ErrNotLeader
 	}
 	hw := p.HighWatermark()
-	recs, err := p.log.Read(offset, maxBytes, hw, minOneBatch)
+	recs, err := p.log.ReadPooled(offset, maxBytes, hw, minOneBatch, bufs)
 	if err != nil {
 		return FetchResult{}, err
 	}

@@ -10,6 +10,7 @@ func TestHotPathAllocations(t *testing.T) {
 	_, l := openTestManager(t, OSFS{}, t.TempDir(), DefaultLogConfig())
 	tmpl := benchBatch()
 	buf := make([]byte, len(tmpl))
+	var bufs ReadBuffers
 	appendOne := func() {
 		copy(buf, tmpl) // a fresh client batch with baseOffset 0
 		if _, err := l.AppendAsLeader(buf, AppendOptions{LogAppendTimeMs: -1}); err != nil {
@@ -29,6 +30,17 @@ func TestHotPathAllocations(t *testing.T) {
 			if _, err := l.Read(l.LogEndOffset()-16, 1<<20, l.LogEndOffset(), true); err != nil {
 				t.Fatal(err)
 			}
+		}},
+		// The same read into pooled buffers given back after each
+		// call (a fetch's, once its response is written): the append's
+		// only, the buffer comes from the pool's free list (and the
+		// ReadBuffers, reused here, costs one small slice per fetch).
+		{"AppendAsLeader, then ReadPooled at the tail", 4, func() {
+			appendOne()
+			if _, err := l.ReadPooled(l.LogEndOffset()-16, 1<<20, l.LogEndOffset(), true, &bufs); err != nil {
+				t.Fatal(err)
+			}
+			bufs.Release()
 		}},
 	} {
 		if got := testing.AllocsPerRun(200, tc.run); got > tc.max {

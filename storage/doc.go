@@ -360,6 +360,18 @@
 // future beside its current log (removed at open) or alone (renamed into
 // place at open).
 //
+// # Pooled reads
+//
+// ReadPooled is Read into buffers from wire's size-classed pools
+// (readbuf.go, wire.GetBuf), for the fetch paths, whose records live only
+// until their response is encoded onto the socket: the bytes belong to
+// the ReadBuffers passed in and are valid until its Release, after which
+// nothing may read them (test binaries, -race builds and the
+// kbroker_poison tag overwrite released buffers with 0xAA to make a use
+// after Release visible). Every caller that keeps what it reads (the
+// group and transaction coordinators' loads, the tools, tests) uses Read,
+// which allocates.
+//
 // # Locks and goroutines
 //
 // Lock order: Manager.mu, then Log.syncMu, then Log.mu (MoveLog holds

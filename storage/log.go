@@ -603,6 +603,13 @@ func (l *Log) segmentForLocked(offset int64) int {
 // upperBound gives an empty result; offset below the log start offset or
 // above the log end offset gives ErrOffsetOutOfRange.
 func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch bool) ([]byte, error) {
+	return l.ReadPooled(offset, maxBytes, upperBound, minOneBatch, nil)
+}
+
+// ReadPooled is Read into buffers taken from pools and recorded in bufs:
+// the bytes returned are valid until bufs.Release (readbuf.go). With a
+// nil bufs it allocates, as Read.
+func (l *Log) ReadPooled(offset int64, maxBytes int, upperBound int64, minOneBatch bool, bufs *ReadBuffers) ([]byte, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.mu.closed {
@@ -630,14 +637,22 @@ func (l *Log) Read(offset int64, maxBytes int, upperBound int64, minOneBatch boo
 			}
 			pos, locate = p, false
 		}
-		chunk, done, err := readChunk(s, pos, maxBytes-len(out), upperBound, minOneBatch && len(out) == 0)
+		chunk, done, err := readChunk(s, pos, maxBytes-len(out), upperBound, minOneBatch && len(out) == 0, bufs)
 		if err != nil {
 			return nil, fmt.Errorf("read %s at %d: %w", l.Dir(), offset, err)
 		}
-		if out == nil {
+		switch {
+		case out == nil:
 			out = chunk
-		} else {
+		case len(chunk) == 0:
+		case len(out)+len(chunk) <= cap(out):
 			out = append(out, chunk...)
+		default:
+			// Into a buffer of bufs too: append would allocate one
+			// outside the pools (a read across a segment boundary).
+			joined := bufs.get(len(out) + len(chunk))
+			copy(joined[copy(joined, out):], chunk)
+			out = joined
 		}
 		if done {
 			break
@@ -673,9 +688,9 @@ func (l *Log) locateLocked(s *segment, offset int64) (int64, bool, error) {
 // first one whole regardless when first is set), stopping before a batch
 // whose base offset is >= upperBound. done reports that the read must not
 // continue into the next segment.
-func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool) ([]byte, bool, error) {
+func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool, bufs *ReadBuffers) ([]byte, bool, error) {
 	n := min(int64(max(budget, 0)), s.size-pos)
-	buf := make([]byte, n)
+	buf := bufs.get(int(n))
 	if n > 0 {
 		if _, err := s.log.ReadAt(buf, pos); err != nil {
 			return nil, true, fmt.Errorf("%w: %v", ErrStorage, err)
@@ -704,7 +719,7 @@ func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool) 
 		if hdr.BaseOffset() >= upperBound {
 			return nil, true, nil
 		}
-		whole := make([]byte, size)
+		whole := bufs.get(int(size))
 		if _, err := s.log.ReadAt(whole, pos); err != nil {
 			return nil, true, fmt.Errorf("%w: %v", ErrStorage, err)
 		}

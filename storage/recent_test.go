@@ -71,3 +71,34 @@ func BenchmarkReadTail(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReadTailPooled is BenchmarkReadTail into pooled buffers given
+// back after each read, as a fetch does once its response is written.
+func BenchmarkReadTailPooled(b *testing.B) {
+	_, l := openTestManager(b, OSFS{}, b.TempDir(), DefaultLogConfig())
+	tmpl := benchBatch()
+	buf := make([]byte, len(tmpl))
+	appendOne := func() {
+		copy(buf, tmpl)
+		if _, err := l.AppendAsLeader(buf, AppendOptions{LogAppendTimeMs: -1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range 4096 { // 64 MiB, an index entry per batch
+		appendOne()
+	}
+	var bufs ReadBuffers
+	b.SetBytes(int64(len(tmpl)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		appendOne()
+		b.StartTimer()
+		leo := l.LogEndOffset()
+		if got, err := l.ReadPooled(leo-16, 1<<20, leo, true, &bufs); err != nil || len(got) != len(tmpl) {
+			b.Fatalf("read %d bytes, %v", len(got), err)
+		}
+		bufs.Release()
+	}
+}

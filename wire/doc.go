@@ -35,6 +35,11 @@
 //  4. AppendResponse with the encoded response body and the flexibility
 //     from ResponseHeaderFlexible.
 //
-// Nothing here does I/O beyond ReadFrame's reads, keeps state, or starts
-// goroutines.
+// GetBuf and PutBuf (bufpool.go) are the broker's size-classed byte
+// buffer pools, shared by storage's pooled reads and the connections'
+// write and request buffers; a buffer given back must not be used again
+// (test binaries fill it with PoisonByte to make that visible).
+//
+// Nothing here does I/O beyond ReadFrame's reads, keeps state other than
+// those pools, or starts goroutines.
 package wire
