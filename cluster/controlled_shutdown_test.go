@@ -127,3 +127,42 @@ func TestLeadershipMoved(t *testing.T) {
 		}
 	}
 }
+
+// A Metadata request is held for followerNotice only when it names a
+// partition this node follows from another broker (its fetcher would see
+// that leader's death).
+func TestFollowsNamedLeader(t *testing.T) {
+	img := &metadata.Image{Topics: map[string]*metadata.Topic{
+		"followed":  {Name: "followed", Partitions: []*metadata.Partition{{Leader: 2, Replicas: []int32{2, 1}}}},
+		"led":       {Name: "led", Partitions: []*metadata.Partition{{Leader: 1, Replicas: []int32{1, 2}}}},
+		"elsewhere": {Name: "elsewhere", Partitions: []*metadata.Partition{{Leader: 2, Replicas: []int32{2, 3}}}},
+		"offline":   {Name: "offline", Partitions: []*metadata.Partition{{Leader: metadata.NoLeader, Replicas: []int32{1, 2}}}},
+	}}
+	n := &Node{}
+	n.cfg.NodeID = 1
+	req := func(topics ...string) *kmsg.MetadataRequest {
+		r := kmsg.NewPtrMetadataRequest()
+		for _, name := range topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(name)
+			r.Topics = append(r.Topics, rt)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name string
+		req  *kmsg.MetadataRequest
+		want bool
+	}{
+		{"a followed partition", req("led", "followed"), true},
+		{"led here", req("led"), false},
+		{"not a replica here", req("elsewhere"), false},
+		{"no leader", req("offline"), false},
+		{"unknown topic", req("nope"), false},
+		{"every topic", &kmsg.MetadataRequest{}, true},
+	} {
+		if got := n.followsNamedLeader(img, tc.req); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -148,9 +148,17 @@ func (n *Node) leaderUnreachable(id int32, refused bool) {
 		return
 	}
 	select {
-	case n.unreachable <- id:
+	case n.unreachable <- unreachableReport{id: id, refused: true}:
 	default:
 	}
+}
+
+// unreachableReport is one broker to report to the controller, and
+// whether its listener refused a dial (rather than a connection of it
+// dropping).
+type unreachableReport struct {
+	id      int32
+	refused bool
 }
 
 // followerGone is told by the server that a follower's fetch connection
@@ -166,7 +174,7 @@ func (n *Node) followerGone(id int32) {
 		return
 	}
 	select {
-	case n.unreachable <- id:
+	case n.unreachable <- unreachableReport{id: id}:
 	default:
 	}
 }
@@ -181,26 +189,31 @@ func (n *Node) leaderReachable(id int32) { n.refusing.clear(id) }
 // followers notice a killed leader within the fetcher's first redial
 // (~100ms), while gossip needs its suspicion timeout (~2s) and the
 // session timeout many seconds.
+//
+// Reports are paced per broker and kind: a killed process's connections
+// drop a moment before its listener closes, so the controller's probe of
+// a report on a dropped connection may still find it listening; the
+// refused dial that follows must not wait out that report's interval.
 func (n *Node) reportUnreachable(ctx context.Context) {
-	last := make(map[int32]time.Time)
+	last := make(map[unreachableReport]time.Time)
 	for {
-		var id int32
+		var r unreachableReport
 		select {
 		case <-ctx.Done():
 			return
-		case id = <-n.unreachable:
+		case r = <-n.unreachable:
 		}
-		if time.Since(last[id]) < reportInterval {
+		if time.Since(last[r]) < reportInterval {
 			continue
 		}
-		if b, ok := n.store.Image().Brokers[id]; !ok || b.Fenced {
+		if b, ok := n.store.Image().Brokers[r.id]; !ok || b.Fenced {
 			continue
 		}
-		last[id] = time.Now()
-		n.logger.Info("broker unreachable (refused fetcher dial or dropped follower connection); reporting it dead", "broker", id)
+		last[r] = time.Now()
+		n.logger.Info("broker unreachable; reporting it dead", "broker", r.id, "refused_dial", r.refused)
 		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := n.store.ReportBrokerDead(rctx, id); err != nil && ctx.Err() == nil {
-			n.logger.Warn("reporting unreachable broker", "broker", id, "err", err)
+		if err := n.store.ReportBrokerDead(rctx, r.id); err != nil && ctx.Err() == nil {
+			n.logger.Warn("reporting unreachable broker", "broker", r.id, "err", err)
 		}
 		cancel()
 	}
@@ -293,6 +306,14 @@ const maxFailoverWait = 2 * time.Second
 // new leaders.
 func (n *Node) awaitFailover(ctx context.Context, req *kmsg.MetadataRequest) *metadata.Image {
 	deadline := time.Now().Add(maxFailoverWait)
+	if n.followsNamedLeader(n.store.Image(), req) {
+		t := time.NewTimer(followerNotice)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	for {
 		img := n.store.Image()
 		now := time.Now()
@@ -315,30 +336,51 @@ func (n *Node) asksAboutRefusingLeader(img *metadata.Image, req *kmsg.MetadataRe
 	if !n.refusing.any() {
 		return false
 	}
-	refusing := func(t *metadata.Topic) bool {
-		for _, p := range t.Partitions {
-			if p.Leader >= 0 && n.refusingLeader(img, p.Leader, now) {
-				return true
-			}
-		}
-		return false
+	return anyNamedPartition(img, req, func(p *metadata.Partition) bool {
+		return p.Leader >= 0 && n.refusingLeader(img, p.Leader, now)
+	})
+}
+
+// followerNotice is how long a Metadata request naming a partition this
+// node follows waits before it is answered. A client asks for metadata
+// the moment its connection to a leader breaks, and this node's fetcher
+// from that leader sees the same break at about the same moment (a
+// killed process's sockets all close at once); answered first, the
+// request would name the dead leader, and franz-go asks again only after
+// its 5 s metadata min age. Held this long, the fetcher has marked the
+// leader (leaderUnreachable) and awaitFailover waits for its fencing.
+const followerNotice = 5 * time.Millisecond
+
+// followsNamedLeader reports whether req names a partition this node
+// follows (a replica, another broker leads it): one whose leader's death
+// this node's fetcher would notice.
+func (n *Node) followsNamedLeader(img *metadata.Image, req *kmsg.MetadataRequest) bool {
+	self := n.cfg.NodeID
+	return anyNamedPartition(img, req, func(p *metadata.Partition) bool {
+		return p.Leader >= 0 && p.Leader != self && slices.Contains(p.Replicas, self)
+	})
+}
+
+// anyNamedPartition reports whether pred holds for a partition of a topic
+// req names (every topic for a nil list).
+func anyNamedPartition(img *metadata.Image, req *kmsg.MetadataRequest, pred func(*metadata.Partition) bool) bool {
+	match := func(t *metadata.Topic) bool {
+		return t != nil && slices.ContainsFunc(t.Partitions, pred)
 	}
 	if req.Topics == nil {
 		for _, t := range img.Topics {
-			if refusing(t) {
+			if match(t) {
 				return true
 			}
 		}
 		return false
 	}
 	for _, rt := range req.Topics {
-		var t *metadata.Topic
 		if rt.Topic != nil {
-			t = img.Topics[*rt.Topic]
-		} else {
-			t = img.TopicsByID[rt.TopicID]
-		}
-		if t != nil && refusing(t) {
+			if match(img.Topics[*rt.Topic]) {
+				return true
+			}
+		} else if match(img.TopicsByID[rt.TopicID]) {
 			return true
 		}
 	}

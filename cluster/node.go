@@ -90,7 +90,7 @@ type Node struct {
 	// unreachable carries brokers to report dead to the controller
 	// (reportUnreachable, liveness.go): a replica fetcher's dial was
 	// refused, or a follower's fetch connection was dropped.
-	unreachable chan int32
+	unreachable chan unreachableReport
 	// refusing remembers those brokers for Metadata answers (liveness.go).
 	refusing refusingBrokers
 	// lastClientData is when the last Produce or consumer Fetch arrived
@@ -124,7 +124,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 		ready:          make(chan struct{}),
 		offlineReport:  make(chan struct{}, 1),
 		served:         make(chan struct{}),
-		unreachable:    make(chan int32, 8),
+		unreachable:    make(chan unreachableReport, 8),
 	}
 	for _, o := range opts {
 		o(n)
