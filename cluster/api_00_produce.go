@@ -76,7 +76,6 @@ func produceActions(_ *RequestContext, kreq kmsg.Request) []Action {
 func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	n.noteClientData()
 
 	refuseAll := int16(0)
 	switch {

@@ -84,8 +84,6 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 		// If this connection is dropped, the follower may be gone
 		// (serverConfig.followerGone).
 		rc.conn.replicaID.Store(replica)
-	} else {
-		n.noteClientData()
 	}
 	img := n.store.Image()
 	replica, _ := replication.FetchReplica(req)

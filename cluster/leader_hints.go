@@ -47,11 +47,10 @@ func (n *Node) leaderHint(img *metadata.Image, topic string, partition int32, li
 }
 
 // addProduceLeaderHints fills CurrentLeader for every refused partition
-// of resp and NodeEndpoints for their leaders (each once), for v10+.
+// of resp and NodeEndpoints for their leaders (each once), for v10+. A
+// refusal that points the client at another leader (of any version)
+// keeps a controlled shutdown's drain going (noteRedirect).
 func (n *Node) addProduceLeaderHints(resp *kmsg.ProduceResponse, listener string) {
-	if resp.Version < produceLeaderHintVersion {
-		return
-	}
 	img := n.store.Image()
 	for ti := range resp.Topics {
 		t := &resp.Topics[ti]
@@ -62,6 +61,10 @@ func (n *Node) addProduceLeaderHints(resp *kmsg.ProduceResponse, listener string
 			}
 			leader, epoch, ep, ok := n.leaderHint(img, t.Topic, rp.Partition, listener)
 			if !ok {
+				continue
+			}
+			n.noteRedirect(leader)
+			if resp.Version < produceLeaderHintVersion {
 				continue
 			}
 			rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch
@@ -83,11 +86,15 @@ func (n *Node) addProduceLeaderHints(resp *kmsg.ProduceResponse, listener string
 // NodeEndpoints (each leader once); before v16 the client looks the
 // leader's address up in its metadata.
 func (n *Node) addFetchLeaderHint(resp *kmsg.FetchResponse, img *metadata.Image, topic string, rp *kmsg.FetchResponseTopicPartition, listener string) {
-	if resp.Version < fetchLeaderHintVersion || !wantsLeaderHint(rp.ErrorCode) {
+	if !wantsLeaderHint(rp.ErrorCode) {
 		return
 	}
 	leader, epoch, ep, ok := n.leaderHint(img, topic, rp.Partition, listener)
 	if !ok {
+		return
+	}
+	n.noteRedirect(leader)
+	if resp.Version < fetchLeaderHintVersion {
 		return
 	}
 	rp.CurrentLeader.LeaderID, rp.CurrentLeader.LeaderEpoch = leader, epoch

@@ -435,25 +435,35 @@ func leadershipMoved(before, after *metadata.Image, broker int32) bool {
 // answering until its clients have been told (NOT_LEADER_OR_FOLLOWER with
 // the new leader) rather than closing their connections, which costs a
 // client a metadata refresh it may pace for seconds (franz-go's metadata
-// min age is 5 s). The drain ends once no Produce or consumer Fetch has
-// arrived for shutdownQuiet, or after shutdownDrainMax.
+// min age is 5 s). The drain lasts at least shutdownQuiet, goes on while
+// this broker still points clients at other leaders (noteRedirect), and
+// ends shutdownQuiet after the last such answer, or after shutdownDrainMax.
 const (
 	shutdownQuiet    = 200 * time.Millisecond
 	shutdownDrainMax = 2 * time.Second
 	shutdownPoll     = 20 * time.Millisecond
 )
 
-// noteClientData records that a Produce or consumer Fetch arrived.
-func (n *Node) noteClientData() { n.lastClientData.Store(time.Now().UnixNano()) }
+// noteRedirect records that a client was refused a partition another
+// broker leads (it will move there).
+func (n *Node) noteRedirect(leader int32) {
+	if leader != n.cfg.NodeID {
+		n.lastRedirect.Store(time.Now().UnixNano())
+	}
+}
 
-// drainClients waits until clients go quiet after the leaderships moved.
+// drainClients waits until clients stop being redirected after the
+// leaderships moved.
 func (n *Node) drainClients() {
 	start := time.Now()
 	t := time.NewTicker(shutdownPoll)
 	defer t.Stop()
 	for {
 		now := time.Now()
-		last := time.Unix(0, n.lastClientData.Load())
+		last := time.Unix(0, n.lastRedirect.Load())
+		if last.Before(start) {
+			last = start
+		}
 		if now.Sub(last) >= shutdownQuiet || now.Sub(start) >= shutdownDrainMax {
 			n.logger.Info("controlled shutdown: clients drained", "took", now.Sub(start))
 			return

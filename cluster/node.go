@@ -93,9 +93,10 @@ type Node struct {
 	unreachable chan unreachableReport
 	// refusing remembers those brokers for Metadata answers (liveness.go).
 	refusing refusingBrokers
-	// lastClientData is when the last Produce or consumer Fetch arrived
-	// (unix nanoseconds), for the controlled shutdown's drain.
-	lastClientData atomic.Int64
+	// lastRedirect is when this broker last refused a client a partition
+	// another broker leads (unix nanoseconds), for the controlled
+	// shutdown's drain.
+	lastRedirect atomic.Int64
 
 	// offlineReport asks the heartbeat loop to report offline replicas
 	// now (a log dir failed, logdirs.go); halt ends Run when every log
