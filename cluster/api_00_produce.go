@@ -96,7 +96,7 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 	defer cancelLeadership()
 	img := n.store.Image()
 	if refuseAll == 0 {
-		img = n.awaitProducedTopics(leadershipCtx, img, req)
+		img = n.awaitProducedTopics(leadershipCtx, req)
 	}
 	for _, t := range req.Topics {
 		rt := kmsg.NewProduceResponseTopic()
@@ -185,17 +185,8 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 // UNKNOWN_TOPIC_OR_PARTITION), which franz-go retries only after its
 // backoff, wait (bounded by ctx) for the entries this node has not
 // applied yet, as Metadata does (awaitNamedTopics).
-func (n *Node) awaitProducedTopics(ctx context.Context, img *metadata.Image, req *kmsg.ProduceRequest) *metadata.Image {
-	known := func() bool {
-		img = n.store.Image()
-		return producedTopicsKnown(img, req)
-	}
-	if known() {
-		return img
-	}
-	never := func() bool { return false }
-	awaitApplied(ctx, n.store, known, never)
-	return img
+func (n *Node) awaitProducedTopics(ctx context.Context, req *kmsg.ProduceRequest) *metadata.Image {
+	return n.awaitImage(ctx, func(img *metadata.Image) bool { return producedTopicsKnown(img, req) })
 }
 
 // producedTopicsKnown reports whether img has every topic req names (by

@@ -70,7 +70,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 
 	allTopics := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if !allTopics {
-		img = n.awaitNamedTopics(ctx, img, req.Topics)
+		img = n.awaitNamedTopics(ctx, req.Topics)
 	}
 	autoCreate := n.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
 	if !allTopics && autoCreate {
@@ -329,9 +329,8 @@ func isInternalTopic(name string) bool {
 // most maxLeadershipWait: answered UNKNOWN_TOPIC_OR_PARTITION, a
 // franz-go producer of a topic created a moment ago waits its 5 s
 // metadata min age before it asks again.
-func (n *Node) awaitNamedTopics(ctx context.Context, img *metadata.Image, topics []kmsg.MetadataRequestTopic) *metadata.Image {
-	known := func() bool {
-		img = n.store.Image()
+func (n *Node) awaitNamedTopics(ctx context.Context, topics []kmsg.MetadataRequestTopic) *metadata.Image {
+	return n.awaitImage(ctx, func(img *metadata.Image) bool {
 		for _, rt := range topics {
 			if rt.Topic != nil {
 				if _, ok := img.Topics[*rt.Topic]; !ok {
@@ -342,11 +341,5 @@ func (n *Node) awaitNamedTopics(ctx context.Context, img *metadata.Image, topics
 			}
 		}
 		return true
-	}
-	if known() {
-		return img
-	}
-	never := func() bool { return false }
-	awaitApplied(ctx, n.store, known, never)
-	return img
+	})
 }

@@ -68,6 +68,22 @@ func (n *Node) electionPending(img *metadata.Image, tp replication.TopicPartitio
 	return !ok || b.Fenced || n.refusingLeader(img, p.Leader, now)
 }
 
+// awaitImage returns the current image once has holds for it, waiting
+// (bounded, see awaitApplied) only while this node has metadata entries
+// it has not applied yet; otherwise the current image as it is.
+func (n *Node) awaitImage(ctx context.Context, has func(*metadata.Image) bool) *metadata.Image {
+	img := n.store.Image()
+	if has(img) {
+		return img
+	}
+	never := func() bool { return false }
+	awaitApplied(ctx, n.store, func() bool {
+		img = n.store.Image()
+		return has(img)
+	}, never)
+	return img
+}
+
 // appliedSource is what awaitApplied needs of the metadata store.
 type appliedSource interface {
 	Unapplied() bool
