@@ -573,7 +573,10 @@ func attackMemory(t *testing.T, c *attackCluster) {
 			kgo.ProducerBatchCompression(kgo.ZstdCompression()), kgo.ProducerBatchMaxBytes(100<<20),
 			kgo.BrokerMaxWriteBytes(200<<20), kgo.RequiredAcks(kgo.AllISRAcks()))
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			// Generous: the clients zstd-compress 16 × 64 MiB on two
+			// shared cores (under -race in CI) before anything is sent;
+			// a tighter bound failed there with bombs never delivered.
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			errs[i] = cl.ProduceSync(ctx, &kgo.Record{Partition: int32(i % 3), Value: value}).FirstErr()
 		})
