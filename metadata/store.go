@@ -346,6 +346,15 @@ func Open(cfg Config) (*Store, error) {
 		MaxPool: transportMaxPool,
 		Timeout: transportTimeout,
 		Logger:  rlog.Named("transport"),
+		// 1 turns off hashicorp/raft's pipelined replication. Its pipeline
+		// can deadlock (hashicorp/raft#612): when a follower answers
+		// Success=false the response decoder stops, and a send racing with
+		// that stop parks for good. The leader then never replicates to
+		// that follower again while its heartbeats keep it from electing,
+		// and Shutdown waits forever (seen as a hung metadata test). The
+		// metadata log is small and batched per round trip, so the
+		// synchronous path costs nothing measurable.
+		MaxRPCsInFlight: 1,
 	})
 
 	rc := raft.DefaultConfig()
