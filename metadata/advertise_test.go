@@ -2,6 +2,7 @@ package metadata
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -194,6 +195,44 @@ func TestForwardedOperationFollowsNewLeader(t *testing.T) {
 	}
 	if _, ok := c.leader().Image().Brokers[7]; !ok {
 		t.Fatal("broker 7 not registered")
+	}
+}
+
+// TestCallAskingAVoterFollowsTheElectedLeader: an operation sent while no
+// leader was known goes to some voter; when that voter is paused and raft
+// names a leader meanwhile, the call is given up at once (and retried at
+// the leader) instead of being held on the paused voter until its
+// deadline. A forwarded RegisterBroker hung 20 s this way when an
+// election ran as it started.
+func TestCallAskingAVoterFollowsTheElectedLeader(t *testing.T) {
+	stalled, blocked := new(atomic.Bool), new(atomic.Int32)
+	c := newTestCluster(t, 3, func(cfg *Config) {
+		if cfg.NodeID == 3 {
+			cfg.wrapListener = func(ln net.Listener) net.Listener {
+				return stallingListener{ln, stalled, blocked}
+			}
+		}
+	})
+	t.Cleanup(func() { stalled.Store(false) })
+	c.leader()
+	var asker *Store // a node other than 3 that raft does not make the leader
+	for _, id := range []int32{1, 2} {
+		if !c.stores[id].IsController() {
+			asker = c.stores[id]
+		}
+	}
+	stalled.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	payload, _ := json.Marshal(brokerAtEpoch{BrokerID: 1})
+	// known "" is the election's view: raft names a leader by the watch's
+	// first tick, so the call to the paused voter must be given up.
+	_, err := asker.callWhileLeaderIs(ctx, "", c.voters[2].Addr, opHeartbeat.name, payload)
+	if !errors.Is(err, errLeaderMoved) {
+		t.Fatalf("call to a paused voter while raft names a leader: %v, want errLeaderMoved", err)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the call was held until its deadline")
 	}
 }
 

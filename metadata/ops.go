@@ -115,13 +115,11 @@ func call[Req, Resp any](ctx context.Context, s *Store, o *op[Req, Resp], req Re
 					}
 					payload = b
 				}
-				var raw json.RawMessage
-				var err error
+				known := "" // the leader raft names as the call starts
 				if fromRaft {
-					raw, err = s.callLeader(ctx, addr, o.name, payload)
-				} else {
-					raw, err = s.callRemote(ctx, addr, o.name, payload)
+					known = addr
 				}
+				raw, err := s.callWhileLeaderIs(ctx, known, addr, o.name, payload)
 				var re *remoteError
 				switch {
 				case err == nil:
@@ -169,15 +167,17 @@ func call[Req, Resp any](ctx context.Context, s *Store, o *op[Req, Resp], req Re
 	}
 }
 
-// leaderWatchInterval is how often an operation sent to the leader
-// checks that raft still names that leader.
+// leaderWatchInterval is how often a call in flight checks that raft
+// still names the leader it named when the call started.
 const leaderWatchInterval = 50 * time.Millisecond
 
-// callLeader is callRemote to the leader at addr, given up as soon as raft
-// no longer names addr as the leader: a leader that was paused or cut off
-// never answers, and the operation is better retried at the leader
-// elected meanwhile than held until its deadline.
-func (s *Store) callLeader(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
+// callWhileLeaderIs is callRemote to addr, given up as soon as raft no
+// longer names known as the leader ("" for no leader known), or this node
+// becomes the leader. A leader that was paused or cut off never answers,
+// and a voter asked while an election runs may be that paused node: the
+// operation is better retried at the leader raft names now than held
+// until its deadline.
+func (s *Store) callWhileLeaderIs(ctx context.Context, known, addr, op string, payload []byte) (json.RawMessage, error) {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go func() {
@@ -188,7 +188,7 @@ func (s *Store) callLeader(ctx context.Context, addr, op string, payload []byte)
 			case <-actx.Done():
 				return
 			case <-t.C:
-				if s.leaderAddr() != addr {
+				if s.leaderAddr() != known || s.IsController() {
 					cancel(errLeaderMoved)
 					return
 				}
@@ -197,12 +197,12 @@ func (s *Store) callLeader(ctx context.Context, addr, op string, payload []byte)
 	}()
 	raw, err := s.callRemote(actx, addr, op, payload)
 	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errLeaderMoved) {
-		return nil, fmt.Errorf("%w: %s", errLeaderMoved, addr)
+		return nil, fmt.Errorf("%w: asked %s", errLeaderMoved, addr)
 	}
 	return raw, err
 }
 
-var errLeaderMoved = errors.New("metadata: raft no longer names this leader")
+var errLeaderMoved = errors.New("metadata: raft named another leader while the call was in flight")
 
 // someVoter returns the address of a voter other than this node, starting
 // at index i, and the index to ask next: the voters of Config.Voters, then
