@@ -551,8 +551,8 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 }
 
 // Bounds of one coalesced write: responses already complete are gathered
-// into one buffer until it holds maxCoalescedBytes or maxCoalesced
-// responses. A connection keeps its own buffer up to maxRetainedWriteBuf
+// into one buffer until they come to about maxCoalescedBytes (by their
+// slotSizeHint, before encoding) or maxCoalesced responses. A connection keeps its own buffer up to maxRetainedWriteBuf
 // (one that grew past it is dropped after its write); a write whose fetch
 // records alone need more is encoded into a buffer of the shared pools
 // (wire.GetBuf) instead, so large fetch responses reuse buffers across
@@ -579,8 +579,9 @@ func (c *conn) writeLoop() {
 		batch = append(batch[:0], head)
 		head, ok = nil, false
 		closed := false
+		size := writeSizeHint(batch)
 	gather:
-		for len(batch) < maxCoalesced && len(buf) < maxCoalescedBytes {
+		for len(batch) < maxCoalesced && size < maxCoalescedBytes {
 			select {
 			case next, more := <-c.slots:
 				if !more {
@@ -589,6 +590,7 @@ func (c *conn) writeLoop() {
 				}
 				if next.ready() {
 					batch = append(batch, next)
+					size += slotSizeHint(next)
 					continue
 				}
 				head, ok = next, true
@@ -644,28 +646,34 @@ func (c *conn) await(s *slot) {
 	}
 }
 
-// writeSizeHint is about the encoded size of batch when it holds fetch
-// responses, whose record bytes are most of it (a few dozen bytes per
-// partition and topic besides); other responses count a little.
+// writeSizeHint is about the encoded size of batch, up to its first
+// response not complete (writeBatch stops there).
 func writeSizeHint(batch []*slot) int {
 	n := 0
 	for _, s := range batch {
 		if !isDone(s) {
-			break // writeBatch stops there
+			break
 		}
-		f, ok := s.resp.(*kmsg.FetchResponse)
-		if !ok {
-			n += 256
-			continue
-		}
-		n += 64
-		for i := range f.Topics {
-			t := &f.Topics[i]
-			n += 32 + len(t.Topic)
-			for j := range t.Partitions {
-				p := &t.Partitions[j]
-				n += 64 + len(p.RecordBatches) + 16*len(p.AbortedTransactions)
-			}
+		n += slotSizeHint(s)
+	}
+	return n
+}
+
+// slotSizeHint is about the encoded size of s's complete response. For a
+// fetch response the record bytes are most of it (a few dozen bytes per
+// partition and topic besides); other responses count a little.
+func slotSizeHint(s *slot) int {
+	f, ok := s.resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 256
+	}
+	n := 64
+	for i := range f.Topics {
+		t := &f.Topics[i]
+		n += 32 + len(t.Topic)
+		for j := range t.Partitions {
+			p := &t.Partitions[j]
+			n += 64 + len(p.RecordBatches) + 16*len(p.AbortedTransactions)
 		}
 	}
 	return n

@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"io"
+	"log/slog"
+	"net"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -62,5 +66,57 @@ func TestWriteSizeHint(t *testing.T) {
 	s.finish(resp, false, nil)
 	if got, hint := len(appendResponse(nil, s)), writeSizeHint([]*slot{s}); hint < got {
 		t.Fatalf("hint %d bytes, encoded %d", hint, got)
+	}
+}
+
+// writeCounter is a net.Conn that records the size of each write.
+type writeCounter struct {
+	net.Conn // nil: only what writeLoop calls is implemented
+	writes   []int
+}
+
+func (w *writeCounter) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, len(p))
+	return len(p), nil
+}
+func (w *writeCounter) SetWriteDeadline(time.Time) error { return nil }
+func (w *writeCounter) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// TestWriteLoopBoundsCoalescedWrites: responses already complete share a
+// write only up to about maxCoalescedBytes, counted on the responses being
+// gathered (not on the connection's previous write), so a burst of large
+// fetch responses is not encoded into one buffer of all of them.
+func TestWriteLoopBoundsCoalescedWrites(t *testing.T) {
+	srv := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, testServerConfig(), newRequestMetrics())
+	nc := &writeCounter{}
+	c := newConn(srv, nc, "PLAINTEXT")
+	const responses, recordBytes = 12, 100 << 10
+	for range responses {
+		resp := kmsg.NewPtrFetchResponse()
+		resp.Version = 12
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewFetchResponseTopicPartition()
+		rp.RecordBatches = make([]byte, recordBytes)
+		rt.Partitions = append(rt.Partitions, rp)
+		resp.Topics = append(resp.Topics, rt)
+		s := &slot{hdr: wire.RequestHeader{APIKey: 1, APIVersion: 12}, done: make(chan struct{})}
+		s.finish(resp, false, nil)
+		c.slots <- s
+	}
+	close(c.slots)
+	c.writeLoop()
+	total := 0
+	for _, n := range nc.writes {
+		total += n
+		if n > maxCoalescedBytes+recordBytes+1024 {
+			t.Errorf("one write of %d bytes: more than %d bytes of responses coalesced", n, maxCoalescedBytes)
+		}
+	}
+	if total < responses*recordBytes {
+		t.Fatalf("wrote %d bytes in %d writes, want all %d responses", total, len(nc.writes), responses)
+	}
+	if len(nc.writes) > responses/2 {
+		t.Errorf("%d writes for %d complete responses of %d KiB: nothing coalesced", len(nc.writes), responses, recordBytes>>10)
 	}
 }
