@@ -277,6 +277,10 @@ type Store struct {
 
 	sessions sessions // broker heartbeats, kept by the active controller
 
+	// committed is signalled when a proposal of this node commits;
+	// announceLoop then tells the followers (see there).
+	committed chan struct{}
+
 	bootstrapped bool // Open bootstrapped a new cluster (for tests)
 
 	// bootstrapScramWritten: this node wrote Config.BootstrapScram with
@@ -402,7 +406,7 @@ func Open(cfg Config) (*Store, error) {
 		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
 	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String(),
-		dialer: dial, serverTLS: serverTLS(cfg.ServerTLS, cfg.SASL != nil)}
+		dialer: dial, serverTLS: serverTLS(cfg.ServerTLS, cfg.SASL != nil), committed: make(chan struct{}, 1)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = map[net.Conn]struct{}{}
 	s.close = sync.OnceValue(func() error {
@@ -440,6 +444,7 @@ func Open(cfg Config) (*Store, error) {
 	s.goFunc(s.acceptLoop)
 	s.goFunc(s.controllerLoop)
 	s.goFunc(s.joinLoop)
+	s.goFunc(s.announceLoop)
 	return s, nil
 }
 
@@ -765,11 +770,39 @@ func (s *Store) finish(ctx context.Context, f raft.ApplyFuture) (any, error) {
 	if err := s.wait(ctx, f); err != nil {
 		return nil, err
 	}
+	select {
+	case s.committed <- struct{}{}:
+	default: // an announcement is pending already
+	}
 	res := f.Response()
 	if err, ok := res.(error); ok {
 		return nil, err
 	}
 	return res, nil
+}
+
+// announceLoop makes every other node apply this controller's commits at
+// once. hashicorp/raft tells followers the commit index only in its next
+// AppendEntries (heartbeats do not carry it), which an idle leader sends
+// a CommitTimeout (50-100 ms) later: every broker would apply a leader
+// election, ISR change or new topic that much after the controller did. A
+// barrier appends an entry, so AppendEntries go out now and carry the
+// commit index. Commits made while a barrier is in flight share the next
+// one; the cost is one small raft entry per burst of changes.
+func (s *Store) announceLoop() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.committed:
+		}
+		if !s.IsController() {
+			continue
+		}
+		// An error means the leadership moved or raft stops: the new
+		// leader announces its own commits.
+		_ = s.wait(s.ctx, s.raft.Barrier(time.Second))
+	}
 }
 
 func (s *Store) propose(ctx context.Context, t recordType, payload any) (any, error) {
