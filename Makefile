@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover bench-rolling bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
+.PHONY: build test fuzz image up down lint bench bench-failover bench-rolling bench-newtopic bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -96,6 +96,12 @@ bench-failover: build
 # the longest ack gap, and the records the producer saw fail.
 bench-rolling: build
 	./bin/kbroker bench --mode rolling $(BENCH_FLAGS)
+
+# Create --topics (15) new topics one after the other and write an acks=all
+# record to every partition of each at once: per topic, the time from
+# CreateTopics' answer to the last acknowledgement.
+bench-newtopic: build
+	./bin/kbroker bench --mode newtopic $(BENCH_FLAGS)
 
 # A fourth broker joins and one replica of half the partitions of a
 # preloaded topic (--preload-mb, 300 MB) moves onto it unthrottled, the

@@ -37,6 +37,7 @@ type benchConfig struct {
 	sets       []string
 	profileDir string
 	kills      int
+	topics     int
 	settle     time.Duration
 	rate       float64
 	durable    bool
@@ -53,7 +54,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var c benchConfig
-	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load), rolling (SIGTERM and restart each broker in turn under load), reassign (move partitions onto a new broker with and without a replication throttle) or scale (creation, restart, idle cost of many partitions)")
+	fs.StringVar(&c.mode, "mode", "compare", "compare (kbroker vs kfake throughput and latency), failover (kill -9 each broker in turn under load), rolling (SIGTERM and restart each broker in turn under load), newtopic (time from creating a topic to its first acks=all records), reassign (move partitions onto a new broker with and without a replication throttle) or scale (creation, restart, idle cost of many partitions)")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of each produce run")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the bench topic (replication factor 3, min.insync.replicas 2)")
 	fs.IntVar(&c.rf, "replication-factor", 3, "compare: replication factor of the bench topics (1 shows what replication costs; kfake ignores it)")
@@ -65,6 +66,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.Var(&sets, "set", "a key=value given to every kbroker node (repeatable)")
 	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here")
 	fs.IntVar(&c.kills, "kills", 6, "failover, rolling: kills or restarts (round robin over the three nodes)")
+	fs.IntVar(&c.topics, "topics", 15, "newtopic: topics created and written, one after the other")
 	fs.DurationVar(&c.settle, "settle", 14*time.Second, "failover, rolling: time every node is back in every ISR before the next kill or restart")
 	fs.Float64Var(&c.rate, "rate", 3000, "failover, rolling: records/s produced during the kills or restarts")
 	fs.StringVar(&c.nodeBin, "kbroker", "", "kbroker binary the nodes run (default: this one), e.g. an older build to compare with")
@@ -83,8 +85,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	}
 	c.scaleCounts = counts
 	switch {
-	case !slices.Contains([]string{"compare", "failover", "rolling", "reassign", "scale"}, c.mode):
-		return c, flagErr("mode", "must be compare, failover, rolling, reassign or scale, got %q", c.mode)
+	case !slices.Contains([]string{"compare", "failover", "rolling", "newtopic", "reassign", "scale"}, c.mode):
+		return c, flagErr("mode", "must be compare, failover, rolling, newtopic, reassign or scale, got %q", c.mode)
 	case c.idleWindow <= 0:
 		return c, flagErr("idle-window", "must be positive")
 	case c.duration <= 0:
@@ -99,6 +101,8 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, flagErr("rounds", "must be positive")
 	case c.kills <= 0:
 		return c, flagErr("kills", "must be positive")
+	case c.topics <= 0:
+		return c, flagErr("topics", "must be positive")
 	case c.settle < 0:
 		return c, flagErr("settle", "must not be negative")
 	case c.rate <= 0:
@@ -162,6 +166,8 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 		return runFailover(ctx, c, cl, stdout)
 	case "rolling":
 		return runRolling(ctx, c, cl, stdout)
+	case "newtopic":
+		return runNewTopic(ctx, c, cl, stdout)
 	}
 	if c.mode == "reassign" {
 		return runReassignBench(ctx, c, cl, stdout, stderr)

@@ -30,6 +30,8 @@ func TestBenchFlags(t *testing.T) {
 		{"negative settle", []string{"--mode", "failover", "--settle", "-1s"}, "settle"},
 		{"rolling", []string{"--mode", "rolling", "--kills", "3", "--rate", "500"}, ""},
 		{"rolling without restarts", []string{"--mode", "rolling", "--kills", "0"}, "kills"},
+		{"newtopic", []string{"--mode", "newtopic", "--topics", "3", "--partitions", "2"}, ""},
+		{"newtopic without topics", []string{"--mode", "newtopic", "--topics", "0"}, "topics"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
