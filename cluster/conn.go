@@ -552,8 +552,9 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 
 // Bounds of one coalesced write: responses already complete are gathered
 // into one buffer until they come to about maxCoalescedBytes (by their
-// slotSizeHint, before encoding) or maxCoalesced responses. A connection keeps its own buffer up to maxRetainedWriteBuf
-// (one that grew past it is dropped after its write); a write whose fetch
+// slotSizeHint, before encoding) or maxCoalesced responses. A connection
+// keeps its own buffer up to maxRetainedWriteBuf (one that grew past it
+// is dropped after its write); a write whose fetch
 // records alone need more is encoded into a buffer of the shared pools
 // (wire.GetBuf) instead, so large fetch responses reuse buffers across
 // connections rather than growing one per write and dropping it.

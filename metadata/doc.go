@@ -385,12 +385,16 @@
 //     preferred leaders) while this node is the raft leader;
 //   - joinLoop, on every node, which keeps it in raft's configuration
 //     (adds a broker-only node, or a removed voter, as a non-voter);
+//   - announceLoop, which follows the leader's commits with a raft
+//     barrier so the followers learn the commit index at once;
+//   - callWhileLeaderIs's watcher, one per forwarded call in flight,
+//     which ends with the call;
 //   - while DescribeQuorum, AddVoter or RemoveVoter runs on the leader,
 //     one short-lived goroutine per replica asked (probeReplicas), each
 //     bounded by replicaProbeTimeout and waited for before it returns.
 //
 // Store.Close cancels the Store's context (which ends controllerLoop,
-// joinLoop, call's retries and the RPCs being served), closes the
+// joinLoop, announceLoop, call's retries and the RPCs being served), closes the
 // listener (ending the accept loop), calls raft.Shutdown (which stops
 // raft's goroutines and closes the transport), closes every accepted
 // connection still open (ending serveRPC and raft's connection handlers),
