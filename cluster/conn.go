@@ -580,7 +580,10 @@ func (c *conn) writeLoop() {
 		batch = append(batch[:0], head)
 		head, ok = nil, false
 		closed := false
-		size := writeSizeHint(batch)
+		size := 0 // about the encoded size of the batch (slotSizeHint)
+		if isDone(batch[0]) {
+			size = slotSizeHint(batch[0])
+		}
 	gather:
 		for len(batch) < maxCoalesced && size < maxCoalescedBytes {
 			select {
@@ -600,8 +603,8 @@ func (c *conn) writeLoop() {
 				break gather
 			}
 		}
-		if need := writeSizeHint(batch); need > max(cap(buf), minPooledWrite) {
-			pooled := wire.GetBuf(need)
+		if size > max(cap(buf), minPooledWrite) {
+			pooled := wire.GetBuf(size)
 			// Written (or abandoned) when writeBatch returns; an
 			// underestimate may have grown out of it onto the heap.
 			_ = c.writeBatch(batch, (*pooled)[:0])
@@ -645,19 +648,6 @@ func (c *conn) await(s *slot) {
 		case <-c.srv.abandon:
 		}
 	}
-}
-
-// writeSizeHint is about the encoded size of batch, up to its first
-// response not complete (writeBatch stops there).
-func writeSizeHint(batch []*slot) int {
-	n := 0
-	for _, s := range batch {
-		if !isDone(s) {
-			break
-		}
-		n += slotSizeHint(s)
-	}
-	return n
 }
 
 // slotSizeHint is about the encoded size of s's complete response. For a

@@ -64,7 +64,7 @@ func TestWriteSizeHint(t *testing.T) {
 	}
 	s := &slot{hdr: wire.RequestHeader{APIKey: 1, APIVersion: 12}, done: make(chan struct{})}
 	s.finish(resp, false, nil)
-	if got, hint := len(appendResponse(nil, s)), writeSizeHint([]*slot{s}); hint < got {
+	if got, hint := len(appendResponse(nil, s)), slotSizeHint(s); hint < got {
 		t.Fatalf("hint %d bytes, encoded %d", hint, got)
 	}
 }
