@@ -51,6 +51,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/fetchsession"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
@@ -87,15 +88,15 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 	}
 	img := n.store.Image()
 	replica, _ := replication.FetchReplica(req)
-	fc := n.fetchSessions.begin(req, img, rc.Principal.String(), replica >= 0, time.Now())
-	if fc.errorCode != 0 {
-		return fc.finish(nil, img, time.Now()), nil
+	fc := n.fetchSessions.Begin(req, img, rc.Principal.String(), replica >= 0, time.Now())
+	if fc.ErrorCode != 0 {
+		return fc.Finish(nil, img, time.Now()), nil
 	}
-	f := &delayedFetch{node: n, rc: rc, req: fc.read, session: fc, peer: n.fetchPeer(rc)}
+	f := &delayedFetch{node: n, rc: rc, req: fc.Read, session: fc, peer: n.fetchPeer(rc)}
 	resp, bytes, stop := f.read()
 	var keys []replication.TopicPartition
-	for _, t := range fc.read.Topics {
-		name, known := fetchTopicName(img, fc.read.Version, &t)
+	for _, t := range fc.Read.Topics {
+		name, known := fetchTopicName(img, fc.Read.Version, &t)
 		if !known || !f.allowed(name) {
 			continue
 		}
@@ -140,7 +141,7 @@ type delayedFetch struct {
 	node    *Node
 	rc      *RequestContext
 	req     *kmsg.FetchRequest
-	session *fetchContext
+	session *fetchsession.Context
 	peer    replication.FetchPeer // for follower fetches
 	// bufs holds the pooled buffers of the records of the last read. A
 	// read that is answered hands them to its response, which gives them
@@ -174,7 +175,7 @@ func (f *delayedFetch) respond(resp *kmsg.FetchResponse) {
 // finish makes the response to send from a full read, through the
 // request's fetch session, and counts its bytes.
 func (f *delayedFetch) finish(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
-	resp = f.session.finish(resp, f.node.store.Image(), time.Now())
+	resp = f.session.Finish(resp, f.node.store.Image(), time.Now())
 	f.node.countBytesOut(resp)
 	return resp
 }

@@ -225,7 +225,7 @@ func TestFollowerFetchSessionRequestsAreIncremental(t *testing.T) {
 	// The ISR is full from the creation on; wait for the follower's
 	// session to be open and in use.
 	testutil.Eventually(t, 20*time.Second, func() bool {
-		_, cached, _ := leader.fetchSessions.stats()
+		_, cached, _ := leader.fetchSessions.Stats()
 		return cached >= n
 	}, "the follower's session to hold all %d partitions", n)
 
@@ -327,7 +327,7 @@ func TestFollowerFetchWithoutSessionSlots(t *testing.T) {
 	if st.FullRequests < 2 || st.IncrementalRequests != 0 {
 		t.Fatalf("follower of a leader without session slots: %d full, %d incremental requests; want only full ones", st.FullRequests, st.IncrementalRequests)
 	}
-	if sessions, _, _ := leader.fetchSessions.stats(); sessions != 0 {
+	if sessions, _, _ := leader.fetchSessions.Stats(); sessions != 0 {
 		t.Fatalf("the leader keeps %d sessions with no slots", sessions)
 	}
 }

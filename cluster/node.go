@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/fetchsession"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/metadata"
@@ -53,7 +54,7 @@ type Node struct {
 	// Delayed operations, keyed by partition.
 	produceWaiters *purgatory.Purgatory[replication.TopicPartition]
 	fetchWaiters   *purgatory.Purgatory[replication.TopicPartition]
-	fetchSessions  *fetchSessionCache // KIP-227 (fetch_sessions.go)
+	fetchSessions  *fetchsession.Cache // KIP-227
 
 	producerIDs producerIDAllocator
 
@@ -121,7 +122,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 		metrics:        newRequestMetrics(),
 		produceWaiters: purgatory.New[replication.TopicPartition]("produce"),
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
-		fetchSessions:  newFetchSessionCache(int(cfg.MaxIncrementalFetchSessionCacheSlots)),
+		fetchSessions:  fetchsession.NewCache(int(cfg.MaxIncrementalFetchSessionCacheSlots)),
 		ready:          make(chan struct{}),
 		offlineReport:  make(chan struct{}, 1),
 		served:         make(chan struct{}),

@@ -102,7 +102,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.replicaFetchPartitions, prometheus.CounterValue, float64(fs.SidePartitions), "side")
 		ch <- prometheus.MustNewConstMetric(c.replicaSessionResets, prometheus.CounterValue, float64(fs.SessionResets))
 	}
-	sessions, cached, evictions := n.fetchSessions.stats()
+	sessions, cached, evictions := n.fetchSessions.Stats()
 	gauge(c.fetchSessions, float64(sessions))
 	gauge(c.fetchSessionPartitions, float64(cached))
 	ch <- prometheus.MustNewConstMetric(c.fetchSessionEvictions, prometheus.CounterValue, float64(evictions))

@@ -1,4 +1,4 @@
-package cluster
+package fetchsession
 
 // Incremental fetch sessions (KIP-227), as Kafka's FetchSessionCache.
 //
@@ -151,8 +151,8 @@ type fetchSession struct {
 	order        []*cachedPartition // request and response order
 }
 
-// fetchSessionCache holds the sessions of one broker.
-type fetchSessionCache struct {
+// Cache holds the sessions of one broker.
+type Cache struct {
 	slots int
 
 	mu         sync.Mutex
@@ -161,19 +161,19 @@ type fetchSessionCache struct {
 	evictions  int64
 }
 
-func newFetchSessionCache(slots int) *fetchSessionCache {
-	return &fetchSessionCache{slots: slots, sessions: map[int32]*fetchSession{}}
+func NewCache(slots int) *Cache {
+	return &Cache{slots: slots, sessions: map[int32]*fetchSession{}}
 }
 
-// fetchContext is how one Fetch request uses the cache: read is the
+// Context is how one Fetch request uses the cache: read is the
 // request to read (for an incremental fetch, the session's partitions
 // with the request's changes), and finish turns the full response to
 // read into the response to send.
-type fetchContext struct {
-	cache *fetchSessionCache
-	read  *kmsg.FetchRequest
-	// errorCode answers the request at once with no partitions.
-	errorCode int16
+type Context struct {
+	cache *Cache
+	Read  *kmsg.FetchRequest
+	// ErrorCode answers the request at once with no partitions.
+	ErrorCode int16
 	// session is the incremental fetch's session; nil otherwise.
 	session *fetchSession
 	// open tells a full fetch to open a session when it is answered.
@@ -182,11 +182,11 @@ type fetchContext struct {
 	privileged bool
 }
 
-// begin decides how req uses the cache. It applies an incremental
+// Begin decides how req uses the cache. It applies an incremental
 // request's changes to its session and advances the session's epoch at
 // once, as Kafka does, so a duplicate of the request is refused.
-func (c *fetchSessionCache) begin(req *kmsg.FetchRequest, img *metadata.Image, principal string, privileged bool, now time.Time) *fetchContext {
-	fc := &fetchContext{cache: c, read: req, principal: principal, privileged: privileged}
+func (c *Cache) Begin(req *kmsg.FetchRequest, img *metadata.Image, principal string, privileged bool, now time.Time) *Context {
+	fc := &Context{cache: c, Read: req, principal: principal, privileged: privileged}
 	if c == nil || req.Version < 7 {
 		return fc
 	}
@@ -205,13 +205,13 @@ func (c *fetchSessionCache) begin(req *kmsg.FetchRequest, img *metadata.Image, p
 	s := c.sessions[req.SessionID]
 	switch {
 	case s == nil || s.principal != principal:
-		fc.errorCode = kerr.FetchSessionIDNotFound.Code
+		fc.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return fc
 	case s.epoch != req.SessionEpoch:
-		fc.errorCode = kerr.InvalidFetchSessionEpoch.Code
+		fc.ErrorCode = kerr.InvalidFetchSessionEpoch.Code
 		return fc
 	case s.usesTopicIDs != (req.Version >= 13):
-		fc.errorCode = kerr.FetchSessionTopicIDError.Code
+		fc.ErrorCode = kerr.FetchSessionTopicIDError.Code
 		return fc
 	}
 	s.epoch = nextSessionEpoch(s.epoch)
@@ -221,11 +221,11 @@ func (c *fetchSessionCache) begin(req *kmsg.FetchRequest, img *metadata.Image, p
 		// again: drop the session, the fetcher starts over (and gets
 		// none while the cache is full).
 		c.removeLocked(s)
-		fc.errorCode = kerr.FetchSessionIDNotFound.Code
+		fc.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return fc
 	}
 	fc.session = s
-	fc.read = s.requestLocked(req)
+	fc.Read = s.requestLocked(req)
 	return fc
 }
 
@@ -241,7 +241,7 @@ func nextSessionEpoch(e int32) int32 {
 // leave, named ones are added or take the request's fetch state. It
 // reports false when a named partition could not be cached
 // (fetchSessionMaxPartitions).
-func (c *fetchSessionCache) updateLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image) bool {
+func (c *Cache) updateLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image) bool {
 	forgot := false
 	for _, t := range req.ForgottenTopics {
 		for _, p := range t.Partitions {
@@ -282,7 +282,7 @@ func (c *fetchSessionCache) updateLocked(s *fetchSession, req *kmsg.FetchRequest
 // after a topic is created, and a follower whose partition the leader
 // did not cache would never have it read again while it leaves it out of
 // its incremental requests.
-func (c *fetchSessionCache) addLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image, named bool) bool {
+func (c *Cache) addLocked(s *fetchSession, req *kmsg.FetchRequest, img *metadata.Image, named bool) bool {
 	fits := true
 	for i := range req.Topics {
 		t := &req.Topics[i]
@@ -311,7 +311,7 @@ func (c *fetchSessionCache) addLocked(s *fetchSession, req *kmsg.FetchRequest, i
 	return fits
 }
 
-func (c *fetchSessionCache) addPartitionLocked(s *fetchSession, cp *cachedPartition) {
+func (c *Cache) addPartitionLocked(s *fetchSession, cp *cachedPartition) {
 	s.parts[cp.key] = cp
 	s.order = append(s.order, cp)
 	c.partitions++
@@ -375,17 +375,17 @@ func (s *fetchSession) requestLocked(req *kmsg.FetchRequest) *kmsg.FetchRequest 
 	return &full
 }
 
-// finish turns resp, the answer to fc.read, into the answer to send: for
+// Finish turns resp, the answer to fc.read, into the answer to send: for
 // an incremental fetch only the partitions with news, for a full fetch
 // that opens a session all of them under the new session's id.
-func (fc *fetchContext) finish(resp *kmsg.FetchResponse, img *metadata.Image, now time.Time) *kmsg.FetchResponse {
+func (fc *Context) Finish(resp *kmsg.FetchResponse, img *metadata.Image, now time.Time) *kmsg.FetchResponse {
 	switch {
-	case fc.errorCode != 0:
-		r := fc.read.ResponseKind().(*kmsg.FetchResponse)
-		r.ErrorCode = fc.errorCode
+	case fc.ErrorCode != 0:
+		r := fc.Read.ResponseKind().(*kmsg.FetchResponse)
+		r.ErrorCode = fc.ErrorCode
 		return r
 	case fc.session != nil:
-		fc.cache.filter(fc.session, fc.read, resp)
+		fc.cache.filter(fc.session, fc.Read, resp)
 	case fc.open:
 		resp.SessionID = fc.cache.open(fc, img, resp, now)
 	}
@@ -394,7 +394,7 @@ func (fc *fetchContext) finish(resp *kmsg.FetchResponse, img *metadata.Image, no
 
 // filter drops from resp the session partitions without news, and moves
 // those that returned records to the end of the session's order.
-func (c *fetchSessionCache) filter(s *fetchSession, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
+func (c *Cache) filter(s *fetchSession, req *kmsg.FetchRequest, resp *kmsg.FetchResponse) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	resp.SessionID = s.id
@@ -471,7 +471,7 @@ func requestPartition(req *kmsg.FetchRequest, topic string, id [16]byte, partiti
 // open creates a session holding the full request's known partitions
 // with the values resp sent, and returns its id, or 0 when the cache has
 // no room.
-func (c *fetchSessionCache) open(fc *fetchContext, img *metadata.Image, resp *kmsg.FetchResponse, now time.Time) int32 {
+func (c *Cache) open(fc *Context, img *metadata.Image, resp *kmsg.FetchResponse, now time.Time) int32 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.sessions) >= c.slots && !c.evictLocked(fc.privileged, now) {
@@ -479,11 +479,11 @@ func (c *fetchSessionCache) open(fc *fetchContext, img *metadata.Image, resp *km
 	}
 	s := &fetchSession{
 		principal: fc.principal, privileged: fc.privileged,
-		usesTopicIDs: fc.read.Version >= 13,
+		usesTopicIDs: fc.Read.Version >= 13,
 		epoch:        1, lastUsed: now,
 		parts: map[sessionKey]*cachedPartition{},
 	}
-	if !c.addLocked(s, fc.read, img, false) {
+	if !c.addLocked(s, fc.Read, img, false) {
 		// A session missing a partition the fetcher named would
 		// never read it again: answer without a session.
 		c.partitions -= len(s.parts)
@@ -516,7 +516,7 @@ func (c *fetchSessionCache) open(fc *fetchContext, img *metadata.Image, resp *km
 // evictLocked makes room for a new session: the least recently used
 // session idle for fetchSessionEvictAfter, else, for a follower, the
 // least recently used consumer session.
-func (c *fetchSessionCache) evictLocked(privileged bool, now time.Time) bool {
+func (c *Cache) evictLocked(privileged bool, now time.Time) bool {
 	var lru, lruConsumer *fetchSession
 	for _, s := range c.sessions {
 		if lru == nil || s.lastUsed.Before(lru.lastUsed) {
@@ -541,14 +541,14 @@ func (c *fetchSessionCache) evictLocked(privileged bool, now time.Time) bool {
 	return true
 }
 
-func (c *fetchSessionCache) removeLocked(s *fetchSession) {
+func (c *Cache) removeLocked(s *fetchSession) {
 	delete(c.sessions, s.id)
 	c.partitions -= len(s.parts)
 }
 
-// stats reports the sessions, their cached partitions and the evictions
+// Stats reports the sessions, their cached partitions and the evictions
 // so far, for the metrics.
-func (c *fetchSessionCache) stats() (sessions, partitions int, evictions int64) {
+func (c *Cache) Stats() (sessions, partitions int, evictions int64) {
 	if c == nil {
 		return 0, 0, 0
 	}
