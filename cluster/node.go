@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/cluster/fetchsession"
+	"github.com/kbroker/kbroker/cluster/quotas"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/metadata"
@@ -148,14 +149,14 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	scfg.followerGone = n.followerGone
 	scfg.listeners = n.security.listeners
 	n.server = newServer(logger, n.apis(), scfg, n.metrics)
-	n.server.quotas = newClientQuotas(quota.Config{
+	n.server.quotas = quotas.New(quota.Config{
 		Samples: int(cfg.QuotaWindowNum),
 		Window:  time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second,
 	}, quota.Config{
 		Samples: int(cfg.ControllerQuotaWindowNum),
 		Window:  time.Duration(cfg.ControllerQuotaWindowSizeSeconds) * time.Second,
 	}, n.image)
-	n.metrics.registry.MustRegister(newQuotaCollector(n.server.quotas))
+	n.metrics.registry.MustRegister(quotas.NewCollector(n.server.quotas))
 	if err := n.installAuthorizer(); err != nil {
 		return nil, err
 	}

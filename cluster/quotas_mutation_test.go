@@ -13,65 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
-	"github.com/kbroker/kbroker/internal/quota"
+	"github.com/kbroker/kbroker/cluster/quotas"
 	"github.com/kbroker/kbroker/internal/testutil"
-	"github.com/kbroker/kbroker/metadata"
 )
-
-// The strict and permissive decisions of KIP-599, against a bucket of
-// burst 20 refilled at 10 per second.
-func TestRecordMutations(t *testing.T) {
-	img := &metadata.Image{Quotas: map[metadata.QuotaEntity]map[string]float64{
-		{ClientID: metadata.Named("limited")}: {metadata.QuotaControllerMutationRate: 10},
-	}}
-	t0 := time.Unix(1_000_000, 0)
-	type ask struct {
-		at       time.Duration
-		n        float64
-		accepted bool
-		throttle time.Duration
-	}
-	tests := []struct {
-		name   string
-		strict bool
-		asks   []ask
-	}{
-		{"strict: within the burst", true, []ask{{0, 5, true, 0}, {0, 15, true, 0}}},
-		// Any credit left takes a whole topic, however large; the next
-		// is refused and spends nothing.
-		{"strict: one topic may overdraw", true, []ask{{0, 19, true, 0}, {0, 30, true, 0}, {0, 1, false, 2900 * time.Millisecond}, {0, 1, false, 2900 * time.Millisecond}}},
-		{"strict: refill lets it through again", true, []ask{{0, 25, true, 0}, {0, 1, false, 500 * time.Millisecond}, {600 * time.Millisecond, 1, true, 0}}},
-		{"strict: exactly empty is not exceeded", true, []ask{{0, 20, true, 0}, {0, 1, true, 0}, {0, 1, false, 100 * time.Millisecond}}},
-		// Permissive takes everything and throttles once below zero.
-		{"permissive: never refuses", false, []ask{{0, 20, true, 0}, {0, 10, true, time.Second}, {0, 10, true, 2 * time.Second}}},
-		{"permissive: refill", false, []ask{{0, 30, true, time.Second}, {time.Second, 1, true, 100 * time.Millisecond}}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			q := newClientQuotas(quota.DefaultConfig, quota.Config{Samples: 2, Window: time.Second}, func() *metadata.Image { return img })
-			for i, a := range tc.asks {
-				ok, th, tags := q.recordMutations("ANONYMOUS", "limited", a.n, tc.strict, t0.Add(a.at))
-				if ok != a.accepted || th != a.throttle {
-					t.Fatalf("ask %d (%v at %v): accepted %v throttle %v, want %v %v", i, a.n, a.at, ok, th, a.accepted, a.throttle)
-				}
-				if tags != (quotaTags{"", "limited"}) {
-					t.Fatalf("ask %d: tags %+v", i, tags)
-				}
-			}
-		})
-	}
-	// A client id without the quota is never held back, and gets no
-	// sensor.
-	q := newClientQuotas(quota.DefaultConfig, quota.DefaultConfig, func() *metadata.Image { return img })
-	for range 3 {
-		if ok, th, _ := q.recordMutations("ANONYMOUS", "free", 1000, true, t0); !ok || th != 0 {
-			t.Fatalf("unlimited client: accepted %v throttle %v", ok, th)
-		}
-	}
-	if n := len(q.sensors[quotaMutation]); n != 0 {
-		t.Fatalf("%d mutation sensors for a client without a quota", n)
-	}
-}
 
 // mutationClient is a client with its own connection and client id, for
 // raw admin requests (franz-go's admin helpers may retry
@@ -226,7 +170,7 @@ func TestControllerMutationQuota(t *testing.T) {
 	// The metrics show the sensor: its bound, an exhausted bucket and
 	// the throttled responses (c+d, CreatePartitions, DeleteTopics, v5).
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newQuotaCollector(node.server.quotas))
+	reg.MustRegister(quotas.NewCollector(node.server.quotas))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

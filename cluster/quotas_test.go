@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -14,16 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/internal/testutil"
-	"github.com/kbroker/kbroker/metadata"
 )
 
 func strp(s string) *string { return &s }
@@ -368,52 +363,6 @@ func TestClientQuotaLimitsProducerRate(t *testing.T) {
 	}
 }
 
-func TestLookupQuotaPrecedence(t *testing.T) {
-	u, c := metadata.Named("u"), metadata.Named("c")
-	d := metadata.DefaultQuotaName
-	// Each case adds one entity to those of the cases before it, most
-	// general first, so each case's entity is the most specific one set.
-	steps := []struct {
-		entity metadata.QuotaEntity
-		tags   quotaTags
-	}{
-		{metadata.QuotaEntity{ClientID: d}, quotaTags{"", "c"}},
-		{metadata.QuotaEntity{ClientID: c}, quotaTags{"", "c"}},
-		{metadata.QuotaEntity{User: d}, quotaTags{"u", ""}},
-		{metadata.QuotaEntity{User: d, ClientID: d}, quotaTags{"u", "c"}},
-		{metadata.QuotaEntity{User: d, ClientID: c}, quotaTags{"u", "c"}},
-		{metadata.QuotaEntity{User: u}, quotaTags{"u", ""}},
-		{metadata.QuotaEntity{User: u, ClientID: d}, quotaTags{"u", "c"}},
-		{metadata.QuotaEntity{User: u, ClientID: c}, quotaTags{"u", "c"}},
-	}
-	img := &metadata.Image{Quotas: map[metadata.QuotaEntity]map[string]float64{}}
-	if _, _, ok := lookupQuota(img, quotaProduce, "u", "c"); ok {
-		t.Fatal("a quota found in an empty image")
-	}
-	// A value for another key of the most specific entity does not hide
-	// the others: precedence is per key.
-	img.Quotas[metadata.QuotaEntity{User: u, ClientID: c}] = map[string]float64{metadata.QuotaConsumerByteRate: 1}
-	for i, s := range steps {
-		vals := maps.Clone(img.Quotas[s.entity])
-		if vals == nil {
-			vals = map[string]float64{}
-		}
-		vals[metadata.QuotaProducerByteRate] = float64(i + 1)
-		img.Quotas[s.entity] = vals
-		v, tags, ok := lookupQuota(img, quotaProduce, "u", "c")
-		if !ok || v != float64(i+1) || tags != s.tags {
-			t.Fatalf("with %v: quota %v tags %+v ok %v, want %v %+v", s.entity, v, tags, ok, i+1, s.tags)
-		}
-		if _, _, ok := lookupQuota(img, quotaRequest, "u", "c"); ok {
-			t.Fatalf("with %v: a request quota found", s.entity)
-		}
-	}
-	// Another user and client only match the defaults.
-	if v, tags, _ := lookupQuota(img, quotaProduce, "v", "x"); v != 4 || tags != (quotaTags{"v", "x"}) {
-		t.Fatalf("other user: %v %+v, want the default user and client quota", v, tags)
-	}
-}
-
 // A consumer over consumer_byte_rate is throttled to about that rate.
 func TestClientQuotaLimitsConsumerRate(t *testing.T) {
 	if testing.Short() {
@@ -540,40 +489,6 @@ func TestThrottledConnectionIsMuted(t *testing.T) {
 				t.Errorf("first produce: error %d", e[0])
 			}
 		})
-	}
-}
-
-// The quota metrics name at most maxQuotaMetricSeries entities per kind,
-// however many client ids a default quota gives sensors to.
-func TestQuotaMetricsBounded(t *testing.T) {
-	img := &metadata.Image{Quotas: map[metadata.QuotaEntity]map[string]float64{
-		{ClientID: metadata.DefaultQuotaName}: {metadata.QuotaProducerByteRate: 100},
-	}}
-	q := newClientQuotas(quota.DefaultConfig, quota.DefaultConfig, func() *metadata.Image { return img })
-	now := time.Now()
-	for i := range 3 * maxQuotaMetricSeries {
-		q.record(quotaProduce, "ANONYMOUS", fmt.Sprintf("client-%d", i), float64(i+1), 0, now)
-	}
-	throttled := q.record(quotaProduce, "ANONYMOUS", "client-0", 100_000, 0, now)
-	if throttled <= 0 {
-		t.Fatal("a client far over its quota is not throttled")
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(newQuotaCollector(q))
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mfs) == 0 {
-		t.Fatal("no quota metrics")
-	}
-	for _, mf := range mfs {
-		if n := len(mf.GetMetric()); n > maxQuotaMetricSeries+1 {
-			t.Errorf("%s: %d series, want at most %d", mf.GetName(), n, maxQuotaMetricSeries+1)
-		}
-	}
-	if got := testutilCount(mfs, "kbroker_client_quota_throttled_total"); got != 1 {
-		t.Errorf("throttled responses counted %v, want 1", got)
 	}
 }
 

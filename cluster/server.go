@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/kbroker/kbroker/cluster/quotas"
 	"github.com/kbroker/kbroker/config"
 )
 
@@ -74,7 +75,7 @@ type Server struct {
 	requestMem *semaphore.Weighted
 	limits     connLimits
 	// quotas are the client quota sensors; nil enforces none.
-	quotas *clientQuotas
+	quotas *quotas.Manager
 
 	// abandon is closed when shutdown stops waiting for requests still in
 	// progress; their connections are closed without a response.
@@ -176,7 +177,7 @@ func (s *Server) startConn(ctx context.Context, bl *boundListener, nc net.Conn) 
 		return
 	}
 	if s.quotas != nil {
-		if t := s.quotas.connectionThrottle(ip, time.Now()); t > 0 {
+		if t := s.quotas.ConnectionThrottle(ip, time.Now()); t > 0 {
 			s.delayClose(ctx, bl.name, nc, ip, t)
 			return
 		}
