@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
@@ -47,8 +48,8 @@ func newACL(c *kmsg.CreateACLsRequestCreation) (metadata.ACL, error) {
 		return metadata.ACL{}, invalidACL("invalid permission type %v", c.PermissionType)
 	case c.ResourceName == "":
 		return metadata.ACL{}, invalidACL("resource name should not be empty")
-	case c.ResourceType == kmsg.ACLResourceTypeCluster && c.ResourceName != clusterResourceName:
-		return metadata.ACL{}, invalidACL("the only valid name for the CLUSTER resource is %s", clusterResourceName)
+	case c.ResourceType == kmsg.ACLResourceTypeCluster && c.ResourceName != server.ClusterResourceName:
+		return metadata.ACL{}, invalidACL("the only valid name for the CLUSTER resource is %s", server.ClusterResourceName)
 	}
 	if typ, name, ok := strings.Cut(c.Principal, ":"); !ok || typ == "" || name == "" {
 		return metadata.ACL{}, invalidACL("could not parse principal from `%s` (no colon is present separating the principal type from the principal name)", c.Principal)

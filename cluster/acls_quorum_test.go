@@ -2,9 +2,10 @@ package cluster
 
 import (
 	"context"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 
@@ -27,10 +28,10 @@ var aclSets = []string{
 // SASL: a client id "as-NAME" acts as User:NAME; any other connection
 // keeps its own principal (User:ANONYMOUS on PLAINTEXT).
 func principalsByClientID(n *Node) {
-	a := n.server.authorizer.(*aclAuthorizer)
-	a.principalOf = func(rc *RequestContext) Principal {
+	a := n.server.Authorizer().(*aclAuthorizer)
+	a.principalOf = func(rc *server.RequestContext) server.Principal {
 		if id, ok := strings.CutPrefix(deref(rc.Header.ClientID), "as-"); ok {
-			return Principal{Type: "User", Name: id}
+			return server.Principal{Type: "User", Name: id}
 		}
 		return rc.Principal
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 
@@ -192,12 +193,12 @@ func TestAuthorizerClass(t *testing.T) {
 		t.Fatal("a node with an unknown authorizer class was built")
 	}
 	node := startNode(t, "")
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.Version = 3
 	req.ResourceType, req.ResourcePatternType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny
 	req.Operation, req.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	if resp := c.roundTrip(req).(*kmsg.DescribeACLsResponse); resp.ErrorCode != kerr.SecurityDisabled.Code {
+	if resp := c.RoundTrip(req).(*kmsg.DescribeACLsResponse); resp.ErrorCode != kerr.SecurityDisabled.Code {
 		t.Fatalf("DescribeAcls without an authorizer: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
 }

@@ -25,7 +25,7 @@ func (n *Node) serveAdmin(ctx context.Context, ln net.Listener) {
 	if n.cfg.AdminPprofEnable {
 		enableProfiling(mux)
 	}
-	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.registry, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(n.metrics.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -185,11 +186,11 @@ func TestAlterReplicaLogDirs(t *testing.T) {
 // CLUSTER_AUTHORIZATION_FAILED.
 func TestAlterReplicaLogDirsDenied(t *testing.T) {
 	authz := &denyingAuthorizer{
-		deny:  map[kmsg.ACLResourceType]string{kmsg.ACLResourceTypeCluster: clusterResourceName},
+		deny:  map[kmsg.ACLResourceType]string{kmsg.ACLResourceTypeCluster: server.ClusterResourceName},
 		calls: map[int16]int{},
 	}
 	dir := t.TempDir()
-	node := startNodeWith(t, dir, func(n *Node) { n.server.setAuthorizer(authz) })
+	node := startNodeWith(t, dir, func(n *Node) { n.server.SetAuthorizer(authz) })
 	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
 	if err != nil {
 		t.Fatal(err)

@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
@@ -56,9 +57,9 @@ func init() {
 
 // produceActions declares WRITE on the transactional id, if any, and on
 // every topic.
-func produceActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func produceActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.ProduceRequest)
-	out := topicActions(kmsg.ACLOperationWrite, func(yield func(string)) {
+	out := server.TopicActions(kmsg.ACLOperationWrite, func(yield func(string)) {
 		for _, t := range req.Topics {
 			// From v13 only the id is sent: the handler asks
 			// once the image has named the topic.
@@ -68,12 +69,12 @@ func produceActions(_ *RequestContext, kreq kmsg.Request) []Action {
 		}
 	})
 	if req.TransactionID != nil {
-		out = append(out, Action{Operation: kmsg.ACLOperationWrite, ResourceType: kmsg.ACLResourceTypeTransactionalId, Name: *req.TransactionID})
+		out = append(out, server.Action{Operation: kmsg.ACLOperationWrite, ResourceType: kmsg.ACLResourceTypeTransactionalId, Name: *req.TransactionID})
 	}
 	return out
 }
 
-func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleProduce(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 
@@ -135,7 +136,7 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 					}
 					n.logger.Debug("produce refused", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 				} else {
-					n.metrics.bytesIn.WithLabelValues(tp.Topic).Add(float64(len(p.Records)))
+					n.metrics.BytesIn.WithLabelValues(tp.Topic).Add(float64(len(p.Records)))
 					rp.BaseOffset = res.FirstOffset
 					rp.LogAppendTime = res.LogAppendTimeMs
 					rp.LogStartOffset = res.LogStartOffset
@@ -172,7 +173,7 @@ func (n *Node) handleProduce(ctx context.Context, rc *RequestContext, kreq kmsg.
 			keys[i] = w.tp
 		}
 		deadline := now.Add(cappedWait(req.TimeoutMillis, maxProduceTimeout))
-		park(n.produceWaiters, rc, op, deadline, keys, false)
+		server.Park(n.produceWaiters, rc, op, deadline, keys, false)
 		return nil, nil
 	}
 	n.addProduceLeaderHints(resp, rc.Listener)
@@ -248,7 +249,7 @@ type produceWait struct {
 // delayedProduce is an acks=-1 produce waiting in the produce purgatory.
 type delayedProduce struct {
 	node  *Node // for the leader hints added to the response
-	rc    *RequestContext
+	rc    *server.RequestContext
 	mu    sync.Mutex
 	resp  *kmsg.ProduceResponse
 	waits []produceWait

@@ -52,6 +52,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/fetchsession"
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
@@ -63,12 +64,12 @@ func init() {
 
 // fetchActions declares CLUSTER_ACTION on the cluster for a follower,
 // READ on every topic for a consumer.
-func fetchActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func fetchActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.FetchRequest)
 	if replica, _ := replication.FetchReplica(req); replica >= 0 {
-		return []Action{{Operation: kmsg.ACLOperationClusterAction, ResourceType: kmsg.ACLResourceTypeCluster, Name: clusterResourceName}}
+		return []server.Action{{Operation: kmsg.ACLOperationClusterAction, ResourceType: kmsg.ACLResourceTypeCluster, Name: server.ClusterResourceName}}
 	}
-	return topicActions(kmsg.ACLOperationRead, func(yield func(string)) {
+	return server.TopicActions(kmsg.ACLOperationRead, func(yield func(string)) {
 		for _, t := range req.Topics {
 			// From v13 only the id is sent: the handler asks
 			// once the image has named the topic.
@@ -79,12 +80,12 @@ func fetchActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	})
 }
 
-func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleFetch(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FetchRequest)
 	if replica, _ := replication.FetchReplica(req); replica >= 0 {
 		// If this connection is dropped, the follower may be gone
 		// (serverConfig.followerGone).
-		rc.conn.replicaID.Store(replica)
+		rc.SetReplicaID(replica)
 	}
 	img := n.store.Image()
 	replica, _ := replication.FetchReplica(req)
@@ -105,12 +106,12 @@ func (n *Node) handleFetch(_ context.Context, rc *RequestContext, kreq kmsg.Requ
 		}
 	}
 	if stop || req.MaxWaitMillis <= 0 || bytes >= int(req.MinBytes) || len(keys) == 0 {
-		rc.afterWrite = f.bufs.Release
+		rc.AfterWrite = f.bufs.Release
 		return f.finish(resp), nil
 	}
 	f.bufs.Release() // not answered: the purgatory reads again
 	deadline := time.Now().Add(cappedWait(req.MaxWaitMillis, maxFetchWait))
-	park(n.fetchWaiters, rc, f, deadline, keys, true)
+	server.Park(n.fetchWaiters, rc, f, deadline, keys, true)
 	return nil, nil
 }
 
@@ -139,7 +140,7 @@ func (f *delayedFetch) allowed(topic string) bool {
 // request, or for an incremental fetch its session's partitions.
 type delayedFetch struct {
 	node    *Node
-	rc      *RequestContext
+	rc      *server.RequestContext
 	req     *kmsg.FetchRequest
 	session *fetchsession.Context
 	peer    replication.FetchPeer // for follower fetches
@@ -168,7 +169,7 @@ func (f *delayedFetch) OnExpire() {
 // respond answers with resp, whose records are in f.bufs: the connection
 // releases them after writing it. f reads nothing more.
 func (f *delayedFetch) respond(resp *kmsg.FetchResponse) {
-	f.rc.afterWrite = f.bufs.Release
+	f.rc.AfterWrite = f.bufs.Release
 	f.rc.Respond(f.finish(resp))
 }
 
@@ -282,7 +283,7 @@ func (n *Node) countBytesOut(resp *kmsg.FetchResponse) {
 			size += len(p.RecordBatches)
 		}
 		if size > 0 {
-			n.metrics.bytesOut.WithLabelValues(t.Topic).Add(float64(size))
+			n.metrics.BytesOut.WithLabelValues(t.Topic).Add(float64(size))
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
 
@@ -44,15 +45,15 @@ var listSpecialMinVersion = map[int64]int16{
 	listLatest: 0, listEarliest: 0, listMaxTimestamp: 7, listEarliestLocal: 8, listLatestTiered: 9,
 }
 
-func listOffsetsActions(_ *RequestContext, kreq kmsg.Request) []Action {
-	return topicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
+func listOffsetsActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
+	return server.TopicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
 		for _, t := range kreq.(*kmsg.ListOffsetsRequest).Topics {
 			yield(t.Topic)
 		}
 	})
 }
 
-func (n *Node) handleListOffsets(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleListOffsets(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListOffsetsRequest)
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	for _, t := range req.Topics {

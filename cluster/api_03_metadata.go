@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
@@ -41,9 +42,9 @@ const authorizedOperationsOmitted = -2147483648
 
 // metadataActions declares DESCRIBE on every topic named; topics asked
 // for by id or as "all" are checked by name as the image resolves them.
-func metadataActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func metadataActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.MetadataRequest)
-	return topicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
+	return server.TopicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
 		for _, t := range req.Topics {
 			if t.Topic != nil {
 				yield(*t.Topic)
@@ -52,18 +53,18 @@ func metadataActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	})
 }
 
-func describeTopicAllowed(rc *RequestContext, topic string) bool {
+func describeTopicAllowed(rc *server.RequestContext, topic string) bool {
 	return rc.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTopic, topic)
 }
 
 // createTopicAllowed is Kafka's rule for auto-creation: CREATE on the
 // cluster or on the topic.
-func createTopicAllowed(rc *RequestContext, topic string) bool {
+func createTopicAllowed(rc *server.RequestContext, topic string) bool {
 	return rc.AuthorizedCluster(kmsg.ACLOperationCreate) ||
 		rc.Authorized(kmsg.ACLOperationCreate, kmsg.ACLResourceTypeTopic, topic)
 }
 
-func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleMetadata(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	img := n.awaitFailover(ctx, req)
@@ -96,7 +97,7 @@ func (n *Node) handleMetadata(ctx context.Context, rc *RequestContext, kreq kmsg
 // metadataTopics describes the topics asked for (every topic the
 // principal may describe when all) from img. It reads nothing but img
 // and the refusing brokers, so its cost is that of the topics described.
-func (n *Node) metadataTopics(rc *RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic, all, autoCreate bool) []kmsg.MetadataResponseTopic {
+func (n *Node) metadataTopics(rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic, all, autoCreate bool) []kmsg.MetadataResponseTopic {
 	var out []kmsg.MetadataResponseTopic
 	if all {
 		names := img.SortedTopicNames() // shared: read only
@@ -160,11 +161,11 @@ var topicOperations = []kmsg.ACLOperation{
 // the request asks for (v8+): of every topic described, and (v8–10) of
 // the cluster, the latter only for a principal with DESCRIBE on it (0
 // otherwise), as Kafka does.
-func fillAuthorizedOperations(rc *RequestContext, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
+func fillAuthorizedOperations(rc *server.RequestContext, req *kmsg.MetadataRequest, resp *kmsg.MetadataResponse) {
 	if req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = 0
 		if rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {
-			resp.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeCluster, clusterResourceName, clusterOperations)
+			resp.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeCluster, server.ClusterResourceName, server.ClusterOperations)
 		}
 	}
 	if !req.IncludeTopicAuthorizedOperations {
@@ -173,14 +174,14 @@ func fillAuthorizedOperations(rc *RequestContext, req *kmsg.MetadataRequest, res
 	for i := range resp.Topics {
 		mt := &resp.Topics[i]
 		if mt.ErrorCode == 0 && mt.Topic != nil {
-			mt.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeTopic, *mt.Topic, topicOperations)
+			mt.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeTopic, *mt.Topic, topicOperations)
 		}
 	}
 }
 
 // autoCreateTopics creates the named topics that do not exist yet and
 // reports whether it created any.
-func (n *Node) autoCreateTopics(ctx context.Context, rc *RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool {
+func (n *Node) autoCreateTopics(ctx context.Context, rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool {
 	var specs []metadata.TopicSpec
 	for _, rt := range topics {
 		if rt.Topic == nil || img.Topics[*rt.Topic] != nil || metadata.ValidateTopicName(*rt.Topic) != nil {

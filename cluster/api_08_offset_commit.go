@@ -31,22 +31,23 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/server"
 )
 
 func init() {
 	register(apiSpec{key: 8, min: 2, max: 10, handle: (*Node).handleOffsetCommit, actions: offsetCommitActions})
 }
 
-func offsetCommitActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func offsetCommitActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	return append(topicActions(kmsg.ACLOperationRead, func(yield func(string)) {
+	return append(server.TopicActions(kmsg.ACLOperationRead, func(yield func(string)) {
 		for _, t := range req.Topics {
 			yield(t.Topic)
 		}
-	}), Action{Operation: kmsg.ACLOperationRead, ResourceType: kmsg.ACLResourceTypeGroup, Name: req.Group})
+	}), server.Action{Operation: kmsg.ACLOperationRead, ResourceType: kmsg.ACLResourceTypeGroup, Name: req.Group})
 }
 
-func (n *Node) handleOffsetCommit(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleOffsetCommit(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	groupAllowed := rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group)

@@ -20,6 +20,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -33,7 +34,7 @@ func init() {
 // DESCRIBE on each topic: a requested topic the principal may not
 // describe gets TOPIC_AUTHORIZATION_FAILED for its partitions, and when
 // all topics are asked for such topics are left out.
-func (n *Node) fetchOffsetsAuthorized(rc *RequestContext, groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
+func (n *Node) fetchOffsetsAuthorized(rc *server.RequestContext, groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
 	if !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, groupID) {
 		return nil, kerr.GroupAuthorizationFailed
 	}
@@ -59,7 +60,7 @@ func (n *Node) fetchOffsetsAuthorized(rc *RequestContext, groupID string, topics
 	return out, nil
 }
 
-func (n *Node) handleOffsetFetch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleOffsetFetch(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {

@@ -25,6 +25,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -45,7 +46,7 @@ func coordinatorResource(keyType int8) (kmsg.ACLResourceType, bool) {
 }
 
 // findCoordinatorActions declares DESCRIBE on every key.
-func findCoordinatorActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func findCoordinatorActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	rt, ok := coordinatorResource(req.CoordinatorType)
 	if !ok {
@@ -55,14 +56,14 @@ func findCoordinatorActions(_ *RequestContext, kreq kmsg.Request) []Action {
 	if req.Version < 4 {
 		keys = []string{req.CoordinatorKey}
 	}
-	out := make([]Action, 0, len(keys))
+	out := make([]server.Action, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, Action{Operation: kmsg.ACLOperationDescribe, ResourceType: rt, Name: k})
+		out = append(out, server.Action{Operation: kmsg.ACLOperationDescribe, ResourceType: rt, Name: k})
 	}
 	return out
 }
 
-func (n *Node) handleFindCoordinator(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleFindCoordinator(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	find := func(key string) (int32, string, int32, error) {

@@ -20,14 +20,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/server"
 )
 
 func init() {
 	register(apiSpec{key: 11, min: 0, max: 9, handle: (*Node).handleJoinGroup,
-		actions: groupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })})
+		actions: server.GroupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.JoinGroupRequest).Group })})
 }
 
-func (n *Node) handleJoinGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleJoinGroup(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	respond := func(r group.JoinResult) {

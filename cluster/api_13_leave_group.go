@@ -13,14 +13,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/server"
 )
 
 func init() {
 	register(apiSpec{key: 13, min: 0, max: 5, handle: (*Node).handleLeaveGroup,
-		actions: groupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })})
+		actions: server.GroupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.LeaveGroupRequest).Group })})
 }
 
-func (n *Node) handleLeaveGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleLeaveGroup(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {

@@ -16,14 +16,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/server"
 )
 
 func init() {
 	register(apiSpec{key: 14, min: 0, max: 5, handle: (*Node).handleSyncGroup,
-		actions: groupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })})
+		actions: server.GroupAction(kmsg.ACLOperationRead, func(r kmsg.Request) string { return r.(*kmsg.SyncGroupRequest).Group })})
 }
 
-func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleSyncGroup(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	respond := func(r group.SyncResult) {

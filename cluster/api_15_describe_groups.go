@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -26,15 +27,15 @@ func init() {
 // groupOperations are the operations Kafka defines on a GROUP.
 var groupOperations = []kmsg.ACLOperation{kmsg.ACLOperationRead, kmsg.ACLOperationDescribe, kmsg.ACLOperationDelete}
 
-func describeGroupsActions(_ *RequestContext, kreq kmsg.Request) []Action {
-	var out []Action
+func describeGroupsActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
+	var out []server.Action
 	for _, g := range kreq.(*kmsg.DescribeGroupsRequest).Groups {
-		out = append(out, Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeGroup, Name: g})
+		out = append(out, server.Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeGroup, Name: g})
 	}
 	return out
 }
 
-func (n *Node) handleDescribeGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeGroups(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
@@ -47,7 +48,7 @@ func (n *Node) handleDescribeGroups(_ context.Context, rc *RequestContext, kreq 
 			continue
 		}
 		if req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
+			rg.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
 		}
 		s, err := n.groups.describe(id)
 		if errors.Is(err, kerr.GroupIDNotFound) {

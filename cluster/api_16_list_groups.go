@@ -10,14 +10,15 @@ import (
 	"context"
 	"strings"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 16, min: 0, max: 5, handle: (*Node).handleListGroups, actions: clusterAction(kmsg.ACLOperationDescribe)})
+	register(apiSpec{key: 16, min: 0, max: 5, handle: (*Node).handleListGroups, actions: server.ClusterAction(kmsg.ACLOperationDescribe)})
 }
 
-func (n *Node) handleListGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleListGroups(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	matches := func(filter []string, v string) bool {

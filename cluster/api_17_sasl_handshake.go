@@ -14,6 +14,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,8 +22,8 @@ func init() {
 	register(apiSpec{key: 17, min: 0, max: 1, handle: (*Node).handleSaslHandshake})
 }
 
-func (n *Node) handleSaslHandshake(_ context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
-	resp, err := rc.conn.handshake(req.(*kmsg.SASLHandshakeRequest))
+func (n *Node) handleSaslHandshake(_ context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := rc.SASLHandshake(req.(*kmsg.SASLHandshakeRequest))
 	if err != nil && resp != nil {
 		rc.Respond(resp) // written before the connection closes
 	}

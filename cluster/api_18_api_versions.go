@@ -18,6 +18,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -25,29 +26,6 @@ func init() {
 	register(apiSpec{key: 18, min: 0, max: 4, handle: (*Node).handleApiVersions})
 }
 
-func (n *Node) handleApiVersions(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
-	return rc.conn.apiVersionsResponse(rc.Header.APIVersion), nil
-}
-
-func (s *Server) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
-	resp := kmsg.NewPtrApiVersionsResponse()
-	resp.Version = version
-	resp.ApiKeys = s.versionRanges()
-	if version >= 3 {
-		for _, f := range supportedFeatures {
-			sf := kmsg.NewApiVersionsResponseSupportedFeature()
-			sf.Name, sf.MinVersion, sf.MaxVersion = f.name, f.min, f.max
-			resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
-		}
-	}
-	return resp
-}
-
-// supportedFeatures are the feature flags kbroker supports, with their
-// level ranges.
-var supportedFeatures = []struct {
-	name     string
-	min, max int16
-}{
-	{"transaction.version", 0, 1},
+func (n *Node) handleApiVersions(_ context.Context, rc *server.RequestContext, _ kmsg.Request) (kmsg.Response, error) {
+	return rc.APIVersionsResponse(), nil
 }

@@ -26,14 +26,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 19, min: 2, max: 7, handle: (*Node).handleCreateTopics, actions: clusterAction(kmsg.ACLOperationCreate)})
+	register(apiSpec{key: 19, min: 2, max: 7, handle: (*Node).handleCreateTopics, actions: server.ClusterAction(kmsg.ACLOperationCreate)})
 }
 
-func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleCreateTopics(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
 
@@ -73,7 +74,7 @@ func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if mq := rc.mutationQuota(6); mq != nil && len(specs) > 0 && !req.ValidateOnly {
+	if mq := rc.MutationQuota(6); mq != nil && len(specs) > 0 && !req.ValidateOnly {
 		specs, at = n.spendCreateTopicsQuota(ctx, mq, specs, at, errs)
 	}
 	if len(specs) > 0 {
@@ -147,14 +148,14 @@ func (n *Node) handleCreateTopics(ctx context.Context, rc *RequestContext, kreq 
 // controller (a second round trip, made only for clients under a
 // controller_mutation_rate); a topic that fails it, or the quota, gets
 // its error in errs.
-func (n *Node) spendCreateTopicsQuota(ctx context.Context, mq *mutationQuota, specs []metadata.TopicSpec, at []int, errs []error) ([]metadata.TopicSpec, []int) {
+func (n *Node) spendCreateTopicsQuota(ctx context.Context, mq *server.MutationQuota, specs []metadata.TopicSpec, at []int, errs []error) ([]metadata.TopicSpec, []int) {
 	valid := n.store.CreateTopics(ctx, specs, true)
 	var keepSpecs []metadata.TopicSpec
 	var keepAt []int
 	for j, spec := range specs {
 		err := valid[j]
 		if err == nil {
-			err = mq.record(n.partitionsCreated(spec))
+			err = mq.Record(n.partitionsCreated(spec))
 		}
 		if err != nil {
 			errs[at[j]] = err

@@ -13,6 +13,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,7 +22,7 @@ func init() {
 	register(apiSpec{key: 20, min: 1, max: 6, handle: (*Node).handleDeleteTopics})
 }
 
-func (n *Node) handleDeleteTopics(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDeleteTopics(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteTopicsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 
@@ -76,7 +77,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, rc *RequestContext, kreq 
 	// in request order: the others fail in the controller without
 	// deleting anything, as Kafka's deleteTopic fails them before it
 	// asks.
-	if mq := rc.mutationQuota(5); mq != nil {
+	if mq := rc.MutationQuota(5); mq != nil {
 		seen := make(map[string]int, len(targets))
 		for _, t := range targets {
 			if t.err == 0 {
@@ -88,7 +89,7 @@ func (n *Node) handleDeleteTopics(ctx context.Context, rc *RequestContext, kreq 
 			if t.err != 0 || !ok || seen[t.name] > 1 {
 				continue
 			}
-			if err := mq.record(len(topic.Partitions)); err != nil {
+			if err := mq.Record(len(topic.Partitions)); err != nil {
 				targets[i].err, targets[i].msg = errorCode(err), errorMessage(err)
 			}
 		}

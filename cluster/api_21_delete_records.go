@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
 
@@ -24,15 +25,15 @@ func init() {
 	register(apiSpec{key: 21, min: 0, max: 2, handle: (*Node).handleDeleteRecords, actions: deleteRecordsActions})
 }
 
-func deleteRecordsActions(_ *RequestContext, kreq kmsg.Request) []Action {
-	return topicActions(kmsg.ACLOperationDelete, func(yield func(string)) {
+func deleteRecordsActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
+	return server.TopicActions(kmsg.ACLOperationDelete, func(yield func(string)) {
 		for _, t := range kreq.(*kmsg.DeleteRecordsRequest).Topics {
 			yield(t.Topic)
 		}
 	})
 }
 
-func (n *Node) handleDeleteRecords(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDeleteRecords(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
 	for _, t := range req.Topics {

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
 
@@ -31,7 +32,7 @@ func init() {
 	register(apiSpec{key: 23, min: 0, max: 4, handle: (*Node).handleOffsetForLeaderEpoch})
 }
 
-func (n *Node) handleOffsetForLeaderEpoch(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleOffsetForLeaderEpoch(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	// As in Kafka: CLUSTER_ACTION (followers) covers every topic;

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
 )
 
@@ -35,20 +36,20 @@ func init() {
 	register(apiSpec{key: 24, min: 0, max: 5, handle: (*Node).handleAddPartitionsToTxn, actions: addPartitionsToTxnActions})
 }
 
-func addPartitionsToTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func addPartitionsToTxnActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	if req.Version >= 4 {
 		return clusterActionActions(nil, kreq)
 	}
-	out := []Action{txnIDAction(req.TransactionalID)}
-	return append(out, topicActions(kmsg.ACLOperationWrite, func(yield func(string)) {
+	out := []server.Action{txnIDAction(req.TransactionalID)}
+	return append(out, server.TopicActions(kmsg.ACLOperationWrite, func(yield func(string)) {
 		for _, t := range req.Topics {
 			yield(t.Topic)
 		}
 	})...)
 }
 
-func (n *Node) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAddPartitionsToTxn(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddPartitionsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddPartitionsToTxnResponse)
 	if req.Version >= 4 {
@@ -107,7 +108,7 @@ func (n *Node) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext,
 
 // addPartitionsToTxnBatch serves v4+: each transaction on its own, either
 // verified (VerifyOnly) or added.
-func (n *Node) addPartitionsToTxnBatch(ctx context.Context, rc *RequestContext, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) *kmsg.AddPartitionsToTxnResponse {
+func (n *Node) addPartitionsToTxnBatch(ctx context.Context, rc *server.RequestContext, req *kmsg.AddPartitionsToTxnRequest, resp *kmsg.AddPartitionsToTxnResponse) *kmsg.AddPartitionsToTxnResponse {
 	if !rc.AuthorizedCluster(kmsg.ACLOperationClusterAction) {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
 )
 
@@ -25,13 +26,13 @@ func init() {
 	register(apiSpec{key: 25, min: 0, max: 4, handle: (*Node).handleAddOffsetsToTxn, actions: addOffsetsToTxnActions})
 }
 
-func addOffsetsToTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func addOffsetsToTxnActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
-	return []Action{txnIDAction(req.TransactionalID),
+	return []server.Action{txnIDAction(req.TransactionalID),
 		{Operation: kmsg.ACLOperationRead, ResourceType: kmsg.ACLResourceTypeGroup, Name: req.Group}}
 }
 
-func (n *Node) handleAddOffsetsToTxn(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAddOffsetsToTxn(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	var err error

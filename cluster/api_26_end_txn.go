@@ -22,6 +22,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -30,11 +31,11 @@ func init() {
 	register(apiSpec{key: 26, min: 0, max: 5, handle: (*Node).handleEndTxn, actions: endTxnActions})
 }
 
-func endTxnActions(_ *RequestContext, kreq kmsg.Request) []Action {
-	return []Action{txnIDAction(kreq.(*kmsg.EndTxnRequest).TransactionalID)}
+func endTxnActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
+	return []server.Action{txnIDAction(kreq.(*kmsg.EndTxnRequest).TransactionalID)}
 }
 
-func (n *Node) handleEndTxn(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleEndTxn(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	var err error

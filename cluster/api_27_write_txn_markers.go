@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
 
@@ -32,14 +33,14 @@ func init() {
 }
 
 // clusterActionActions declares CLUSTER_ACTION on the cluster.
-func clusterActionActions(*RequestContext, kmsg.Request) []Action {
-	return []Action{{Operation: kmsg.ACLOperationClusterAction, ResourceType: kmsg.ACLResourceTypeCluster, Name: clusterResourceName}}
+func clusterActionActions(*server.RequestContext, kmsg.Request) []server.Action {
+	return []server.Action{{Operation: kmsg.ACLOperationClusterAction, ResourceType: kmsg.ACLResourceTypeCluster, Name: server.ClusterResourceName}}
 }
 
 // writeTxnMarkersTimeout bounds the wait for markers to replicate.
 const writeTxnMarkersTimeout = 10 * time.Second
 
-func (n *Node) handleWriteTxnMarkers(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleWriteTxnMarkers(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.WriteTxnMarkersRequest)
 	if !rc.AuthorizedCluster(kmsg.ACLOperationClusterAction) {
 		return writeTxnMarkersError(req, kerr.ClusterAuthorizationFailed), nil

@@ -26,24 +26,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/server"
 )
 
 func init() {
 	register(apiSpec{key: 28, min: 0, max: 5, handle: (*Node).handleTxnOffsetCommit, actions: txnOffsetCommitActions})
 }
 
-func txnOffsetCommitActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func txnOffsetCommitActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
-	out := []Action{txnIDAction(req.TransactionalID),
+	out := []server.Action{txnIDAction(req.TransactionalID),
 		{Operation: kmsg.ACLOperationRead, ResourceType: kmsg.ACLResourceTypeGroup, Name: req.Group}}
-	return append(out, topicActions(kmsg.ACLOperationRead, func(yield func(string)) {
+	return append(out, server.TopicActions(kmsg.ACLOperationRead, func(yield func(string)) {
 		for _, t := range req.Topics {
 			yield(t.Topic)
 		}
 	})...)
 }
 
-func (n *Node) handleTxnOffsetCommit(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleTxnOffsetCommit(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	var all error

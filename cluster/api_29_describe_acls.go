@@ -15,14 +15,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 29, min: 0, max: 3, handle: (*Node).handleDescribeACLs, actions: clusterAction(kmsg.ACLOperationDescribe)})
+	register(apiSpec{key: 29, min: 0, max: 3, handle: (*Node).handleDescribeACLs, actions: server.ClusterAction(kmsg.ACLOperationDescribe)})
 }
 
-func (n *Node) handleDescribeACLs(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeACLs(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	fail := func(err error) (kmsg.Response, error) {

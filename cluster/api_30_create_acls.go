@@ -16,14 +16,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 30, min: 0, max: 3, handle: (*Node).handleCreateACLs, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 30, min: 0, max: 3, handle: (*Node).handleCreateACLs, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
-func (n *Node) handleCreateACLs(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleCreateACLs(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreateACLsRequest)
 	resp := req.ResponseKind().(*kmsg.CreateACLsResponse)
 	errs := make([]error, len(req.Creations))

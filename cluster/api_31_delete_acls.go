@@ -14,14 +14,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 31, min: 0, max: 3, handle: (*Node).handleDeleteACLs, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 31, min: 0, max: 3, handle: (*Node).handleDeleteACLs, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
-func (n *Node) handleDeleteACLs(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDeleteACLs(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
 	results := make([]metadata.DeleteACLsResult, len(req.Filters))

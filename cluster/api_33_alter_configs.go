@@ -21,6 +21,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -28,7 +29,7 @@ func init() {
 	register(apiSpec{key: 33, min: 0, max: 2, handle: (*Node).handleAlterConfigs})
 }
 
-func (n *Node) handleAlterConfigs(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAlterConfigs(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)

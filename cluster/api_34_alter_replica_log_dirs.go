@@ -28,14 +28,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
 
 func init() {
-	register(apiSpec{key: 34, min: 0, max: 2, handle: (*Node).handleAlterReplicaLogDirs, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 34, min: 0, max: 2, handle: (*Node).handleAlterReplicaLogDirs, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
-func (n *Node) handleAlterReplicaLogDirs(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAlterReplicaLogDirs(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterReplicaLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterReplicaLogDirsResponse)
 	authorized := rc.AuthorizedCluster(kmsg.ACLOperationAlter)

@@ -24,15 +24,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 )
 
 func init() {
-	register(apiSpec{key: 35, min: 0, max: 4, handle: (*Node).handleDescribeLogDirs, actions: clusterAction(kmsg.ACLOperationDescribe)})
+	register(apiSpec{key: 35, min: 0, max: 4, handle: (*Node).handleDescribeLogDirs, actions: server.ClusterAction(kmsg.ACLOperationDescribe)})
 }
 
-func (n *Node) handleDescribeLogDirs(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeLogDirs(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	if !rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {

@@ -13,6 +13,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -20,8 +21,8 @@ func init() {
 	register(apiSpec{key: 36, min: 0, max: 2, handle: (*Node).handleSaslAuthenticate})
 }
 
-func (n *Node) handleSaslAuthenticate(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
-	resp, err := rc.conn.authenticate(ctx, req.(*kmsg.SASLAuthenticateRequest))
+func (n *Node) handleSaslAuthenticate(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := rc.SASLAuthenticate(ctx, req.(*kmsg.SASLAuthenticateRequest))
 	if err != nil && resp != nil {
 		rc.Respond(resp) // written before the connection closes
 	}

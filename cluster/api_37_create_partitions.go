@@ -14,6 +14,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -22,7 +23,7 @@ func init() {
 	register(apiSpec{key: 37, min: 0, max: 3, handle: (*Node).handleCreatePartitions})
 }
 
-func (n *Node) handleCreatePartitions(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleCreatePartitions(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
 	timeout := time.Duration(req.TimeoutMillis) * time.Millisecond
@@ -31,7 +32,7 @@ func (n *Node) handleCreatePartitions(ctx context.Context, rc *RequestContext, k
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	mq := rc.mutationQuota(3)
+	mq := rc.MutationQuota(3)
 	if req.ValidateOnly {
 		mq = nil
 	}
@@ -70,7 +71,7 @@ func (n *Node) handleCreatePartitions(ctx context.Context, rc *RequestContext, k
 // it, as Kafka asks only for a valid change; a client under no
 // controller_mutation_rate makes no extra round trip. The error is the
 // validation's or the quota's.
-func (n *Node) spendCreatePartitionsQuota(ctx context.Context, mq *mutationQuota, topic string, count int32, assignments [][]int32) error {
+func (n *Node) spendCreatePartitionsQuota(ctx context.Context, mq *server.MutationQuota, topic string, count int32, assignments [][]int32) error {
 	if mq == nil {
 		return nil
 	}
@@ -81,5 +82,5 @@ func (n *Node) spendCreatePartitionsQuota(ctx context.Context, mq *mutationQuota
 	if !ok {
 		return nil // deleted meanwhile: the commit fails on its own
 	}
-	return mq.record(int(count) - len(t.Partitions))
+	return mq.Record(int(count) - len(t.Partitions))
 }

@@ -13,6 +13,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -21,7 +22,7 @@ func init() {
 	register(apiSpec{key: 42, min: 0, max: 3, handle: (*Node).handleDeleteGroups})
 }
 
-func (n *Node) handleDeleteGroups(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDeleteGroups(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	// Groups the principal may not DELETE are answered

@@ -17,11 +17,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 43, min: 0, max: 2, handle: (*Node).handleElectLeaders, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 43, min: 0, max: 2, handle: (*Node).handleElectLeaders, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
 // electionOutcomeErrors maps what became of an election to Kafka's code.
@@ -33,7 +34,7 @@ var electionOutcomeErrors = map[metadata.ElectionOutcome]*kerr.Error{
 	metadata.ElectionFailed:              kerr.UnknownServerError,
 }
 
-func (n *Node) handleElectLeaders(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleElectLeaders(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ElectLeadersRequest)
 	resp := req.ResponseKind().(*kmsg.ElectLeadersResponse)
 	typ := metadata.ElectionType(req.ElectionType)

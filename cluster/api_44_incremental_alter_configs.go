@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -36,7 +37,7 @@ func init() {
 	register(apiSpec{key: 44, min: 0, max: 1, handle: (*Node).handleIncrementalAlterConfigs})
 }
 
-func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleIncrementalAlterConfigs(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -73,7 +74,7 @@ type configChange struct {
 // change the request makes (change, given the resource's current dynamic
 // configs), its validation, and its commit through the controller unless
 // validateOnly.
-func (n *Node) alterConfigResource(ctx context.Context, rc *RequestContext, typ kmsg.ConfigResourceType, name string, validateOnly bool,
+func (n *Node) alterConfigResource(ctx context.Context, rc *server.RequestContext, typ kmsg.ConfigResourceType, name string, validateOnly bool,
 	change func(overrides map[string]string) (configChange, error)) error {
 	switch typ {
 	case kmsg.ConfigResourceTypeTopic:

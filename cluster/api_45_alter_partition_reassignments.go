@@ -20,18 +20,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 45, min: 0, max: 1, handle: (*Node).handleAlterPartitionReassignments, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 45, min: 0, max: 1, handle: (*Node).handleAlterPartitionReassignments, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 	errorCodes = append(errorCodes, struct {
 		err  error
 		code *kerr.Error
 	}{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress})
 }
 
-func (n *Node) handleAlterPartitionReassignments(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAlterPartitionReassignments(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
 	allowRF := req.Version < 1 || req.AllowReplicationFactorChange

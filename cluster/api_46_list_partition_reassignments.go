@@ -15,14 +15,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 46, min: 0, max: 0, handle: (*Node).handleListPartitionReassignments, actions: clusterAction(kmsg.ACLOperationDescribe)})
+	register(apiSpec{key: 46, min: 0, max: 0, handle: (*Node).handleListPartitionReassignments, actions: server.ClusterAction(kmsg.ACLOperationDescribe)})
 }
 
-func (n *Node) handleListPartitionReassignments(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleListPartitionReassignments(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 	if !rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {

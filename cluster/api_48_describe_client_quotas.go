@@ -20,14 +20,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 48, min: 0, max: 1, handle: (*Node).handleDescribeClientQuotas, actions: clusterAction(kmsg.ACLOperationDescribeConfigs)})
+	register(apiSpec{key: 48, min: 0, max: 1, handle: (*Node).handleDescribeClientQuotas, actions: server.ClusterAction(kmsg.ACLOperationDescribeConfigs)})
 }
 
-func (n *Node) handleDescribeClientQuotas(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeClientQuotas(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClientQuotasResponse)
 	fail := func(err error) (kmsg.Response, error) {

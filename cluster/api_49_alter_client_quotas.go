@@ -19,14 +19,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 49, min: 0, max: 1, handle: (*Node).handleAlterClientQuotas, actions: clusterAction(kmsg.ACLOperationAlterConfigs)})
+	register(apiSpec{key: 49, min: 0, max: 1, handle: (*Node).handleAlterClientQuotas, actions: server.ClusterAction(kmsg.ACLOperationAlterConfigs)})
 }
 
-func (n *Node) handleAlterClientQuotas(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAlterClientQuotas(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterClientQuotasRequest)
 	resp := req.ResponseKind().(*kmsg.AlterClientQuotasResponse)
 	errs := make([]error, len(req.Entries))

@@ -13,15 +13,16 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 50, min: 0, max: 0, handle: (*Node).handleDescribeUserSCRAMCredentials, actions: clusterAction(kmsg.ACLOperationDescribe)})
+	register(apiSpec{key: 50, min: 0, max: 0, handle: (*Node).handleDescribeUserSCRAMCredentials, actions: server.ClusterAction(kmsg.ACLOperationDescribe)})
 }
 
-func (n *Node) handleDescribeUserSCRAMCredentials(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeUserSCRAMCredentials(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	img := n.image()

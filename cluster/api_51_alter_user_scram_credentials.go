@@ -26,15 +26,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/security/sasl"
 )
 
 func init() {
-	register(apiSpec{key: 51, min: 0, max: 0, handle: (*Node).handleAlterUserSCRAMCredentials, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 51, min: 0, max: 0, handle: (*Node).handleAlterUserSCRAMCredentials, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
-func (n *Node) handleAlterUserSCRAMCredentials(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAlterUserSCRAMCredentials(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 

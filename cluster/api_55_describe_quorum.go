@@ -35,11 +35,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
-	register(apiSpec{key: 55, min: 0, max: 2, handle: (*Node).handleDescribeQuorum, actions: clusterAction(kmsg.ACLOperationDescribe)})
+	register(apiSpec{key: 55, min: 0, max: 2, handle: (*Node).handleDescribeQuorum, actions: server.ClusterAction(kmsg.ACLOperationDescribe)})
 }
 
 // clusterMetadataTopic is the name Kafka gives its metadata log.
@@ -49,7 +50,7 @@ const clusterMetadataTopic = "__cluster_metadata"
 // which asks every replica (each for at most a second, concurrently).
 const describeQuorumTimeout = 10 * time.Second
 
-func (n *Node) handleDescribeQuorum(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeQuorum(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeQuorumRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeQuorumResponse)
 	if !rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {

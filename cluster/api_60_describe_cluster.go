@@ -16,6 +16,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -24,7 +25,7 @@ func init() {
 	register(apiSpec{key: 60, min: 0, max: 2, handle: (*Node).handleDescribeCluster})
 }
 
-func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeCluster(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeClusterRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.EndpointType = req.EndpointType
@@ -32,7 +33,7 @@ func (n *Node) handleDescribeCluster(_ context.Context, rc *RequestContext, kreq
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = 0
 		if rc.AuthorizedCluster(kmsg.ACLOperationDescribe) {
-			resp.ClusterAuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeCluster, clusterResourceName, clusterOperations)
+			resp.ClusterAuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeCluster, server.ClusterResourceName, server.ClusterOperations)
 		}
 	}
 	if req.Version >= 1 && req.EndpointType != 1 {

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 )
@@ -30,15 +31,15 @@ func init() {
 	register(apiSpec{key: 61, min: 0, max: 0, handle: (*Node).handleDescribeProducers, actions: describeProducersActions})
 }
 
-func describeProducersActions(_ *RequestContext, kreq kmsg.Request) []Action {
-	return topicActions(kmsg.ACLOperationRead, func(yield func(string)) {
+func describeProducersActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
+	return server.TopicActions(kmsg.ACLOperationRead, func(yield func(string)) {
 		for _, t := range kreq.(*kmsg.DescribeProducersRequest).Topics {
 			yield(t.Topic)
 		}
 	})
 }
 
-func (n *Node) handleDescribeProducers(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeProducers(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeProducersRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeProducersResponse)
 	for _, t := range req.Topics {

@@ -21,19 +21,20 @@ import (
 	"context"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 64, min: 0, max: 0, handle: (*Node).handleUnregisterBroker, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 64, min: 0, max: 0, handle: (*Node).handleUnregisterBroker, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
 // unregisterBrokerTimeout bounds the controller round trip; the request
 // carries no timeout of its own.
 const unregisterBrokerTimeout = 30 * time.Second
 
-func (n *Node) handleUnregisterBroker(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleUnregisterBroker(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.UnregisterBrokerRequest)
 	resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
 	if !rc.AuthorizedCluster(kmsg.ACLOperationAlter) {

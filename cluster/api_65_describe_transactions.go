@@ -12,6 +12,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,15 +21,15 @@ func init() {
 	register(apiSpec{key: 65, min: 0, max: 0, handle: (*Node).handleDescribeTransactions, actions: describeTransactionsActions})
 }
 
-func describeTransactionsActions(_ *RequestContext, kreq kmsg.Request) []Action {
-	var out []Action
+func describeTransactionsActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
+	var out []server.Action
 	for _, id := range kreq.(*kmsg.DescribeTransactionsRequest).TransactionalIDs {
-		out = append(out, Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeTransactionalId, Name: id})
+		out = append(out, server.Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeTransactionalId, Name: id})
 	}
 	return out
 }
 
-func (n *Node) handleDescribeTransactions(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeTransactions(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTransactionsResponse)
 	for _, id := range req.TransactionalIDs {

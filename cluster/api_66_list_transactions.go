@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
 )
 
@@ -33,7 +34,7 @@ var txnStateByName = func() map[string]txn.State {
 	return m
 }()
 
-func (n *Node) handleListTransactions(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleListTransactions(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	f := txnListFilter{states: map[txn.State]bool{}, producerIDs: map[int64]bool{}, minDuration: -1}

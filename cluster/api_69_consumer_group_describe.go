@@ -17,21 +17,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/server"
 )
 
 func init() {
 	register(apiSpec{key: 69, min: 0, max: 1, handle: (*Node).handleConsumerGroupDescribe, actions: consumerGroupDescribeActions})
 }
 
-func consumerGroupDescribeActions(_ *RequestContext, kreq kmsg.Request) []Action {
-	var out []Action
+func consumerGroupDescribeActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
+	var out []server.Action
 	for _, g := range kreq.(*kmsg.ConsumerGroupDescribeRequest).Groups {
-		out = append(out, Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeGroup, Name: g})
+		out = append(out, server.Action{Operation: kmsg.ACLOperationDescribe, ResourceType: kmsg.ACLResourceTypeGroup, Name: g})
 	}
 	return out
 }
 
-func (n *Node) handleConsumerGroupDescribe(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleConsumerGroupDescribe(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 	img := n.store.Image()
@@ -53,7 +54,7 @@ func (n *Node) handleConsumerGroupDescribe(_ context.Context, rc *RequestContext
 			continue
 		}
 		if req.IncludeAuthorizedOperations {
-			rg.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
+			rg.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
 		}
 		d, err := n.groups.describeConsumer(id)
 		if err != nil {

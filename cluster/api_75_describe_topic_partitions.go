@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
@@ -36,16 +37,16 @@ func init() {
 	register(apiSpec{key: 75, min: 0, max: 0, handle: (*Node).handleDescribeTopicPartitions, actions: describeTopicPartitionsActions})
 }
 
-func describeTopicPartitionsActions(_ *RequestContext, kreq kmsg.Request) []Action {
+func describeTopicPartitionsActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
-	return topicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
+	return server.TopicActions(kmsg.ACLOperationDescribe, func(yield func(string)) {
 		for _, t := range req.Topics {
 			yield(t.Topic)
 		}
 	})
 }
 
-func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DescribeTopicPartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeTopicPartitionsResponse)
 	n.describeTopicPartitions(rc, n.store.Image(), req, resp)
@@ -53,7 +54,7 @@ func (n *Node) handleDescribeTopicPartitions(_ context.Context, rc *RequestConte
 }
 
 // describeTopicPartitions fills resp from img.
-func (n *Node) describeTopicPartitions(rc *RequestContext, img *metadata.Image, req *kmsg.DescribeTopicPartitionsRequest, resp *kmsg.DescribeTopicPartitionsResponse) {
+func (n *Node) describeTopicPartitions(rc *server.RequestContext, img *metadata.Image, req *kmsg.DescribeTopicPartitionsRequest, resp *kmsg.DescribeTopicPartitionsResponse) {
 	all := len(req.Topics) == 0
 	cursorTopic, cursorPartition := "", int32(0)
 	if req.Cursor != nil {
@@ -139,13 +140,13 @@ func (n *Node) describeTopicPartitions(rc *RequestContext, img *metadata.Image, 
 // describeTopicPartitionsPage describes t's partitions from start on, at
 // most *remaining of them, which it counts down. next is the first
 // partition left out, -1 if none.
-func (n *Node) describeTopicPartitionsPage(rc *RequestContext, img *metadata.Image, t *metadata.Topic, start int32, remaining *int32) (rt kmsg.DescribeTopicPartitionsResponseTopic, next int32) {
+func (n *Node) describeTopicPartitionsPage(rc *server.RequestContext, img *metadata.Image, t *metadata.Topic, start int32, remaining *int32) (rt kmsg.DescribeTopicPartitionsResponseTopic, next int32) {
 	rt = kmsg.NewDescribeTopicPartitionsResponseTopic()
 	name := t.Name
 	rt.Topic = &name
 	rt.TopicID = t.ID
 	rt.IsInternal = isInternalTopic(t.Name)
-	rt.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeTopic, t.Name, topicOperations)
+	rt.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeTopic, t.Name, topicOperations)
 	// Only the partitions of this page are described (Partitions[i].ID
 	// is i): a topic larger than a page costs each page its page, not
 	// the whole topic.

@@ -32,19 +32,20 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 80, min: 0, max: 0, handle: (*Node).handleAddRaftVoter, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 80, min: 0, max: 0, handle: (*Node).handleAddRaftVoter, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
 // voterChangeTimeout is the timeout of a voter change whose request has
 // none (RemoveRaftVoter, an AddRaftVoter with TimeoutMillis <= 0).
 const voterChangeTimeout = 30 * time.Second
 
-func (n *Node) handleAddRaftVoter(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleAddRaftVoter(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.AddRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.AddRaftVoterResponse)
 	fail := func(code *kerr.Error, msg string) (kmsg.Response, error) {

@@ -24,15 +24,16 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func init() {
-	register(apiSpec{key: 81, min: 0, max: 0, handle: (*Node).handleRemoveRaftVoter, actions: clusterAction(kmsg.ACLOperationAlter)})
+	register(apiSpec{key: 81, min: 0, max: 0, handle: (*Node).handleRemoveRaftVoter, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
 }
 
-func (n *Node) handleRemoveRaftVoter(ctx context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (n *Node) handleRemoveRaftVoter(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.RemoveRaftVoterRequest)
 	resp := req.ResponseKind().(*kmsg.RemoveRaftVoterResponse)
 	if !rc.AuthorizedCluster(kmsg.ACLOperationAlter) {

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// apiVersionsKey is special in the connection code: its response header
-// never carries tagged fields and an unsupported version is answered.
-const apiVersionsKey = 18
-
 // nodeHandler is a handler as each api_NN_*.go file declares it: a method
 // expression such as (*Node).handleProduce, bound to a node by NewNode.
-type nodeHandler func(n *Node, ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
+type nodeHandler func(n *Node, ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error)
 
 // apiSpec is one API as its handler file registers it: the only place its
 // version range is written. The ranges are those of a Kafka 4.x broker,
@@ -26,7 +23,7 @@ type apiSpec struct {
 	// actions lists the authorizations the request needs (see authz.go),
 	// asked of the authorizer in one batch before the handler runs. Nil
 	// when the handler asks lazily or needs none.
-	actions func(rc *RequestContext, req kmsg.Request) []Action
+	actions func(rc *server.RequestContext, req kmsg.Request) []server.Action
 }
 
 // registry is the API table every handler file adds itself to from init.
@@ -47,21 +44,21 @@ func registerIn(table map[int16]apiSpec, a apiSpec) {
 }
 
 // apis binds every registered API to n, sorted by key.
-func (n *Node) apis() []api {
-	out := make([]api, 0, len(registry))
+func (n *Node) apis() []server.API {
+	out := make([]server.API, 0, len(registry))
 	for _, spec := range registry {
 		out = append(out, bindAPI(n, spec))
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out
 }
 
-func bindAPI(n *Node, spec apiSpec) api {
+func bindAPI(n *Node, spec apiSpec) server.API {
 	h := spec.handle
-	return api{
-		key: spec.key, min: spec.min, max: spec.max,
-		actions: spec.actions,
-		handle: func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
+	return server.API{
+		Key: spec.key, Min: spec.min, Max: spec.max,
+		Actions: spec.actions,
+		Handle: func(ctx context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
 			return h(n, ctx, rc, req)
 		},
 	}

@@ -9,12 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestRegisterTwicePanics(t *testing.T) {
 	table := map[int16]apiSpec{}
-	h := func(*Node, context.Context, *RequestContext, kmsg.Request) (kmsg.Response, error) { return nil, nil }
+	h := func(*Node, context.Context, *server.RequestContext, kmsg.Request) (kmsg.Response, error) {
+		return nil, nil
+	}
 	registerIn(table, apiSpec{key: 3, min: 0, max: 12, handle: h})
 	for _, tc := range []struct {
 		name string
@@ -95,9 +98,9 @@ func TestHandlerFilesRegisterTheirKey(t *testing.T) {
 
 // ApiVersions advertises exactly the registered rows.
 func TestApiVersionsFromRegistry(t *testing.T) {
-	srv := newServer(testLogger(t), (&Node{}).apis(), testServerConfig(), newRequestMetrics())
+	srv := server.New(testLogger(t), (&Node{}).apis(), defaultServerConfig(), server.NewMetrics())
 	got := map[int16][2]int16{}
-	for _, k := range srv.versionRanges() {
+	for _, k := range srv.VersionRanges() {
 		got[k.ApiKey] = [2]int16{k.MinVersion, k.MaxVersion}
 	}
 	if len(got) != len(registry) {

@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/kbroker/kbroker/cluster/acl"
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -16,15 +17,15 @@ type aclAuthorizer struct {
 	acls *acl.Authorizer
 	// principalOf is the principal an action is decided for: the
 	// request's, except in tests, which name principals without SASL.
-	principalOf func(rc *RequestContext) Principal
+	principalOf func(rc *server.RequestContext) server.Principal
 }
 
-func requestPrincipal(rc *RequestContext) Principal { return rc.Principal }
+func requestPrincipal(rc *server.RequestContext) server.Principal { return rc.Principal }
 
 // Authorize implements Authorizer. An action with an empty Name asks
 // whether the principal may do the operation on any resource of the type
 // (see Action).
-func (a *aclAuthorizer) Authorize(rc *RequestContext, actions []Action) []bool {
+func (a *aclAuthorizer) Authorize(rc *server.RequestContext, actions []server.Action) []bool {
 	principal := a.principalOf(rc).String()
 	host := remoteHost(rc.Remote)
 	out := make([]bool, len(actions))
@@ -57,10 +58,10 @@ func remoteHost(addr net.Addr) string {
 // StandardAuthorizer (or the legacy AclAuthorizer), and an error for any
 // other class, so a broker never starts without the authorization its
 // operator configured.
-func newAuthorizer(cfg *config.Config, image func() *metadata.Image) (Authorizer, error) {
+func newAuthorizer(cfg *config.Config, image func() *metadata.Image) (server.Authorizer, error) {
 	switch {
 	case cfg.AuthorizerClassName == "":
-		return AllowAll{}, nil
+		return server.AllowAll{}, nil
 	case acl.IsKnownClass(cfg.AuthorizerClassName):
 		return &aclAuthorizer{
 			acls: acl.New(acl.Config{
@@ -90,6 +91,6 @@ func (n *Node) installAuthorizer() error {
 	if err != nil {
 		return err
 	}
-	n.server.setAuthorizer(a)
+	n.server.SetAuthorizer(a)
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,10 +21,10 @@ type denyingAuthorizer struct {
 
 	mu    sync.Mutex
 	calls map[int16]int
-	seen  []Principal
+	seen  []server.Principal
 }
 
-func (a *denyingAuthorizer) Authorize(rc *RequestContext, actions []Action) []bool {
+func (a *denyingAuthorizer) Authorize(rc *server.RequestContext, actions []server.Action) []bool {
 	a.mu.Lock()
 	a.calls[rc.Header.APIKey]++
 	a.seen = append(a.seen, rc.Principal)
@@ -54,17 +56,17 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 		},
 		calls: map[int16]int{},
 	}
-	node := startNodeWith(t, "", func(n *Node) { n.server.setAuthorizer(authz) })
+	node := startNodeWith(t, "", func(n *Node) { n.server.SetAuthorizer(authz) })
 	createTopic(t, node.addr, "open", 1, nil)
 	createTopic(t, node.addr, "secret", 1, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 
 	t.Run("produce", func(t *testing.T) {
-		req := produceRequest(9, 1, "open", map[int32][]byte{0: testBatch(t, 3, -1, -1, -1)})
-		secret := produceRequest(9, 1, "secret", map[int32][]byte{0: testBatch(t, 3, -1, -1, -1)})
+		req := kafkatest.ProduceRequest(9, 1, "open", map[int32][]byte{0: testBatch(t, 3, -1, -1, -1)})
+		secret := kafkatest.ProduceRequest(9, 1, "secret", map[int32][]byte{0: testBatch(t, 3, -1, -1, -1)})
 		req.Topics = append(req.Topics, secret.Topics...)
 		before := authz.callsFor(0)
-		resp := c.roundTrip(req).(*kmsg.ProduceResponse)
+		resp := c.RoundTrip(req).(*kmsg.ProduceResponse)
 		want := map[string]int16{"open": 0, "secret": kerr.TopicAuthorizationFailed.Code}
 		for _, rt := range resp.Topics {
 			if got := rt.Partitions[0].ErrorCode; got != want[rt.Topic] {
@@ -80,7 +82,7 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 	t.Run("fetch", func(t *testing.T) {
 		req := fetchRequest("open", 0, 0, 0)
 		req.Topics = append(req.Topics, fetchRequest("secret", 0, 0, 0).Topics...)
-		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		resp := c.RoundTrip(req).(*kmsg.FetchResponse)
 		for _, rt := range resp.Topics {
 			p := rt.Partitions[0]
 			switch rt.Topic {
@@ -99,7 +101,7 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 		start := time.Now()
 		req = fetchRequest("open", 3, 1, 300)
 		req.Topics = append(req.Topics, fetchRequest("secret", 0, 1, 300).Topics...)
-		c.roundTrip(req)
+		c.RoundTrip(req)
 		if waited := time.Since(start); waited < 300*time.Millisecond {
 			t.Errorf("fetch with a refused topic answered after %v, before MaxWaitMillis", waited)
 		}
@@ -114,7 +116,7 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 			req.Topics = append(req.Topics, rt)
 		}
 		req.AllowAutoTopicCreation = true
-		resp := c.roundTrip(req).(*kmsg.MetadataResponse)
+		resp := c.RoundTrip(req).(*kmsg.MetadataResponse)
 		want := map[string]int16{"open": 0, "secret": kerr.TopicAuthorizationFailed.Code, "secret-new": 0}
 		// secret-new is DESCRIBE-able and gets auto-created.
 		for _, rt := range resp.Topics {
@@ -128,7 +130,7 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 		all := kmsg.NewPtrMetadataRequest()
 		all.Version = 12
 		listed := map[string]bool{}
-		for _, rt := range c.roundTrip(all).(*kmsg.MetadataResponse).Topics {
+		for _, rt := range c.RoundTrip(all).(*kmsg.MetadataResponse).Topics {
 			listed[*rt.Topic] = true
 		}
 		if !listed["open"] || listed["secret"] {
@@ -149,7 +151,7 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 			req.Version = 4
 			req.CoordinatorType = tc.keyType
 			req.CoordinatorKeys = []string{tc.key}
-			resp := c.roundTrip(req).(*kmsg.FindCoordinatorResponse)
+			resp := c.RoundTrip(req).(*kmsg.FindCoordinatorResponse)
 			if got := resp.Coordinators[0].ErrorCode; got != tc.want {
 				t.Errorf("FindCoordinator %d/%s: %v, want %v", tc.keyType, tc.key, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 			}
@@ -158,12 +160,12 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 		init.Version = 4
 		init.TransactionalID = kmsg.StringPtr("tx")
 		init.TransactionTimeoutMillis = 60000
-		if got := c.roundTrip(init).(*kmsg.InitProducerIDResponse).ErrorCode; got != kerr.TransactionalIDAuthorizationFailed.Code {
+		if got := c.RoundTrip(init).(*kmsg.InitProducerIDResponse).ErrorCode; got != kerr.TransactionalIDAuthorizationFailed.Code {
 			t.Errorf("InitProducerId with a transactional id: %v", kerr.ErrorForCode(got))
 		}
-		tx := produceRequest(9, -1, "open", map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)})
+		tx := kafkatest.ProduceRequest(9, -1, "open", map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)})
 		tx.TransactionID = kmsg.StringPtr("tx")
-		for _, code := range partitionErrors(c.roundTrip(tx).(*kmsg.ProduceResponse)) {
+		for _, code := range partitionErrors(c.RoundTrip(tx).(*kmsg.ProduceResponse)) {
 			if code != kerr.TransactionalIDAuthorizationFailed.Code {
 				t.Errorf("transactional produce: %v", kerr.ErrorForCode(code))
 			}

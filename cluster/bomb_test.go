@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -52,9 +53,9 @@ func TestDecompressionBombProduce(t *testing.T) {
 	if len(bomb) != 79 {
 		t.Fatalf("bomb is %d bytes", len(bomb))
 	}
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	for i := 0; i < 3; i++ {
-		resp := c.roundTrip(produceRequest(9, -1, "bomb", map[int32][]byte{0: bomb})).(*kmsg.ProduceResponse)
+		resp := c.RoundTrip(kafkatest.ProduceRequest(9, -1, "bomb", map[int32][]byte{0: bomb})).(*kmsg.ProduceResponse)
 		if errs := partitionErrors(resp); len(errs) != 1 || errs[0] != kerr.InvalidRecord.Code {
 			t.Fatalf("bomb answered %v, want INVALID_RECORD (%d)", errs, kerr.InvalidRecord.Code)
 		}

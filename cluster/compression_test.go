@@ -9,17 +9,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
 // fetchBatches reads partition 0 of topic raw from offset 0.
 func fetchBatches(t *testing.T, addr, topic string) []record.Batch {
 	t.Helper()
-	c := dialRaw(t, addr)
+	c := kafkatest.Dial(t, addr)
 	req := fetchRequest(topic, 0, 0, 0)
 	req.MaxBytes = 64 << 20
 	req.Topics[0].Partitions[0].PartitionMaxBytes = 64 << 20
-	resp := c.roundTrip(req).(*kmsg.FetchResponse)
+	resp := c.RoundTrip(req).(*kmsg.FetchResponse)
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 {
 		t.Fatalf("fetch %s: error %d", topic, p.ErrorCode)
@@ -124,9 +125,9 @@ func checkStored(t *testing.T, addr, topic string, want record.Codec, n int) {
 func TestLogAppendTime(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "lat", 1, map[string]*string{"message.timestamp.type": ptr("LogAppendTime")})
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	before := time.Now().UnixMilli()
-	resp := c.roundTrip(produceRequest(9, 1, "lat", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})).(*kmsg.ProduceResponse)
+	resp := c.RoundTrip(kafkatest.ProduceRequest(9, 1, "lat", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})).(*kmsg.ProduceResponse)
 	after := time.Now().UnixMilli()
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 || p.LogAppendTime < before || p.LogAppendTime > after {

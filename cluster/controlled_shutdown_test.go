@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
@@ -57,7 +58,7 @@ func TestControlledShutdownDrainsClients(t *testing.T) {
 		return ok && len(p.ISR) == 3
 	}, "the controller to lead the partition with all three in its ISR")
 
-	c := dialRaw(t, stopping.addr)
+	c := kafkatest.Dial(t, stopping.addr)
 	stopped := make(chan struct{})
 	go func() { stopping.stop(t); close(stopped) }() // stop reports its errors
 
@@ -68,8 +69,8 @@ func TestControlledShutdownDrainsClients(t *testing.T) {
 	var hint kmsg.ProduceResponseTopicPartitionCurrentLeader
 	hinted := 0
 	for time.Now().Before(deadline) && hinted < 5 {
-		corr := c.send(produceRequest(11, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)}))
-		frame, err := c.readFrame(10 * time.Second)
+		corr := c.Send(kafkatest.ProduceRequest(11, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)}))
+		frame, err := c.ReadFrame(10 * time.Second)
 		if err != nil {
 			t.Fatalf("connection ended while the client was writing (%d answers naming the new leader): %v", hinted, err)
 		}

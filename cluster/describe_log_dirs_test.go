@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -120,10 +121,10 @@ func TestDescribeLogDirsSizes(t *testing.T) {
 // v3, CLUSTER_AUTHORIZATION_FAILED.
 func TestDescribeLogDirsDenied(t *testing.T) {
 	authz := &denyingAuthorizer{
-		deny:  map[kmsg.ACLResourceType]string{kmsg.ACLResourceTypeCluster: clusterResourceName},
+		deny:  map[kmsg.ACLResourceType]string{kmsg.ACLResourceTypeCluster: server.ClusterResourceName},
 		calls: map[int16]int{},
 	}
-	node := startNodeWith(t, "", func(n *Node) { n.server.setAuthorizer(authz) })
+	node := startNodeWith(t, "", func(n *Node) { n.server.SetAuthorizer(authz) })
 	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
@@ -79,8 +80,8 @@ func TestDescribeProducersOpenTransaction(t *testing.T) {
 func TestDescribeProducersErrors(t *testing.T) {
 	node := startNode(t, "", txnNodeSets...)
 	createTopic(t, node.addr, "dp-err", 1, nil)
-	c := dialRaw(t, node.addr)
-	apiVersionsOK(t, c)
+	c := kafkatest.Dial(t, node.addr)
+	kafkatest.APIVersionsOK(t, c)
 	req := kmsg.NewPtrDescribeProducersRequest()
 	for _, tc := range []struct {
 		topic     string
@@ -90,7 +91,7 @@ func TestDescribeProducersErrors(t *testing.T) {
 		rt.Topic, rt.Partitions = tc.topic, []int32{tc.partition}
 		req.Topics = append(req.Topics, rt)
 	}
-	resp := c.roundTrip(req).(*kmsg.DescribeProducersResponse)
+	resp := c.RoundTrip(req).(*kmsg.DescribeProducersResponse)
 	want := []int16{0, kerr.UnknownTopicOrPartition.Code, kerr.UnknownTopicOrPartition.Code}
 	if len(resp.Topics) != len(want) {
 		t.Fatalf("%d topics answered, want %d", len(resp.Topics), len(want))
@@ -127,8 +128,8 @@ func TestDescribeProducersNotLeader(t *testing.T) {
 	rt.Topic, rt.Partitions = "dp3", []int32{0}
 	req.Topics = append(req.Topics, rt)
 	for _, n := range nodes {
-		c := dialRaw(t, n.addr)
-		apiVersionsOK(t, c)
+		c := kafkatest.Dial(t, n.addr)
+		kafkatest.APIVersionsOK(t, c)
 		want := kerr.NotLeaderForPartition.Code
 		if n.cfg.NodeID == leader {
 			want = 0
@@ -136,7 +137,7 @@ func TestDescribeProducersNotLeader(t *testing.T) {
 		// Each broker learns the topic and its role from the metadata
 		// log in its own time: poll until its answer settles.
 		testutil.Eventually(t, 20*time.Second, func() error {
-			resp := c.roundTrip(req).(*kmsg.DescribeProducersResponse)
+			resp := c.RoundTrip(req).(*kmsg.DescribeProducersResponse)
 			if got := resp.Topics[0].Partitions[0].ErrorCode; got != want {
 				return fmt.Errorf("error code %d, want %d", got, want)
 			}

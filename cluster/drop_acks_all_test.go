@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -71,22 +73,22 @@ func TestClientCloseDropsParkedAcksAllProduce(t *testing.T) {
 	// The follower stops without leaving the ISR: nothing can shrink it
 	// (no quorum), so acks=all cannot complete.
 	follower.stop(t)
-	c := dialRaw(t, leader.addr)
-	req := produceRequest(9, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)})
+	c := kafkatest.Dial(t, leader.addr)
+	req := kafkatest.ProduceRequest(9, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)})
 	req.TimeoutMillis = 60_000
-	c.send(req)
+	c.Send(req)
 	testutil.Eventually(t, 10*time.Second, func() bool { return leader.produceWaiters.Len() == 1 }, "the produce to park")
 	leo := part.LogEndOffset()
 	if leo != 5 || part.HighWatermark() != 0 {
 		t.Fatalf("log end offset %d high watermark %d, want 5 and 0", leo, part.HighWatermark())
 	}
-	open := leader.server.limits.open()
+	open := leader.server.OpenConnections()
 
-	c.nc.Close()
+	c.NC.Close()
 	start := time.Now()
 	// 20 s is far from the produce's 60 s timeout and leaves room for a
 	// loaded machine; the log line below shows the real figure.
-	testutil.Eventually(t, 20*time.Second, func() bool { return leader.server.limits.open() == open-1 }, "the server to close the socket")
+	testutil.Eventually(t, 20*time.Second, func() bool { return leader.server.OpenConnections() == open-1 }, "the server to close the socket")
 	testutil.Eventually(t, 20*time.Second, func() bool { return leader.produceWaiters.Len() == 0 }, "the produce to leave the purgatory")
 	t.Logf("socket closed and produce purgatory emptied %v after the client left (its timeout was 60s)", time.Since(start))
 	if got := part.LogEndOffset(); got != leo {

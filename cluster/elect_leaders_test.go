@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -118,10 +119,10 @@ func TestElectLeadersRefusals(t *testing.T) {
 	open := startNode(t, "")
 	createTopic(t, open.addr, "t", 1, nil)
 	authz := &denyingAuthorizer{
-		deny:  map[kmsg.ACLResourceType]string{kmsg.ACLResourceTypeCluster: clusterResourceName},
+		deny:  map[kmsg.ACLResourceType]string{kmsg.ACLResourceTypeCluster: server.ClusterResourceName},
 		calls: map[int16]int{},
 	}
-	denied := startNodeWith(t, "", func(n *Node) { n.server.setAuthorizer(authz) })
+	denied := startNodeWith(t, "", func(n *Node) { n.server.SetAuthorizer(authz) })
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	client := func(addr string) *kgo.Client {

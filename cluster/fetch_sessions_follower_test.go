@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
@@ -64,7 +65,7 @@ func TestFollowerFetchSessionIdlePartitionStaysInISR(t *testing.T) {
 	}
 	leaderEpoch := parts[0].State().LeaderEpoch
 
-	follower := dialRaw(t, node.addr)
+	follower := kafkatest.Dial(t, node.addr)
 	offsets := map[int32]int64{0: 0, 1: 0}
 	fetch := func(id, epoch int32, named ...int32) *kmsg.FetchResponse {
 		t.Helper()
@@ -83,7 +84,7 @@ func TestFollowerFetchSessionIdlePartitionStaysInISR(t *testing.T) {
 		if len(named) > 0 {
 			req.Topics = append(req.Topics, ft)
 		}
-		resp := follower.roundTrip(req).(*kmsg.FetchResponse)
+		resp := follower.RoundTrip(req).(*kmsg.FetchResponse)
 		if resp.ErrorCode != 0 {
 			t.Fatalf("fetch (%d, %d): %v", id, epoch, kerr.ErrorForCode(resp.ErrorCode))
 		}
@@ -115,19 +116,19 @@ func TestFollowerFetchSessionIdlePartitionStaysInISR(t *testing.T) {
 	}
 	apply(open)
 	epoch := int32(1)
-	producer := dialRaw(t, node.addr)
+	producer := kafkatest.Dial(t, node.addr)
 	produce := func(p int32, acks int16) int32 {
-		req := produceRequest(9, acks, topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)})
+		req := kafkatest.ProduceRequest(9, acks, topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)})
 		req.Topics[0].Partitions[0].Partition = p
 		req.TimeoutMillis = 20_000
-		return producer.send(req)
+		return producer.Send(req)
 	}
 	named := []int32{}
 	rounds := 0
 	for start := time.Now(); time.Since(start) < 4*lag; rounds++ {
 		presp := kmsg.NewPtrProduceResponse()
 		presp.Version = 9
-		producer.recv(produce(0, 1), presp)
+		producer.Recv(produce(0, 1), presp)
 		if slices.Contains(named, 1) {
 			t.Fatal("the test named partition 1")
 		}
@@ -162,7 +163,7 @@ func TestFollowerFetchSessionIdlePartitionStaysInISR(t *testing.T) {
 	}
 	presp := kmsg.NewPtrProduceResponse()
 	presp.Version = 9
-	producer.recv(corr, presp)
+	producer.Recv(corr, presp)
 	if code := presp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("acks=all produce to partition 1: %v", kerr.ErrorForCode(code))
 	}
@@ -265,14 +266,14 @@ func TestFollowerFetchSessionRequestsAreIncremental(t *testing.T) {
 	}
 	// What an operator sees: the follower's requests by type and the
 	// leader's session.
-	fmfs, err := follower.metrics.registry.Gather()
+	fmfs, err := follower.metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := testutilCount(fmfs, "kbroker_replica_fetch_requests_total"); got < float64(busy1.FullRequests+busy1.IncrementalRequests) {
 		t.Errorf("kbroker_replica_fetch_requests_total %v, want at least %d", got, busy1.FullRequests+busy1.IncrementalRequests)
 	}
-	lmfs, err := leader.metrics.registry.Gather()
+	lmfs, err := leader.metrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}

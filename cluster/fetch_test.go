@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
@@ -33,18 +34,18 @@ func fetchRequest(topic string, offset int64, minBytes, maxWaitMs int32) *kmsg.F
 func TestDelayedFetchWokenByAppend(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "wait", 1, nil)
-	consumer := dialRaw(t, node.addr)
-	corr := consumer.send(fetchRequest("wait", 0, 1, 30_000))
+	consumer := kafkatest.Dial(t, node.addr)
+	corr := consumer.Send(fetchRequest("wait", 0, 1, 30_000))
 
-	producer := dialRaw(t, node.addr)
+	producer := kafkatest.Dial(t, node.addr)
 	start := time.Now()
-	resp := producer.roundTrip(produceRequest(9, 1, "wait", map[int32][]byte{0: testBatch(t, 4, -1, -1, -1)})).(*kmsg.ProduceResponse)
+	resp := producer.RoundTrip(kafkatest.ProduceRequest(9, 1, "wait", map[int32][]byte{0: testBatch(t, 4, -1, -1, -1)})).(*kmsg.ProduceResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("produce: %v", kerr.ErrorForCode(code))
 	}
 	fetch := kmsg.NewPtrFetchResponse()
 	fetch.Version = 12
-	consumer.recv(corr, fetch)
+	consumer.Recv(corr, fetch)
 	// Far below the 30s MaxWait: the append woke the fetch.
 	if waited := time.Since(start); waited > 15*time.Second {
 		t.Fatalf("fetch answered after %v", waited)
@@ -59,9 +60,9 @@ func TestDelayedFetchWokenByAppend(t *testing.T) {
 func TestDelayedFetchExpires(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "idle", 1, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	start := time.Now()
-	resp := c.roundTrip(fetchRequest("idle", 0, 1, 300)).(*kmsg.FetchResponse)
+	resp := c.RoundTrip(fetchRequest("idle", 0, 1, 300)).(*kmsg.FetchResponse)
 	if waited := time.Since(start); waited < 300*time.Millisecond {
 		t.Fatalf("empty fetch answered after %v, before MaxWaitMillis", waited)
 	}
@@ -74,9 +75,9 @@ func TestDelayedFetchExpires(t *testing.T) {
 func TestFetchOutOfRange(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "range", 1, nil)
-	c := dialRaw(t, node.addr)
-	c.roundTrip(produceRequest(9, 1, "range", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)}))
-	resp := c.roundTrip(fetchRequest("range", 5, 1, 100)).(*kmsg.FetchResponse)
+	c := kafkatest.Dial(t, node.addr)
+	c.RoundTrip(kafkatest.ProduceRequest(9, 1, "range", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)}))
+	resp := c.RoundTrip(fetchRequest("range", 5, 1, 100)).(*kmsg.FetchResponse)
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != 2 || p.LogStartOffset != 0 {
 		t.Fatalf("error %d high watermark %d log start %d", p.ErrorCode, p.HighWatermark, p.LogStartOffset)
@@ -88,14 +89,14 @@ func TestFetchOutOfRange(t *testing.T) {
 func TestShutdownAnswersWaitingRequests(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "bye", 1, nil)
-	c := dialRaw(t, node.addr)
-	corr := c.send(fetchRequest("bye", 0, 1, 60_000))
+	c := kafkatest.Dial(t, node.addr)
+	corr := c.Send(fetchRequest("bye", 0, 1, 60_000))
 	testutil.Eventually(t, 10*time.Second, func() bool { return node.fetchWaiters.Len() == 1 }, "fetch waiting in the purgatory")
 	done := make(chan struct{})
 	go func() { node.stop(t); close(done) }()
 	resp := kmsg.NewPtrFetchResponse()
 	resp.Version = 12
-	c.recv(corr, resp)
+	c.Recv(corr, resp)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

@@ -2,10 +2,12 @@ package cluster
 
 import (
 	"context"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -74,14 +76,14 @@ func TestForgedFollowerFetchDoesNotCommit(t *testing.T) {
 	}, "broker 1 to lead "+topic+" with ISR [1 9]")
 	leaderEpoch := part.State().LeaderEpoch
 
-	producer := dialRaw(t, node.addr)
-	produce := produceRequest(9, -1, topic, map[int32][]byte{0: testBatch(t, 4, -1, -1, -1)})
+	producer := kafkatest.Dial(t, node.addr)
+	produce := kafkatest.ProduceRequest(9, -1, topic, map[int32][]byte{0: testBatch(t, 4, -1, -1, -1)})
 	produce.TimeoutMillis = 60_000 // parked until broker 9 has the records
-	produceCorr := producer.send(produce)
+	produceCorr := producer.Send(produce)
 	testutil.Eventually(t, 10*time.Second, func() bool { return part.LogEndOffset() == 4 }, "the produce to be appended")
 
-	attacker := dialRaw(t, node.addr)
-	resp := attacker.roundTrip(forgedFollowerFetch(topic, 9, 4, leaderEpoch)).(*kmsg.FetchResponse)
+	attacker := kafkatest.Dial(t, node.addr)
+	resp := attacker.RoundTrip(forgedFollowerFetch(topic, 9, 4, leaderEpoch)).(*kmsg.FetchResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("forged fetch as fenced broker 9: error %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
@@ -90,7 +92,7 @@ func TestForgedFollowerFetchDoesNotCommit(t *testing.T) {
 	}
 	// The fetch handler wakes parked produces synchronously when the high
 	// watermark moves, so a response would already be on its way.
-	if frame, err := producer.readFrame(300 * time.Millisecond); err == nil {
+	if frame, err := producer.ReadFrame(300 * time.Millisecond); err == nil {
 		t.Fatalf("acks=all produce answered (%d bytes) after a forged fetch", len(frame))
 	}
 
@@ -99,12 +101,12 @@ func TestForgedFollowerFetchDoesNotCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
-		resp := attacker.roundTrip(forgedFollowerFetch(topic, 9, 4, leaderEpoch)).(*kmsg.FetchResponse)
+		resp := attacker.RoundTrip(forgedFollowerFetch(topic, 9, 4, leaderEpoch)).(*kmsg.FetchResponse)
 		return resp.Topics[0].Partitions[0].ErrorCode == 0
 	}, "a fetch as unfenced broker 9 to be served")
 	presp := kmsg.NewPtrProduceResponse()
 	presp.Version = produce.Version
-	producer.recv(produceCorr, presp)
+	producer.Recv(produceCorr, presp)
 	if code := presp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("produce after broker 9 fetched: %v", kerr.ErrorForCode(code))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/wire"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -47,7 +48,7 @@ func FuzzRequest(f *testing.F) {
 		resp, closed := roundTrip(t, srv, frame)
 
 		a, ok := served[key]
-		inRange := ok && version >= a.min && version <= a.max
+		inRange := ok && version >= a.Min && version <= a.Max
 		decodes := false
 		if inRange {
 			req := kmsg.RequestForKey(key)
@@ -55,7 +56,7 @@ func FuzzRequest(f *testing.F) {
 			decodes = req.ReadFrom(body) == nil
 		}
 		switch {
-		case decodes || key == apiVersionsKey && !inRange:
+		case decodes || key == kmsg.ApiVersions.Int16() && !inRange:
 			if closed || len(resp) < 4 || int32(binary.BigEndian.Uint32(resp)) != correlationID {
 				t.Fatalf("key %d v%d decodes but got closed=%v, response %x", key, version, closed, resp)
 			}
@@ -67,23 +68,23 @@ func FuzzRequest(f *testing.F) {
 
 // fuzzServer is a Server with the real dispatch table whose handlers are
 // fuzzStub, except ApiVersions, which is the real one.
-func fuzzServer() (*Server, map[int16]api) {
+func fuzzServer() (*server.Server, map[int16]server.API) {
 	n := &Node{}
 	apis := n.apis()
-	served := make(map[int16]api, len(apis))
+	served := make(map[int16]server.API, len(apis))
 	for i := range apis {
-		if apis[i].key != apiVersionsKey {
-			apis[i].handle = fuzzStub
+		if apis[i].Key != kmsg.ApiVersions.Int16() {
+			apis[i].Handle = fuzzStub
 		}
-		served[apis[i].key] = apis[i]
+		served[apis[i].Key] = apis[i]
 	}
-	n.server = newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), apis, testServerConfig(), newRequestMetrics())
+	n.server = server.New(slog.New(slog.NewTextHandler(io.Discard, nil)), apis, defaultServerConfig(), server.NewMetrics())
 	return n.server, served
 }
 
 // fuzzStub answers with an empty response of the request's kind, after
 // reading a Produce request's record batches as the produce path does.
-func fuzzStub(_ context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error) {
+func fuzzStub(_ context.Context, rc *server.RequestContext, req kmsg.Request) (kmsg.Response, error) {
 	if p, ok := req.(*kmsg.ProduceRequest); ok {
 		for _, topic := range p.Topics {
 			for _, part := range topic.Partitions {
@@ -123,17 +124,16 @@ func requestFrame(key, version int16, correlationID int32, body []byte) []byte {
 // roundTrip serves one connection over a pipe, writes frame, and returns
 // the first response frame's body, or closed when the server closed the
 // connection without one.
-func roundTrip(t *testing.T, srv *Server, frame []byte) (resp []byte, closed bool) {
+func roundTrip(t *testing.T, srv *server.Server, frame []byte) (resp []byte, closed bool) {
 	t.Helper()
 	client, server := net.Pipe()
 	defer client.Close()
-	c := newConn(srv, server, "PLAINTEXT")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.serve(ctx)
+		srv.ServeConn(ctx, server, "PLAINTEXT")
 	}()
 	defer func() {
 		client.Close()
@@ -176,10 +176,10 @@ type requestSeed struct {
 func requestSeeds(tb testing.TB) []requestSeed {
 	var seeds []requestSeed
 	for _, a := range (&Node{}).apis() {
-		for _, v := range []int16{a.min, a.max} {
-			req := kmsg.RequestForKey(a.key)
+		for _, v := range []int16{a.Min, a.Max} {
+			req := kmsg.RequestForKey(a.Key)
 			req.SetVersion(v)
-			seeds = append(seeds, requestSeed{fmt.Sprintf("key%d-v%d", a.key, v), a.key, v, req.AppendTo(nil)})
+			seeds = append(seeds, requestSeed{fmt.Sprintf("key%d-v%d", a.Key, v), a.Key, v, req.AppendTo(nil)})
 		}
 	}
 	b, err := record.Build(record.BatchSpec{Attributes: int16(record.CodecZstd), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1},

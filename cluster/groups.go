@@ -73,6 +73,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/purgatory"
 	"github.com/kbroker/kbroker/replication"
@@ -381,7 +382,7 @@ func (c *groupCoordinator) groupCounts() map[string]int {
 }
 
 // clientHost is the member's host as Kafka reports it ("/1.2.3.4").
-func clientHost(rc *RequestContext) string {
+func clientHost(rc *server.RequestContext) string {
 	if rc.Remote == nil {
 		return ""
 	}

@@ -7,13 +7,14 @@ package cluster
 import (
 	"context"
 	"errors"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"io"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"

@@ -2,9 +2,10 @@ package cluster
 
 import (
 	"context"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -31,7 +32,7 @@ func TestFranzClientAcrossIdleCloses(t *testing.T) {
 	}
 	produce("before")
 	testutil.Eventually(t, 10*time.Second, func() bool {
-		return metricValue(t, node.metrics.closedIdle) > 0
+		return nodeMetric(t, node.Node, "kbroker_connections_closed_idle_total") > 0
 	}, "an idle connection to be closed")
 	produce("after")
 

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 )
@@ -71,8 +72,8 @@ var guessedVersion = regexp.MustCompile(`^(?:at least )?v(\d+)\.(\d+)$`)
 // (which no single later release matches, since kbroker does not have all
 // of 4.1 either).
 func TestApiVersionsGuessKafka4(t *testing.T) {
-	srv := newServer(testLogger(t), (&Node{}).apis(), testServerConfig(), newRequestMetrics())
-	resp := srv.apiVersionsResponse(4)
+	srv := server.New(testLogger(t), (&Node{}).apis(), defaultServerConfig(), server.NewMetrics())
+	resp := srv.APIVersions(4)
 	guess := kversion.FromApiVersionsResponse(resp).VersionGuess(kversion.SkipKeys(guessSkipKeys()...))
 	m := guessedVersion.FindStringSubmatch(guess)
 	if m == nil {

@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"context"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"net"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -42,10 +44,10 @@ func TestLeaderHints(t *testing.T) {
 	}, "node 1 to lead and node 2 to know it")
 	host, port := splitHostPort(t, leader.addr)
 
-	c := dialRaw(t, follower.addr)
+	c := kafkatest.Dial(t, follower.addr)
 	for _, version := range []int16{9, 10, 11} {
-		req := produceRequest(version, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)})
-		pr := c.roundTrip(req).(*kmsg.ProduceResponse)
+		req := kafkatest.ProduceRequest(version, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)})
+		pr := c.RoundTrip(req).(*kmsg.ProduceResponse)
 		rp := pr.Topics[0].Partitions[0]
 		if rp.ErrorCode != kerr.NotLeaderForPartition.Code {
 			t.Fatalf("v%d: error %v, want NOT_LEADER_OR_FOLLOWER", version, kerr.ErrorForCode(rp.ErrorCode))
@@ -77,7 +79,7 @@ func TestLeaderHints(t *testing.T) {
 	fp.Partition, fp.PartitionMaxBytes, fp.CurrentLeaderEpoch = 0, 1<<20, -1
 	ft.Partitions = append(ft.Partitions, fp)
 	fetch.Topics = append(fetch.Topics, ft)
-	fr := c.roundTrip(fetch).(*kmsg.FetchResponse)
+	fr := c.RoundTrip(fetch).(*kmsg.FetchResponse)
 	rp := fr.Topics[0].Partitions[0]
 	if rp.ErrorCode != kerr.NotLeaderForPartition.Code || rp.CurrentLeader.LeaderID != 1 || rp.CurrentLeader.LeaderEpoch != epoch {
 		t.Errorf("fetch v12: error %v CurrentLeader %+v, want NOT_LEADER_OR_FOLLOWER naming leader 1 epoch %d",

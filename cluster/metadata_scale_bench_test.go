@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -75,8 +76,8 @@ func scaleNode() *Node {
 	return &Node{cfg: config.Config{MaxRequestPartitionSizeLimit: 2000}}
 }
 
-func scaleRequestContext() *RequestContext {
-	return &RequestContext{Listener: "PLAINTEXT", authz: authzCache{authorizer: AllowAll{}}}
+func scaleRequestContext() *server.RequestContext {
+	return server.NewRequestContext("PLAINTEXT", server.AllowAll{})
 }
 
 func reportPerPartition(b *testing.B, partitions int) {

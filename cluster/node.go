@@ -18,6 +18,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/fetchsession"
 	"github.com/kbroker/kbroker/cluster/quotas"
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/metadata"
@@ -49,8 +50,8 @@ type Node struct {
 	// inject faults through it.
 	logFS    storage.FS
 	replicas *replication.Manager
-	server   *Server
-	metrics  *requestMetrics
+	server   *server.Server
+	metrics  *server.Metrics
 
 	// Delayed operations, keyed by partition.
 	produceWaiters *purgatory.Purgatory[replication.TopicPartition]
@@ -120,7 +121,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	n := &Node{
 		cfg:            cfg,
 		logger:         logger,
-		metrics:        newRequestMetrics(),
+		metrics:        server.NewMetrics(),
 		produceWaiters: purgatory.New[replication.TopicPartition]("produce"),
 		fetchWaiters:   purgatory.New[replication.TopicPartition]("fetch"),
 		fetchSessions:  fetchsession.NewCache(int(cfg.MaxIncrementalFetchSessionCacheSlots)),
@@ -144,19 +145,19 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.txnClients = &markerClients{dialer: n.security.dialer}
 	n.txns = newTxnCoordinator(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
-	n.metrics.registry.MustRegister(newStateCollector(n))
-	scfg := serverConfigFrom(&cfg)
-	scfg.followerGone = n.followerGone
-	scfg.listeners = n.security.listeners
-	n.server = newServer(logger, n.apis(), scfg, n.metrics)
-	n.server.quotas = quotas.New(quota.Config{
+	n.metrics.Registry.MustRegister(newStateCollector(n))
+	scfg := server.ConfigFrom(&cfg)
+	scfg.FollowerGone = n.followerGone
+	scfg.Listeners = n.security.listeners
+	n.server = server.New(logger, n.apis(), scfg, n.metrics)
+	n.server.Quotas = quotas.New(quota.Config{
 		Samples: int(cfg.QuotaWindowNum),
 		Window:  time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second,
 	}, quota.Config{
 		Samples: int(cfg.ControllerQuotaWindowNum),
 		Window:  time.Duration(cfg.ControllerQuotaWindowSizeSeconds) * time.Second,
 	}, n.image)
-	n.metrics.registry.MustRegister(quotas.NewCollector(n.server.quotas))
+	n.metrics.Registry.MustRegister(quotas.NewCollector(n.server.Quotas))
 	if err := n.installAuthorizer(); err != nil {
 		return nil, err
 	}
@@ -217,7 +218,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	// to the port clients must be told.
 	endpoints, err := n.bindListeners()
 	// Serve closes the listeners; this covers the returns before it.
-	defer n.server.closeListeners()
+	defer n.server.CloseListeners()
 	if err != nil {
 		return err
 	}

@@ -3,16 +3,16 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/testutil"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // testNode is a single-node broker+controller running in this process on
@@ -25,12 +25,7 @@ type testNode struct {
 	done   chan error
 }
 
-func testLogger(t testing.TB) *slog.Logger {
-	if os.Getenv("KB_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+func testLogger(t testing.TB) *slog.Logger { return testutil.Logger(t) }
 
 // startNode starts a node with its data in dir (a fresh temp dir when
 // empty) and extra config sets.
@@ -170,4 +165,47 @@ func startQuorum(t *testing.T, n int, setup func(*Node), sets ...string) []*test
 		tn.addr, _ = tn.Addr("PLAINTEXT")
 	}
 	return nodes
+}
+
+// nodeMetric is the sum of the samples of the metric family name that
+// n exports with the given label pairs (name, value, ...), as a scrape of
+// /metrics would show them.
+func nodeMetric(t testing.TB, n *Node, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := n.metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	samples:
+		for _, m := range mf.GetMetric() {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !hasLabel(m.GetLabel(), labels[i], labels[i+1]) {
+					continue samples
+				}
+			}
+			total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	return total
+}
+
+func hasLabel(pairs []*dto.LabelPair, name, value string) bool {
+	for _, p := range pairs {
+		if p.GetName() == name && p.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultServerConfig is the connection layer's config of a node with
+// every key at its default.
+func defaultServerConfig() server.Config {
+	cfg := config.Default()
+	return server.ConfigFrom(&cfg)
 }

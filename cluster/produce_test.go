@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -39,23 +40,6 @@ func testBatch(t testing.TB, n int, pid int64, epoch int16, seq int32) []byte {
 	return b
 }
 
-func produceRequest(version, acks int16, topic string, parts map[int32][]byte) *kmsg.ProduceRequest {
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = version
-	req.Acks = acks
-	req.TimeoutMillis = 5000
-	rt := kmsg.NewProduceRequestTopic()
-	rt.Topic = topic
-	for p := int32(0); p < int32(len(parts)); p++ {
-		rp := kmsg.NewProduceRequestTopicPartition()
-		rp.Partition = p
-		rp.Records = parts[p]
-		rt.Partitions = append(rt.Partitions, rp)
-	}
-	req.Topics = append(req.Topics, rt)
-	return req
-}
-
 func partitionErrors(resp *kmsg.ProduceResponse) []int16 {
 	var out []int16
 	for _, t := range resp.Topics {
@@ -67,7 +51,7 @@ func partitionErrors(resp *kmsg.ProduceResponse) []int16 {
 }
 
 // latestOffset asks ListOffsets for the high watermark.
-func latestOffset(t testing.TB, c *rawConn, topic string, partition int32) int64 {
+func latestOffset(t testing.TB, c *kafkatest.Conn, topic string, partition int32) int64 {
 	t.Helper()
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.Version = 4
@@ -80,7 +64,7 @@ func latestOffset(t testing.TB, c *rawConn, topic string, partition int32) int64
 	rp.Timestamp = -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	resp := c.roundTrip(req).(*kmsg.ListOffsetsResponse)
+	resp := c.RoundTrip(req).(*kmsg.ListOffsetsResponse)
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 {
 		t.Fatalf("list offsets: %v", kerr.ErrorForCode(p.ErrorCode))
@@ -123,12 +107,12 @@ func TestProduceRefusals(t *testing.T) {
 		{"one bad partition", 1, map[int32][]byte{0: withBadCRC(testBatch(t, 1, -1, -1, -1)), 1: ok},
 			[]int16{kerr.CorruptMessage.Code, 0}},
 	}
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	written := int64(0)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := latestOffset(t, c, "refuse", 0)
-			resp := c.roundTrip(produceRequest(7, tc.acks, "refuse", tc.parts)).(*kmsg.ProduceResponse)
+			resp := c.RoundTrip(kafkatest.ProduceRequest(7, tc.acks, "refuse", tc.parts)).(*kmsg.ProduceResponse)
 			got := partitionErrors(resp)
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Fatalf("error codes %v, want %v", got, tc.want)
@@ -155,8 +139,8 @@ func ptr[T any](v T) *T { return &v }
 func TestProduceAcksZero(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "fire-and-forget", 1, nil)
-	c := dialRaw(t, node.addr)
-	c.send(produceRequest(7, 0, "fire-and-forget", map[int32][]byte{0: testBatch(t, 3, -1, -1, -1)}))
+	c := kafkatest.Dial(t, node.addr)
+	c.Send(kafkatest.ProduceRequest(7, 0, "fire-and-forget", map[int32][]byte{0: testBatch(t, 3, -1, -1, -1)}))
 	// The next response on the connection must be the ListOffsets one,
 	// and it must see the three records.
 	if got := latestOffset(t, c, "fire-and-forget", 0); got != 3 {
@@ -164,8 +148,8 @@ func TestProduceAcksZero(t *testing.T) {
 	}
 	bad := testBatch(t, 1, -1, -1, -1)
 	bad[len(bad)-1] ^= 1
-	c.send(produceRequest(7, 0, "fire-and-forget", map[int32][]byte{0: bad}))
-	c.expectClosed()
+	c.Send(kafkatest.ProduceRequest(7, 0, "fire-and-forget", map[int32][]byte{0: bad}))
+	c.ExpectClosed()
 }
 
 // The broker sets baseOffset and partitionLeaderEpoch in place; the CRC
@@ -173,18 +157,18 @@ func TestProduceAcksZero(t *testing.T) {
 func TestProduceKeepsClientBytes(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "bytes", 1, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	first := testBatch(t, 3, -1, -1, -1)
 	second := testBatch(t, 2, -1, -1, -1)
 	sent := [][]byte{bytes.Clone(first), bytes.Clone(second)}
 	for _, b := range [][]byte{first, second} {
-		resp := c.roundTrip(produceRequest(9, -1, "bytes", map[int32][]byte{0: b})).(*kmsg.ProduceResponse)
+		resp := c.RoundTrip(kafkatest.ProduceRequest(9, -1, "bytes", map[int32][]byte{0: b})).(*kmsg.ProduceResponse)
 		if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 			t.Fatalf("produce: %v", kerr.ErrorForCode(code))
 		}
 	}
 	fetch := fetchRequest("bytes", 0, 0, 0)
-	resp := c.roundTrip(fetch).(*kmsg.FetchResponse)
+	resp := c.RoundTrip(fetch).(*kmsg.FetchResponse)
 	p := resp.Topics[0].Partitions[0]
 	if p.ErrorCode != 0 || p.HighWatermark != 5 {
 		t.Fatalf("fetch: error %d, high watermark %d", p.ErrorCode, p.HighWatermark)
@@ -214,16 +198,16 @@ func TestProduceKeepsClientBytes(t *testing.T) {
 func TestProduceIdempotence(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "idem", 1, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	init := kmsg.NewPtrInitProducerIDRequest()
 	init.Version = 4
-	ir := c.roundTrip(init).(*kmsg.InitProducerIDResponse)
+	ir := c.RoundTrip(init).(*kmsg.InitProducerIDResponse)
 	if ir.ErrorCode != 0 || ir.ProducerID < 0 {
 		t.Fatalf("InitProducerId: error %d id %d", ir.ErrorCode, ir.ProducerID)
 	}
 	pid := ir.ProducerID
 	produce := func(epoch int16, seq int32, n int) kmsg.ProduceResponseTopicPartition {
-		resp := c.roundTrip(produceRequest(9, -1, "idem", map[int32][]byte{0: testBatch(t, n, pid, epoch, seq)})).(*kmsg.ProduceResponse)
+		resp := c.RoundTrip(kafkatest.ProduceRequest(9, -1, "idem", map[int32][]byte{0: testBatch(t, n, pid, epoch, seq)})).(*kmsg.ProduceResponse)
 		return resp.Topics[0].Partitions[0]
 	}
 	steps := []struct {

@@ -4,18 +4,19 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestApiVersions(t *testing.T) {
 	node := startNode(t, "")
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	for v := int16(0); v <= 4; v++ {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = v
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
-		resp := c.roundTrip(req).(*kmsg.ApiVersionsResponse)
+		resp := c.RoundTrip(req).(*kmsg.ApiVersionsResponse)
 		if resp.ErrorCode != 0 {
 			t.Fatalf("v%d: error %d", v, resp.ErrorCode)
 		}
@@ -46,12 +47,12 @@ func TestApiVersions(t *testing.T) {
 	}
 
 	// A version we do not serve is answered in v0 with the ranges.
-	c.corr++
-	body := c.header(18, 99, true)
-	c.writeFrame(body)
+	c.Corr++
+	body := c.Header(18, 99, true)
+	c.WriteFrame(body)
 	v0 := kmsg.NewPtrApiVersionsResponse()
 	v0.Version = 0
-	c.recv(c.corr, v0)
+	c.Recv(c.Corr, v0)
 	if v0.ErrorCode != kerr.UnsupportedVersion.Code || len(v0.ApiKeys) == 0 {
 		t.Fatalf("ApiVersions v99: error %d with %d ranges, want UNSUPPORTED_VERSION with ranges", v0.ErrorCode, len(v0.ApiKeys))
 	}
@@ -67,37 +68,37 @@ func TestUnsupportedRequestClosesConnection(t *testing.T) {
 		{"unsupported version", 1, 3}, // Fetch below v4
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dialRaw(t, node.addr)
-			c.corr++
-			c.writeFrame(c.header(tc.key, tc.version, false))
-			c.expectClosed()
+			c := kafkatest.Dial(t, node.addr)
+			c.Corr++
+			c.WriteFrame(c.Header(tc.key, tc.version, false))
+			c.ExpectClosed()
 		})
 	}
 }
 
 func TestOversizeFrameClosesConnection(t *testing.T) {
 	node := startNode(t, "", "socket.request.max.bytes=100000", "message.max.bytes=50000")
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	// Announce a frame far above the limit; the broker must close
 	// without reading (or allocating) the body.
-	if _, err := c.nc.Write(binary.BigEndian.AppendUint32(nil, 1<<30)); err != nil {
+	if _, err := c.NC.Write(binary.BigEndian.AppendUint32(nil, 1<<30)); err != nil {
 		t.Fatal(err)
 	}
-	c.expectClosed()
+	c.ExpectClosed()
 }
 
 // Many requests sent back to back are answered in order.
 func TestPipelinedResponsesInOrder(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "pipeline", 1, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	var corrs []int32
 	var kinds []kmsg.Request
 	for i := range 60 {
 		var req kmsg.Request
 		switch i % 3 {
 		case 0:
-			req = produceRequest(9, -1, "pipeline", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})
+			req = kafkatest.ProduceRequest(9, -1, "pipeline", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})
 		case 1:
 			m := kmsg.NewPtrMetadataRequest()
 			m.Version = 12
@@ -107,12 +108,12 @@ func TestPipelinedResponsesInOrder(t *testing.T) {
 			a.Version = 3
 			req = a
 		}
-		corrs = append(corrs, c.send(req))
+		corrs = append(corrs, c.Send(req))
 		kinds = append(kinds, req)
 	}
 	for i, corr := range corrs {
 		resp := kinds[i].ResponseKind()
-		c.recv(corr, resp)
+		c.Recv(corr, resp)
 		if p, ok := resp.(*kmsg.ProduceResponse); ok {
 			part := p.Topics[0].Partitions[0]
 			if part.ErrorCode != 0 || part.BaseOffset != int64(2*(i/3)) {

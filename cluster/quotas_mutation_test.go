@@ -170,7 +170,7 @@ func TestControllerMutationQuota(t *testing.T) {
 	// The metrics show the sensor: its bound, an exhausted bucket and
 	// the throttled responses (c+d, CreatePartitions, DeleteTopics, v5).
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(quotas.NewCollector(node.server.quotas))
+	reg.MustRegister(quotas.NewCollector(node.server.Quotas))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/server"
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
@@ -209,7 +211,7 @@ func TestClientQuotasAdminRoundTrip(t *testing.T) {
 
 func TestClientQuotasNeedClusterConfigRights(t *testing.T) {
 	node := startNodeWith(t, "", func(n *Node) {
-		n.server.setAuthorizer(denyCluster{})
+		n.server.SetAuthorizer(denyCluster{})
 	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
 	if err != nil {
@@ -237,7 +239,7 @@ func TestClientQuotasNeedClusterConfigRights(t *testing.T) {
 // denyCluster refuses every operation on the cluster resource.
 type denyCluster struct{}
 
-func (denyCluster) Authorize(_ *RequestContext, actions []Action) []bool {
+func (denyCluster) Authorize(_ *server.RequestContext, actions []server.Action) []bool {
 	out := make([]bool, len(actions))
 	for i, a := range actions {
 		out[i] = a.ResourceType != kmsg.ACLResourceTypeCluster
@@ -461,16 +463,16 @@ func TestThrottledConnectionIsMuted(t *testing.T) {
 			}
 			testutil.Eventually(t, 30*time.Second, func() bool { return len(node.image().Quotas) == 1 }, "quota not in the image")
 
-			rc := dialRaw(t, node.addr)
-			req := produceRequest(tc.version, 1, "muted", map[int32][]byte{0: testBatch(t, 1000, -1, -1, -1)})
+			rc := kafkatest.Dial(t, node.addr)
+			req := kafkatest.ProduceRequest(tc.version, 1, "muted", map[int32][]byte{0: testBatch(t, 1000, -1, -1, -1)})
 			sent := time.Now()
-			c1 := rc.send(req)
-			c2 := rc.send(req)
+			c1 := rc.Send(req)
+			c2 := rc.Send(req)
 			r1 := req.ResponseKind().(*kmsg.ProduceResponse)
-			rc.recv(c1, r1)
+			rc.Recv(c1, r1)
 			first := time.Since(sent)
 			r2 := req.ResponseKind().(*kmsg.ProduceResponse)
-			rc.recv(c2, r2)
+			rc.Recv(c2, r2)
 			second := time.Since(sent)
 			throttle := time.Duration(r1.ThrottleMillis) * time.Millisecond
 			t.Logf("throttle %v; first response after %v, second after %v", throttle, first, second)
@@ -529,12 +531,12 @@ func TestConnectionCreationRateQuota(t *testing.T) {
 
 	served, refused := 0, 0
 	for range 6 {
-		c := dialRaw(t, node.addr)
+		c := kafkatest.Dial(t, node.addr)
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = 3
 		req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
-		c.send(req)
-		if _, err := c.readFrame(10 * time.Second); err == nil {
+		c.Send(req)
+		if _, err := c.ReadFrame(10 * time.Second); err == nil {
 			served++
 		} else {
 			refused++
@@ -544,7 +546,7 @@ func TestConnectionCreationRateQuota(t *testing.T) {
 	if served < 1 || served > 3 || refused == 0 {
 		t.Fatalf("%d served and %d refused of 6 connections at a rate of 2/s", served, refused)
 	}
-	if got := metricValue(t, node.metrics.rejected.WithLabelValues("PLAINTEXT", "ip_rate")); got != float64(refused) {
+	if got := nodeMetric(t, node.Node, "kbroker_connections_rejected_total", "listener", "PLAINTEXT", "reason", "ip_rate"); got != float64(refused) {
 		t.Fatalf("ip_rate rejections counted %v, want %d", got, refused)
 	}
 }

@@ -10,10 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
-func earliestOffset(t *testing.T, c *rawConn, topic string) int64 {
+func earliestOffset(t *testing.T, c *kafkatest.Conn, topic string) int64 {
 	t.Helper()
 	adm := kadm.NewClient(mustClient(t, c))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -29,9 +30,9 @@ func earliestOffset(t *testing.T, c *rawConn, topic string) int64 {
 	return o.Offset
 }
 
-func mustClient(t *testing.T, c *rawConn) *kgo.Client {
+func mustClient(t *testing.T, c *kafkatest.Conn) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nc.RemoteAddr().String()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.NC.RemoteAddr().String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +45,9 @@ func mustClient(t *testing.T, c *rawConn) *kgo.Client {
 func TestDeleteRecords(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "trim", 1, map[string]*string{"segment.bytes": ptr("1024")})
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	for range 20 {
-		c.roundTrip(produceRequest(9, 1, "trim", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
+		c.RoundTrip(kafkatest.ProduceRequest(9, 1, "trim", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
 	}
 	adm := kadm.NewClient(mustClient(t, c))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -74,7 +75,7 @@ func TestDeleteRecords(t *testing.T) {
 	if got := earliestOffset(t, c, "trim"); got != 42 {
 		t.Fatalf("earliest offset %d, want 42", got)
 	}
-	fr := c.roundTrip(fetchRequest("trim", 10, 1, 0)).(*kmsg.FetchResponse)
+	fr := c.RoundTrip(fetchRequest("trim", 10, 1, 0)).(*kmsg.FetchResponse)
 	if p := fr.Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.LogStartOffset != 42 {
 		t.Fatalf("fetch below the log start offset: error %d log start %d", p.ErrorCode, p.LogStartOffset)
 	}
@@ -82,7 +83,7 @@ func TestDeleteRecords(t *testing.T) {
 	// The log start offset survives a restart.
 	node.stop(t)
 	node = startNode(t, node.dir)
-	c = dialRaw(t, node.addr)
+	c = kafkatest.Dial(t, node.addr)
 	if got := earliestOffset(t, c, "trim"); got != 42 {
 		t.Fatalf("earliest offset after restart %d, want 42", got)
 	}
@@ -93,9 +94,9 @@ func TestDeleteRecords(t *testing.T) {
 func TestRetentionBytes(t *testing.T) {
 	node := startNode(t, "", "log.retention.check.interval.ms=50")
 	createTopic(t, node.addr, "retained", 1, map[string]*string{"segment.bytes": ptr("1024"), "retention.bytes": ptr("2048")})
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	for range 40 {
-		c.roundTrip(produceRequest(9, 1, "retained", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
+		c.RoundTrip(kafkatest.ProduceRequest(9, 1, "retained", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		return earliestOffset(t, c, "retained") > 0
@@ -110,9 +111,9 @@ func TestRetentionBytes(t *testing.T) {
 func TestRetentionChangeAppliesToOpenLog(t *testing.T) {
 	node := startNode(t, "", "log.retention.check.interval.ms=50")
 	createTopic(t, node.addr, "shrinking", 1, map[string]*string{"segment.bytes": ptr("1024")})
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	for range 40 {
-		c.roundTrip(produceRequest(9, 1, "shrinking", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
+		c.RoundTrip(kafkatest.ProduceRequest(9, 1, "shrinking", map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)}))
 	}
 	if got := earliestOffset(t, c, "shrinking"); got != 0 {
 		t.Fatalf("earliest offset %d before any retention limit", got)

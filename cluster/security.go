@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	kgosasl "github.com/twmb/franz-go/pkg/sasl"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
@@ -21,22 +22,11 @@ import (
 	"github.com/kbroker/kbroker/security/sasl"
 )
 
-// listenerSec is one client listener's security as connections use it.
-type listenerSec struct {
-	name string
-	sec  *security.ListenerSecurity
-	// reauth is the listener's connections.max.reauth.ms: the lifetime of
-	// a SASL session (KIP-368); 0 is unbounded.
-	reauth time.Duration
-}
-
-func (l *listenerSec) sasl() bool { return l != nil && l.sec.SASL != nil }
-
 // nodeSecurity is the node's security, built from its config once, in
 // NewNode: the client listeners, the identity brokers are recognised by,
 // the inter-broker client side and the controller listener's mutual TLS.
 type nodeSecurity struct {
-	listeners map[string]*listenerSec // by listener name, client listeners only
+	listeners map[string]*server.ListenerSecurity // by listener name, client listeners only
 
 	// superUsers are the principals of super.users ("User:admin").
 	superUsers map[string]bool
@@ -68,7 +58,7 @@ func newNodeSecurity(cfg *config.Config, scram sasl.CredentialStore, logger *slo
 	props := cfg.SecurityProps()
 	opts := security.TLSOptions{Logger: logger.With("component", "tls")}
 	s := &nodeSecurity{
-		listeners:        map[string]*listenerSec{},
+		listeners:        map[string]*server.ListenerSecurity{},
 		superUsers:       map[string]bool{},
 		brokerPrincipals: map[string]bool{},
 	}
@@ -89,7 +79,7 @@ func newNodeSecurity(cfg *config.Config, scram sasl.CredentialStore, logger *slo
 		if err != nil {
 			return nil, err
 		}
-		s.listeners[l.Name] = &listenerSec{name: l.Name, sec: ls, reauth: reauth}
+		s.listeners[l.Name] = &server.ListenerSecurity{Name: l.Name, Sec: ls, Reauth: reauth}
 		if ls.TLS != nil {
 			s.reloaders = append(s.reloaders, ls.Run)
 		}
@@ -131,22 +121,22 @@ func (s *nodeSecurity) interBroker(cfg *config.Config, props map[string]string) 
 	if ls == nil {
 		return fmt.Errorf("inter.broker.listener.name %s is not a client listener", name)
 	}
-	s.interBrokerSecure = ls.sec.Protocol != security.ProtocolPlaintext
-	if st := ls.sec.TLS; st != nil {
+	s.interBrokerSecure = ls.Sec.Protocol != security.ProtocolPlaintext
+	if st := ls.Sec.TLS; st != nil {
 		s.dialer.TLS = st.ClientConfig
-		if c := st.Certificate(); c != nil && len(c.Certificate) > 0 && ls.sec.Mapper != nil {
+		if c := st.Certificate(); c != nil && len(c.Certificate) > 0 && ls.Sec.Mapper != nil {
 			leaf, err := x509.ParseCertificate(c.Certificate[0])
 			if err != nil {
 				return fmt.Errorf("listener %s: own certificate: %w", name, err)
 			}
-			p, err := security.CertificatePrincipal([]*x509.Certificate{leaf}, ls.sec.Mapper)
+			p, err := security.CertificatePrincipal([]*x509.Certificate{leaf}, ls.Sec.Mapper)
 			if err != nil {
 				return fmt.Errorf("listener %s: own certificate principal: %w", name, err)
 			}
 			s.brokerPrincipals[p.String()] = true
 		}
 	}
-	if ls.sec.SASL != nil {
+	if ls.Sec.SASL != nil {
 		view := security.ListenerProps(props, name)
 		newSession, err := security.InterBrokerSASL(view)
 		if err != nil {
@@ -348,7 +338,7 @@ func (s *nodeSecurity) run(ctx context.Context, wg *sync.WaitGroup, logger *slog
 // without an authorizer); otherwise only a broker principal may (see
 // nodeSecurity.brokerPrincipals). The replica manager still checks the
 // claimed replica against the image.
-func (n *Node) fetchPeer(rc *RequestContext) replication.FetchPeer {
+func (n *Node) fetchPeer(rc *server.RequestContext) replication.FetchPeer {
 	s := n.security
 	if !s.interBrokerSecure {
 		return replication.FetchPeer{Broker: true}

@@ -6,13 +6,15 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -122,14 +124,16 @@ func TestSASLClients(t *testing.T) {
 		{"unknown SCRAM user", "SCRAM-SHA-256", kgo.SASL(scram.Auth{User: "mallory", Pass: "x"}.AsSha256Mechanism())},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			failures := node.metrics.saslFailures.WithLabelValues("SASL", tc.mech)
-			before := metricValue(t, failures)
+			failures := func() float64 {
+				return nodeMetric(t, node.Node, "kbroker_sasl_authentication_failures_total", "listener", "SASL", "mechanism", tc.mech)
+			}
+			before := failures()
 			bad := saslClient(t, node.sasl, tc.opt, kgo.RequestRetries(0))
 			_, err := bad.Request(ctx, kmsg.NewPtrMetadataRequest())
 			if !errors.Is(err, kerr.SaslAuthenticationFailed) {
 				t.Fatalf("metadata err = %v, want SASL_AUTHENTICATION_FAILED", err)
 			}
-			if got := metricValue(t, failures); got != before+1 {
+			if got := failures(); got != before+1 {
 				t.Errorf("kbroker_sasl_authentication_failures_total = %v, want %v", got, before+1)
 			}
 			if err := produceOne(ctx, alice, "sasl-topic", "still served"); err != nil {
@@ -144,10 +148,10 @@ func TestSASLClients(t *testing.T) {
 // answered with ILLEGAL_SASL_STATE before the connection is closed.
 func TestSASLBeforeAuthentication(t *testing.T) {
 	node := startSASLNode(t)
-	keys := func(c *rawConn) map[int16]bool {
+	keys := func(c *kafkatest.Conn) map[int16]bool {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = 3
-		resp := c.roundTrip(req).(*kmsg.ApiVersionsResponse)
+		resp := c.RoundTrip(req).(*kmsg.ApiVersionsResponse)
 		out := map[int16]bool{}
 		for _, k := range resp.ApiKeys {
 			out[k.ApiKey] = true
@@ -155,60 +159,60 @@ func TestSASLBeforeAuthentication(t *testing.T) {
 		return out
 	}
 
-	c := dialRaw(t, node.sasl)
+	c := kafkatest.Dial(t, node.sasl)
 	if k := keys(c); !k[17] || !k[36] {
 		t.Errorf("SASL listener ApiVersions lacks SaslHandshake/SaslAuthenticate")
 	}
-	c.send(kmsg.NewPtrMetadataRequest())
-	c.expectClosed()
+	c.Send(kmsg.NewPtrMetadataRequest())
+	c.ExpectClosed()
 
-	p := dialRaw(t, node.addr)
+	p := kafkatest.Dial(t, node.addr)
 	if k := keys(p); k[17] || k[36] {
 		t.Errorf("PLAINTEXT listener ApiVersions lists the SASL APIs")
 	}
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, "PLAIN"
-	if r := p.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != kerr.IllegalSaslState.Code {
+	if r := p.RoundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != kerr.IllegalSaslState.Code {
 		t.Errorf("SaslHandshake on PLAINTEXT: error %v, want ILLEGAL_SASL_STATE", kerr.ErrorForCode(r.ErrorCode))
 	}
-	p.expectClosed()
+	p.ExpectClosed()
 
 	// An oversize frame before authentication closes the connection
 	// before its body is read.
-	huge := dialRaw(t, node.sasl)
-	if _, err := huge.nc.Write([]byte{0, 0x10, 0, 0}); err != nil { // announces 1 MiB
+	huge := kafkatest.Dial(t, node.sasl)
+	if _, err := huge.NC.Write([]byte{0, 0x10, 0, 0}); err != nil { // announces 1 MiB
 		t.Fatal(err)
 	}
-	huge.expectClosed()
+	huge.ExpectClosed()
 
 	// A Produce before SaslAuthenticate (after the handshake) closes too.
-	d := dialRaw(t, node.sasl)
-	if r := d.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+	d := kafkatest.Dial(t, node.sasl)
+	if r := d.RoundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
 		t.Fatalf("handshake: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
-	d.send(kmsg.NewPtrProduceRequest())
-	d.expectClosed()
+	d.Send(kmsg.NewPtrProduceRequest())
+	d.ExpectClosed()
 }
 
 // rawAuth authenticates c as user with PLAIN over SaslHandshake v1.
-func rawAuth(t *testing.T, c *rawConn, user, pass string) *kmsg.SASLAuthenticateResponse {
+func rawAuth(t *testing.T, c *kafkatest.Conn, user, pass string) *kmsg.SASLAuthenticateResponse {
 	t.Helper()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 1, "PLAIN"
-	if r := c.roundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
+	if r := c.RoundTrip(hs).(*kmsg.SASLHandshakeResponse); r.ErrorCode != 0 {
 		t.Fatalf("handshake: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 	auth := kmsg.NewPtrSASLAuthenticateRequest()
 	auth.Version = 2
 	auth.SASLAuthBytes = []byte("\x00" + user + "\x00" + pass)
-	return c.roundTrip(auth).(*kmsg.SASLAuthenticateResponse)
+	return c.RoundTrip(auth).(*kmsg.SASLAuthenticateResponse)
 }
 
-func metadataOK(t *testing.T, c *rawConn) {
+func metadataOK(t *testing.T, c *kafkatest.Conn) {
 	t.Helper()
 	req := kmsg.NewPtrMetadataRequest()
 	req.Version = 9
-	c.roundTrip(req)
+	c.RoundTrip(req)
 }
 
 // SaslHandshake v0: the token travels as a raw frame, the reply too.
@@ -217,19 +221,19 @@ func TestSASLRawTokens(t *testing.T) {
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Version, hs.Mechanism = 0, "PLAIN"
 
-	c := dialRaw(t, node.sasl)
-	c.roundTrip(hs)
-	c.writeFrame([]byte("\x00alice\x00alice-secret"))
-	reply, err := c.readFrame(5 * time.Second)
+	c := kafkatest.Dial(t, node.sasl)
+	c.RoundTrip(hs)
+	c.WriteFrame([]byte("\x00alice\x00alice-secret"))
+	reply, err := c.ReadFrame(5 * time.Second)
 	if err != nil || len(reply) != 0 {
 		t.Fatalf("raw reply %q, %v; want an empty frame", reply, err)
 	}
 	metadataOK(t, c)
 
-	bad := dialRaw(t, node.sasl)
-	bad.roundTrip(hs)
-	bad.writeFrame([]byte("\x00alice\x00wrong"))
-	bad.expectClosed()
+	bad := kafkatest.Dial(t, node.sasl)
+	bad.RoundTrip(hs)
+	bad.WriteFrame([]byte("\x00alice\x00wrong"))
+	bad.ExpectClosed()
 }
 
 // connections.max.reauth.ms (KIP-368): the session lifetime is sent, a
@@ -240,13 +244,13 @@ func TestSASLReauthentication(t *testing.T) {
 	node := startSASLNode(t, "connections.max.reauth.ms="+strconv.Itoa(int(lifetime.Milliseconds())),
 		"auto.create.topics.enable=true")
 
-	expired := dialRaw(t, node.sasl)
+	expired := kafkatest.Dial(t, node.sasl)
 	if r := rawAuth(t, expired, "alice", "alice-secret"); r.ErrorCode != 0 || r.SessionLifetimeMillis != lifetime.Milliseconds() {
 		t.Fatalf("authenticate: error %d, session lifetime %d", r.ErrorCode, r.SessionLifetimeMillis)
 	}
-	renewed := dialRaw(t, node.sasl)
+	renewed := kafkatest.Dial(t, node.sasl)
 	rawAuth(t, renewed, "alice", "alice-secret")
-	other := dialRaw(t, node.sasl)
+	other := kafkatest.Dial(t, node.sasl)
 	rawAuth(t, other, "alice", "alice-secret")
 	metadataOK(t, expired)
 
@@ -257,12 +261,12 @@ func TestSASLReauthentication(t *testing.T) {
 	if r := rawAuth(t, other, "carol", "carol-secret"); r.ErrorCode != kerr.SaslAuthenticationFailed.Code {
 		t.Fatalf("re-authentication as another principal: error %d, want SASL_AUTHENTICATION_FAILED", r.ErrorCode)
 	}
-	other.expectClosed()
+	other.ExpectClosed()
 
 	time.Sleep(lifetime/2 + 100*time.Millisecond) // the first session has ended
 	metadataOK(t, renewed)
-	expired.send(kmsg.NewPtrMetadataRequest())
-	expired.expectClosed()
+	expired.Send(kmsg.NewPtrMetadataRequest())
+	expired.ExpectClosed()
 
 	// franz-go re-authenticates by itself and keeps producing.
 	cl := saslClient(t, node.sasl, kgo.SASL(plain.Auth{User: "alice", Pass: "alice-secret"}.AsMechanism()))
@@ -286,7 +290,7 @@ func TestFollowerFetchNeedsBrokerPrincipal(t *testing.T) {
 		"listener.name.sasl.plain.sasl.jaas.config="+jaas, "super.users=User:root")
 	createTopic(t, node.addr, "replicated", 1, nil)
 
-	fetchErr := func(c *rawConn) int16 {
+	fetchErr := func(c *kafkatest.Conn) int16 {
 		t.Helper()
 		req := kmsg.NewPtrFetchRequest()
 		req.Version, req.ReplicaID, req.MaxWaitMillis = 12, 2, 0
@@ -296,7 +300,7 @@ func TestFollowerFetchNeedsBrokerPrincipal(t *testing.T) {
 		fp.PartitionMaxBytes = 1 << 20
 		ft.Partitions = append(ft.Partitions, fp)
 		req.Topics = append(req.Topics, ft)
-		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		resp := c.RoundTrip(req).(*kmsg.FetchResponse)
 		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
 			t.Fatalf("fetch response %+v", resp)
 		}
@@ -312,11 +316,11 @@ func TestFollowerFetchNeedsBrokerPrincipal(t *testing.T) {
 		{"", true},
 	} {
 		t.Run("user="+tc.user, func(t *testing.T) {
-			var c *rawConn
+			var c *kafkatest.Conn
 			if tc.user == "" {
-				c = dialRaw(t, node.addr)
+				c = kafkatest.Dial(t, node.addr)
 			} else {
-				c = dialRaw(t, node.sasl)
+				c = kafkatest.Dial(t, node.sasl)
 				if r := rawAuth(t, c, tc.user, tc.user+"-secret"); r.ErrorCode != 0 {
 					t.Fatalf("authenticate: %v", kerr.ErrorForCode(r.ErrorCode))
 				}

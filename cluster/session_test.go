@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -85,25 +86,25 @@ func TestLeaderWithoutSessionRefusesProduce(t *testing.T) {
 		return err == nil && part.IsLeader() && len(part.State().ISR) == 2
 	}, "node 1 to lead with ISR [1 2]")
 
-	c := dialRaw(t, leader.addr)
+	c := kafkatest.Dial(t, leader.addr)
 	// While the session holds, acks=1 is accepted.
-	if code := produceCode(c.roundTrip(produceRequest(9, 1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)}))); code != 0 {
+	if code := produceCode(c.RoundTrip(kafkatest.ProduceRequest(9, 1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)}))); code != 0 {
 		t.Fatalf("acks=1 produce with a live session: %v", kerr.ErrorForCode(code))
 	}
 
 	follower.stop(t)
-	req := produceRequest(9, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)})
+	req := kafkatest.ProduceRequest(9, -1, tp.Topic, map[int32][]byte{0: testBatch(t, 5, -1, -1, -1)})
 	req.TimeoutMillis = 60_000
-	corr := c.send(req)
+	corr := c.Send(req)
 	parked := req.ResponseKind()
-	c.recv(corr, parked) // within recv's 10 s, far below the 60 s timeout
+	c.Recv(corr, parked) // within recv's 10 s, far below the 60 s timeout
 	if code := produceCode(parked); code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("parked acks=all produce answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
 	if !leader.sessionLost() {
 		t.Fatal("the parked produce was answered but the session is not lost")
 	}
-	if code := produceCode(c.roundTrip(produceRequest(9, 1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)}))); code != kerr.NotLeaderForPartition.Code {
+	if code := produceCode(c.RoundTrip(kafkatest.ProduceRequest(9, 1, tp.Topic, map[int32][]byte{0: testBatch(t, 1, -1, -1, -1)}))); code != kerr.NotLeaderForPartition.Code {
 		t.Fatalf("acks=1 produce without a session answered %v, want NOT_LEADER_OR_FOLLOWER", kerr.ErrorForCode(code))
 	}
 }

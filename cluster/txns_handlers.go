@@ -5,6 +5,7 @@ package cluster
 import (
 	"errors"
 
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -20,6 +21,6 @@ func fencedForVersion(err error, version, first int16) error {
 }
 
 // txnIDAction is WRITE on a transactional id.
-func txnIDAction(id string) Action {
-	return Action{Operation: kmsg.ACLOperationWrite, ResourceType: kmsg.ACLResourceTypeTransactionalId, Name: id}
+func txnIDAction(id string) server.Action {
+	return server.Action{Operation: kmsg.ACLOperationWrite, ResourceType: kmsg.ACLResourceTypeTransactionalId, Name: id}
 }

@@ -3,12 +3,14 @@ package cluster
 import (
 	"context"
 	"errors"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"slices"
 	"sort"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -312,7 +314,7 @@ func txnBatch(t *testing.T, n int, pid int64, epoch int16, seq int32) []byte {
 func TestTransactionalProduceVerified(t *testing.T) {
 	node := startNode(t, "", txnNodeSets...)
 	createTopic(t, node.addr, "verify", 2, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	const id = "t-verify"
 	var pid int64
 	var epoch int16
@@ -321,22 +323,22 @@ func TestTransactionalProduceVerified(t *testing.T) {
 		fc.Version = 4
 		fc.CoordinatorType = 1
 		fc.CoordinatorKeys = []string{id}
-		if c.roundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode != 0 {
+		if c.RoundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode != 0 {
 			return false
 		}
 		init := kmsg.NewPtrInitProducerIDRequest()
 		init.Version = 4
 		init.TransactionalID = kmsg.StringPtr(id)
 		init.TransactionTimeoutMillis = 60000
-		resp := c.roundTrip(init).(*kmsg.InitProducerIDResponse)
+		resp := c.RoundTrip(init).(*kmsg.InitProducerIDResponse)
 		pid, epoch = resp.ProducerID, resp.ProducerEpoch
 		return resp.ErrorCode == 0
 	}, "InitProducerId with a transactional id")
 	produce := func(partition int32, seq int32) int16 {
-		req := produceRequest(9, -1, "verify", map[int32][]byte{0: txnBatch(t, 2, pid, epoch, seq)})
+		req := kafkatest.ProduceRequest(9, -1, "verify", map[int32][]byte{0: txnBatch(t, 2, pid, epoch, seq)})
 		req.Topics[0].Partitions[0].Partition = partition
 		req.TransactionID = kmsg.StringPtr(id)
-		return partitionErrors(c.roundTrip(req).(*kmsg.ProduceResponse))[0]
+		return partitionErrors(c.RoundTrip(req).(*kmsg.ProduceResponse))[0]
 	}
 	if code := produce(0, 0); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("produce before AddPartitionsToTxn: %v, want INVALID_TXN_STATE", kerr.ErrorForCode(code))
@@ -345,7 +347,7 @@ func TestTransactionalProduceVerified(t *testing.T) {
 	add.Version = 3
 	add.TransactionalID, add.ProducerID, add.ProducerEpoch = id, pid, epoch
 	add.Topics = []kmsg.AddPartitionsToTxnRequestTopic{{Topic: "verify", Partitions: []int32{0}}}
-	if code := c.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
+	if code := c.RoundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("AddPartitionsToTxn: %v", kerr.ErrorForCode(code))
 	}
 	if code := produce(0, 0); code != 0 {
@@ -358,7 +360,7 @@ func TestTransactionalProduceVerified(t *testing.T) {
 		lo.Version = 5
 		lo.IsolationLevel = isolation
 		lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "verify", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, CurrentLeaderEpoch: -1, Timestamp: -1}}}}
-		return c.roundTrip(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].Offset
+		return c.RoundTrip(lo).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0].Offset
 	}
 	if committed, uncommitted := latest(1), latest(0); committed != 0 || uncommitted != 2 {
 		t.Errorf("ListOffsets latest during the transaction: read_committed %d, read_uncommitted %d; want 0 and 2", committed, uncommitted)
@@ -374,7 +376,7 @@ func TestTransactionalProduceVerified(t *testing.T) {
 		want    *kerr.Error
 	}{{1, kerr.InvalidProducerEpoch}, {3, kerr.ProducerFenced}} {
 		add.Version = tc.version
-		if code := c.roundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != tc.want.Code {
+		if code := c.RoundTrip(add).(*kmsg.AddPartitionsToTxnResponse).Topics[0].Partitions[0].ErrorCode; code != tc.want.Code {
 			t.Errorf("AddPartitionsToTxn v%d with another epoch: %v, want %v", tc.version, kerr.ErrorForCode(code), tc.want)
 		}
 	}
@@ -384,7 +386,7 @@ func TestTransactionalProduceVerified(t *testing.T) {
 	add.ProducerEpoch, add.Version = epoch, 3
 	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
 	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid, epoch, "verify-group"
-	if code := c.roundTrip(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
+	if code := c.RoundTrip(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
 		t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
@@ -392,7 +394,7 @@ func TestTransactionalProduceVerified(t *testing.T) {
 		oc.Version = 3
 		oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch = id, "verify-group", pid, epoch
 		oc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "verify", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 42, LeaderEpoch: -1}}}}
-		return c.roundTrip(oc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode == 0
+		return c.RoundTrip(oc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode == 0
 	}, "TxnOffsetCommit accepted")
 	fetch := func() (int64, int16) {
 		of := kmsg.NewPtrOffsetFetchRequest()
@@ -400,7 +402,7 @@ func TestTransactionalProduceVerified(t *testing.T) {
 		of.Group = "verify-group"
 		of.RequireStable = true
 		of.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "verify", Partitions: []int32{0}}}
-		rp := c.roundTrip(of).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
+		rp := c.RoundTrip(of).(*kmsg.OffsetFetchResponse).Topics[0].Partitions[0]
 		return rp.Offset, rp.ErrorCode
 	}
 	if _, code := fetch(); code != kerr.UnstableOffsetCommit.Code {
@@ -408,7 +410,7 @@ func TestTransactionalProduceVerified(t *testing.T) {
 	}
 	end := kmsg.NewPtrEndTxnRequest()
 	end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
-	if code := c.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode; code != 0 {
+	if code := c.RoundTrip(end).(*kmsg.EndTxnResponse).ErrorCode; code != 0 {
 		t.Fatalf("EndTxn: %v", kerr.ErrorForCode(code))
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
@@ -427,7 +429,7 @@ func TestTransactionSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	node := startNode(t, dir, txnNodeSets...)
 	createTopic(t, node.addr, "restart", 1, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	const id, groupID = "t-restart", "restart-group"
 	var pid int64
 	var epoch int16
@@ -436,20 +438,20 @@ func TestTransactionSurvivesRestart(t *testing.T) {
 		fc.Version = 4
 		fc.CoordinatorType = 1
 		fc.CoordinatorKeys = []string{id}
-		if c.roundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode != 0 {
+		if c.RoundTrip(fc).(*kmsg.FindCoordinatorResponse).Coordinators[0].ErrorCode != 0 {
 			return false
 		}
 		init := kmsg.NewPtrInitProducerIDRequest()
 		init.Version = 4
 		init.TransactionalID = kmsg.StringPtr(id)
 		init.TransactionTimeoutMillis = 60000
-		resp := c.roundTrip(init).(*kmsg.InitProducerIDResponse)
+		resp := c.RoundTrip(init).(*kmsg.InitProducerIDResponse)
 		pid, epoch = resp.ProducerID, resp.ProducerEpoch
 		return resp.ErrorCode == 0
 	}, "InitProducerId")
 	ao := kmsg.NewPtrAddOffsetsToTxnRequest()
 	ao.TransactionalID, ao.ProducerID, ao.ProducerEpoch, ao.Group = id, pid, epoch, groupID
-	if code := c.roundTrip(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
+	if code := c.RoundTrip(ao).(*kmsg.AddOffsetsToTxnResponse).ErrorCode; code != 0 {
 		t.Fatalf("AddOffsetsToTxn: %v", kerr.ErrorForCode(code))
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
@@ -457,19 +459,19 @@ func TestTransactionSurvivesRestart(t *testing.T) {
 		oc.Version = 3
 		oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch = id, groupID, pid, epoch
 		oc.Topics = []kmsg.TxnOffsetCommitRequestTopic{{Topic: "restart", Partitions: []kmsg.TxnOffsetCommitRequestTopicPartition{{Partition: 0, Offset: 7, LeaderEpoch: -1}}}}
-		return c.roundTrip(oc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode == 0
+		return c.RoundTrip(oc).(*kmsg.TxnOffsetCommitResponse).Topics[0].Partitions[0].ErrorCode == 0
 	}, "TxnOffsetCommit accepted")
 
 	node.stop(t)
 	node = startNode(t, dir, txnNodeSets...)
-	c = dialRaw(t, node.addr)
+	c = kafkatest.Dial(t, node.addr)
 	fetch := func() (int64, int16) {
 		of := kmsg.NewPtrOffsetFetchRequest()
 		of.Version = 7
 		of.Group = groupID
 		of.RequireStable = true
 		of.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "restart", Partitions: []int32{0}}}
-		resp := c.roundTrip(of).(*kmsg.OffsetFetchResponse)
+		resp := c.RoundTrip(of).(*kmsg.OffsetFetchResponse)
 		if resp.ErrorCode != 0 {
 			return -1, resp.ErrorCode
 		}
@@ -483,7 +485,7 @@ func TestTransactionSurvivesRestart(t *testing.T) {
 	testutil.Eventually(t, 15*time.Second, func() bool {
 		end := kmsg.NewPtrEndTxnRequest()
 		end.TransactionalID, end.ProducerID, end.ProducerEpoch, end.Commit = id, pid, epoch, true
-		return c.roundTrip(end).(*kmsg.EndTxnResponse).ErrorCode == 0
+		return c.RoundTrip(end).(*kmsg.EndTxnResponse).ErrorCode == 0
 	}, "EndTxn after the restart")
 	testutil.Eventually(t, 10*time.Second, func() bool {
 		off, code := fetch()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/kafkatest"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -140,7 +141,7 @@ func listOffsetsAt(ctx context.Context, t *testing.T, cl *kgo.Client, topic stri
 func TestListOffsetsSpecialTimestampVersions(t *testing.T) {
 	node := startNode(t, "")
 	createTopic(t, node.addr, "lo", 1, nil)
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	for _, tc := range []struct {
 		version   int16
 		timestamp int64
@@ -163,7 +164,7 @@ func TestListOffsetsSpecialTimestampVersions(t *testing.T) {
 		rp.Timestamp = tc.timestamp
 		rt.Partitions = append(rt.Partitions, rp)
 		req.Topics = append(req.Topics, rt)
-		resp := c.roundTrip(req).(*kmsg.ListOffsetsResponse)
+		resp := c.RoundTrip(req).(*kmsg.ListOffsetsResponse)
 		if got := resp.Topics[0].Partitions[0].ErrorCode; got != tc.want {
 			t.Errorf("v%d timestamp %d: %v, want %v", tc.version, tc.timestamp, kerr.ErrorForCode(got), kerr.ErrorForCode(tc.want))
 		}
@@ -191,13 +192,13 @@ func TestFetchAndProduceByTopicID(t *testing.T) {
 	unknown := id
 	unknown[0] ^= 0xff
 
-	c := dialRaw(t, node.addr)
-	produce := produceRequest(13, 1, "", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})
+	c := kafkatest.Dial(t, node.addr)
+	produce := kafkatest.ProduceRequest(13, 1, "", map[int32][]byte{0: testBatch(t, 2, -1, -1, -1)})
 	produce.Topics[0].TopicID = id
 	other := produce.Topics[0]
 	other.TopicID = unknown
 	produce.Topics = append(produce.Topics, other)
-	presp := c.roundTrip(produce).(*kmsg.ProduceResponse)
+	presp := c.RoundTrip(produce).(*kmsg.ProduceResponse)
 	if len(presp.Topics) != 2 || presp.Topics[0].TopicID != id || presp.Topics[1].TopicID != unknown {
 		t.Fatalf("produce v13: response topics %+v", presp.Topics)
 	}
@@ -221,7 +222,7 @@ func TestFetchAndProduceByTopicID(t *testing.T) {
 			rt.Partitions = append(rt.Partitions, rp)
 			req.Topics = append(req.Topics, rt)
 		}
-		resp := c.roundTrip(req).(*kmsg.FetchResponse)
+		resp := c.RoundTrip(req).(*kmsg.FetchResponse)
 		if len(resp.Topics) != 2 {
 			t.Fatalf("v%d: %d topics in the response, want 2", version, len(resp.Topics))
 		}
@@ -411,13 +412,13 @@ func TestAlterConfigsReplaces(t *testing.T) {
 // them; the live ones are not fenced.
 func TestDescribeClusterV2(t *testing.T) {
 	node := startNode(t, "")
-	c := dialRaw(t, node.addr)
+	c := kafkatest.Dial(t, node.addr)
 	for _, include := range []bool{false, true} {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.Version = 2
 		req.EndpointType = 1
 		req.IncludeFencedBrokers = include
-		resp := c.roundTrip(req).(*kmsg.DescribeClusterResponse)
+		resp := c.RoundTrip(req).(*kmsg.DescribeClusterResponse)
 		if resp.ErrorCode != 0 || len(resp.Brokers) != 1 || resp.Brokers[0].IsFenced {
 			t.Fatalf("include fenced %v: error %v brokers %+v", include, kerr.ErrorForCode(resp.ErrorCode), resp.Brokers)
 		}

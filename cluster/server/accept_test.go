@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
 )
 
 // failingListener returns EMFILE from its first failures Accepts, as a
@@ -58,8 +60,8 @@ func TestAcceptBacksOffOnEMFILE(t *testing.T) {
 	srv := startServerLogged(t, testServerConfig(), ln, slog.New(logs))
 
 	start := time.Now()
-	c := dialRaw(t, srv.addr)
-	apiVersionsOK(t, c)
+	c := kafkatest.Dial(t, srv.addr)
+	kafkatest.APIVersionsOK(t, c)
 	elapsed := time.Since(start)
 	if got := ln.calls.Load(); got < failures+1 {
 		t.Fatalf("%d Accept calls, want at least %d", got, failures+1)

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"fmt"
@@ -8,38 +8,38 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// mutationQuota is the controller mutation quota of one request (Kafka's
-// ControllerMutationQuota). A nil *mutationQuota is no quota: every
+// MutationQuota is the controller mutation quota of one request (Kafka's
+// ControllerMutationQuota). A nil *MutationQuota is no quota: every
 // mutation is accepted.
-type mutationQuota struct {
+type MutationQuota struct {
 	rc     *RequestContext
 	strict bool
 }
 
-// mutationQuota returns the request's controller mutation quota, strict
+// MutationQuota returns the request's controller mutation quota, strict
 // from version strictSince, or nil when none applies to the request's
 // user and client id.
-func (rc *RequestContext) mutationQuota(strictSince int16) *mutationQuota {
-	q := rc.conn.srv.quotas
+func (rc *RequestContext) MutationQuota(strictSince int16) *MutationQuota {
+	q := rc.conn.srv.Quotas
 	if q == nil || rc.exempt {
 		return nil
 	}
 	if !q.Applies(quotas.Mutation, rc.quotaUser(), rc.quotaClientID()) {
 		return nil
 	}
-	return &mutationQuota{rc: rc, strict: rc.Header.APIVersion >= strictSince}
+	return &MutationQuota{rc: rc, strict: rc.Header.APIVersion >= strictSince}
 }
 
-// record asks the quota for the partitions a topic creates or deletes.
+// Record asks the quota for the partitions a topic creates or deletes.
 // The error (strict quotas only) is THROTTLING_QUOTA_EXCEEDED: the topic
 // must not be committed.
-func (m *mutationQuota) record(partitions int) error {
+func (m *MutationQuota) Record(partitions int) error {
 	if m == nil || partitions <= 0 {
 		return nil
 	}
 	rc := m.rc
 	now := time.Now()
-	ok, t, tags := rc.conn.srv.quotas.RecordMutations(rc.quotaUser(), rc.quotaClientID(), float64(partitions), m.strict, now)
+	ok, t, tags := rc.conn.srv.Quotas.RecordMutations(rc.quotaUser(), rc.quotaClientID(), float64(partitions), m.strict, now)
 	if t > 0 {
 		rc.mutationThrottle = mutationThrottle{t: t, at: now, tags: tags}
 	}

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"time"
@@ -7,15 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// requestMetrics counts requests per API. Each node has its own registry
+// Metrics counts requests per API. Each node has its own registry
 // so several nodes can run in one test process.
-type requestMetrics struct {
-	registry *prometheus.Registry
+type Metrics struct {
+	Registry *prometheus.Registry
 	requests *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
-	bytesIn  *prometheus.CounterVec
-	bytesOut *prometheus.CounterVec
+	BytesIn  *prometheus.CounterVec
+	BytesOut *prometheus.CounterVec
 
 	// Connection layer (server.go, conn.go).
 	panics       *prometheus.CounterVec
@@ -29,9 +29,9 @@ type requestMetrics struct {
 	saslFailures *prometheus.CounterVec
 }
 
-func newRequestMetrics() *requestMetrics {
-	m := &requestMetrics{
-		registry: prometheus.NewRegistry(),
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		Registry: prometheus.NewRegistry(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kbroker_requests_total", Help: "Requests handled, by API.",
 		}, []string{"api"}),
@@ -44,10 +44,10 @@ func newRequestMetrics() *requestMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.00005, 4, 10),
 		}, []string{"api"}),
 	}
-	m.bytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.BytesIn = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kbroker_topic_bytes_in_total", Help: "Record batch bytes appended by producers, by topic.",
 	}, []string{"topic"})
-	m.bytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.BytesOut = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kbroker_topic_bytes_out_total", Help: "Record batch bytes returned to fetchers (consumers and followers), by topic.",
 	}, []string{"topic"})
 	m.panics = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -77,13 +77,13 @@ func newRequestMetrics() *requestMetrics {
 	m.saslFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "kbroker_sasl_authentication_failures_total", Help: "Failed SASL authentications (each closed its connection), by listener and mechanism.",
 	}, []string{"listener", "mechanism"})
-	m.registry.MustRegister(m.requests, m.errors, m.latency, m.bytesIn, m.bytesOut,
+	m.Registry.MustRegister(m.requests, m.errors, m.latency, m.BytesIn, m.BytesOut,
 		m.panics, m.connections, m.rejected, m.closedIdle, m.acceptErrors, m.queuedBytes, m.memWaiting, m.refused,
 		m.saslFailures)
 	return m
 }
 
-func (m *requestMetrics) observe(key int16, d time.Duration, err error) {
+func (m *Metrics) observe(key int16, d time.Duration, err error) {
 	name := kmsg.NameForKey(key)
 	m.requests.WithLabelValues(name).Inc()
 	m.latency.WithLabelValues(name).Observe(d.Seconds())

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"context"
@@ -11,19 +11,19 @@ import (
 	"github.com/kbroker/kbroker/wire"
 )
 
-// handlerFunc serves one decoded request. It returns the response, or nil
+// HandlerFunc serves one decoded request. It returns the response, or nil
 // when it has arranged to call rc.Respond (or rc.NoResponse) itself later.
 // A returned error closes the connection, as Kafka does for requests it
 // cannot make sense of; Kafka error codes go in the response instead.
-type handlerFunc func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
+type HandlerFunc func(ctx context.Context, rc *RequestContext, req kmsg.Request) (kmsg.Response, error)
 
-// api is one row of the server's dispatch table: the versions served of
+// API is one row of the server's dispatch table: the versions served of
 // one key, its handler, and the authorizations it declares.
-type api struct {
-	key      int16
-	min, max int16
-	handle   handlerFunc
-	actions  func(rc *RequestContext, req kmsg.Request) []Action
+type API struct {
+	Key      int16
+	Min, Max int16
+	Handle   HandlerFunc
+	Actions  func(rc *RequestContext, req kmsg.Request) []Action
 }
 
 // RequestContext is what a handler knows about the request besides its
@@ -50,10 +50,10 @@ type RequestContext struct {
 	exempt           bool
 	mutationThrottle mutationThrottle
 
-	// afterWrite, set by a handler before it responds, gives back pooled
+	// AfterWrite, set by a handler before it responds, gives back pooled
 	// buffers the response references (slot.release): called once the
 	// response is encoded onto the socket buffer, or dropped.
-	afterWrite func()
+	AfterWrite func()
 }
 
 // Respond completes the request with resp. Only the first call counts.
@@ -63,7 +63,7 @@ func (rc *RequestContext) Respond(resp kmsg.Response) {
 	if t := rc.quotaThrottle(resp); t > 0 {
 		rc.throttle(resp, t)
 	}
-	rc.slot.finishReleasing(resp, false, nil, rc.afterWrite)
+	rc.slot.finishReleasing(resp, false, nil, rc.AfterWrite)
 }
 
 // NoResponse completes the request without writing anything (acks=0).
@@ -99,3 +99,30 @@ func (rc *RequestContext) CloseConnection(err error) { rc.slot.finish(nil, false
 
 // apiName is the request's API name, for logs and metric labels.
 func (rc *RequestContext) apiName() string { return kmsg.NameForKey(rc.Header.APIKey) }
+
+// APIVersionsResponse is this connection's ApiVersions answer in the
+// request's version (SASL APIs listed only on SASL listeners).
+func (rc *RequestContext) APIVersionsResponse() *kmsg.ApiVersionsResponse {
+	return rc.conn.apiVersionsResponse(rc.Header.APIVersion)
+}
+
+// SASLHandshake runs a SaslHandshake request on this connection.
+func (rc *RequestContext) SASLHandshake(req *kmsg.SASLHandshakeRequest) (*kmsg.SASLHandshakeResponse, error) {
+	return rc.conn.handshake(req)
+}
+
+// SASLAuthenticate runs a SaslAuthenticate request on this connection.
+func (rc *RequestContext) SASLAuthenticate(ctx context.Context, req *kmsg.SASLAuthenticateRequest) (*kmsg.SASLAuthenticateResponse, error) {
+	return rc.conn.authenticate(ctx, req)
+}
+
+// SetReplicaID notes the replica id a follower's Fetch carries, so the
+// connection tells the follower's loss when it drops (Config.FollowerGone).
+func (rc *RequestContext) SetReplicaID(id int32) { rc.conn.replicaID.Store(id) }
+
+// NewRequestContext is a request context that no connection carries,
+// for calling a handler directly (the handler benchmarks do): it
+// authorizes with a, and must not be answered through Respond.
+func NewRequestContext(listener string, a Authorizer) *RequestContext {
+	return &RequestContext{Listener: listener, authz: authzCache{authorizer: a}}
+}

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 	"github.com/kbroker/kbroker/config"
 )
 
-// serverConfig is the connection layer's share of the broker config.
-type serverConfig struct {
+// Config is the connection layer's share of the broker config.
+type Config struct {
 	maxRequestSize int32 // socket.request.max.bytes
 	// maxConnections and maxConnectionsPerIP (with per-IP overrides) bound
 	// the open client connections; 0 means none are accepted.
@@ -34,23 +34,23 @@ type serverConfig struct {
 	// answered, across connections; <= 0 is no bound.
 	queuedMaxRequestBytes int64
 	authorizer            Authorizer
-	// followerGone, if set, is told the replica id of a follower whose
+	// FollowerGone, if set, is told the replica id of a follower whose
 	// fetch connection the peer dropped (EOF, reset): the broker process
 	// may be gone. Called on the connection's goroutine; must not block.
-	followerGone func(replicaID int32)
-	// listeners is the TLS/SASL security of each client listener, by
+	FollowerGone func(replicaID int32)
+	// Listeners is the TLS/SASL security of each client listener, by
 	// name; a listener not in it is PLAINTEXT.
-	listeners map[string]*listenerSec
+	Listeners map[string]*ListenerSecurity
 }
 
-// serverConfigFrom takes the connection layer's keys from the broker
+// ConfigFrom takes the connection layer's keys from the broker
 // config. The authorizer is AllowAll until ACLs exist.
-func serverConfigFrom(cfg *config.Config) serverConfig {
+func ConfigFrom(cfg *config.Config) Config {
 	idle := time.Duration(cfg.ConnectionsMaxIdleMs) * time.Millisecond
 	if cfg.ConnectionsMaxIdleMs < 0 {
 		idle = 0
 	}
-	return serverConfig{
+	return Config{
 		maxRequestSize:        cfg.SocketRequestMaxBytes,
 		maxConnections:        cfg.MaxConnections,
 		maxConnectionsPerIP:   cfg.MaxConnectionsPerIP,
@@ -66,16 +66,16 @@ func serverConfigFrom(cfg *config.Config) serverConfig {
 // dispatches their requests through the API table.
 type Server struct {
 	logger       *slog.Logger
-	cfg          serverConfig
-	apis         map[int16]api
+	cfg          Config
+	apis         map[int16]API
 	writeTimeout time.Duration
-	metrics      *requestMetrics
+	metrics      *Metrics
 	authorizer   Authorizer
 	// requestMem bounds queued request bytes; nil when unbounded.
 	requestMem *semaphore.Weighted
 	limits     connLimits
-	// quotas are the client quota sensors; nil enforces none.
-	quotas *quotas.Manager
+	// Quotas are the client quota sensors; nil enforces none.
+	Quotas *quotas.Manager
 
 	// abandon is closed when shutdown stops waiting for requests still in
 	// progress; their connections are closed without a response.
@@ -92,7 +92,7 @@ type boundListener struct {
 	ln   net.Listener
 }
 
-func newServer(logger *slog.Logger, apis []api, cfg serverConfig, metrics *requestMetrics) *Server {
+func New(logger *slog.Logger, apis []API, cfg Config, metrics *Metrics) *Server {
 	if cfg.authorizer == nil {
 		cfg.authorizer = AllowAll{}
 	}
@@ -102,28 +102,34 @@ func newServer(logger *slog.Logger, apis []api, cfg serverConfig, metrics *reque
 	s := &Server{
 		logger:       logger,
 		cfg:          cfg,
-		apis:         make(map[int16]api, len(apis)),
+		apis:         make(map[int16]API, len(apis)),
 		writeTimeout: 30 * time.Second,
 		metrics:      metrics,
 		abandon:      make(chan struct{}),
 	}
-	s.setAuthorizer(cfg.authorizer)
+	s.SetAuthorizer(cfg.authorizer)
 	s.limits.init(cfg)
 	if cfg.queuedMaxRequestBytes > 0 {
 		s.requestMem = semaphore.NewWeighted(cfg.queuedMaxRequestBytes)
 	}
 	for _, a := range apis {
-		if _, dup := s.apis[a.key]; dup {
-			panic(fmt.Sprintf("api key %d registered twice", a.key))
+		if _, dup := s.apis[a.Key]; dup {
+			panic(fmt.Sprintf("api key %d registered twice", a.Key))
 		}
-		s.apis[a.key] = a
+		s.apis[a.Key] = a
 	}
 	return s
 }
 
-// setAuthorizer installs the authorizer requests are checked against.
+// Authorizer is the authorizer requests are checked against.
+func (s *Server) Authorizer() Authorizer { return s.authorizer }
+
+// OpenConnections is the number of client connections open now.
+func (s *Server) OpenConnections() int { return s.limits.open() }
+
+// SetAuthorizer installs the authorizer requests are checked against.
 // Call it before Serve.
-func (s *Server) setAuthorizer(a Authorizer) { s.authorizer = a }
+func (s *Server) SetAuthorizer(a Authorizer) { s.authorizer = a }
 
 // Listen binds a listener. It does not accept until Serve.
 func (s *Server) Listen(name, addr string) (net.Addr, error) {
@@ -176,8 +182,8 @@ func (s *Server) startConn(ctx context.Context, bl *boundListener, nc net.Conn) 
 		nc.Close()
 		return
 	}
-	if s.quotas != nil {
-		if t := s.quotas.ConnectionThrottle(ip, time.Now()); t > 0 {
+	if s.Quotas != nil {
+		if t := s.Quotas.ConnectionThrottle(ip, time.Now()); t > 0 {
 			s.delayClose(ctx, bl.name, nc, ip, t)
 			return
 		}
@@ -231,12 +237,12 @@ func remoteIP(nc net.Conn) string {
 	return host
 }
 
-// versionRanges lists the served APIs sorted by key, for ApiVersions.
-func (s *Server) versionRanges() []kmsg.ApiVersionsResponseApiKey {
+// VersionRanges lists the served APIs sorted by key, for ApiVersions.
+func (s *Server) VersionRanges() []kmsg.ApiVersionsResponseApiKey {
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(s.apis))
 	for _, a := range s.apis {
 		k := kmsg.NewApiVersionsResponseApiKey()
-		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
+		k.ApiKey, k.MinVersion, k.MaxVersion = a.Key, a.Min, a.Max
 		out = append(out, k)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ApiKey < out[j].ApiKey })
@@ -248,11 +254,18 @@ func (s *Server) versionRanges() []kmsg.ApiVersionsResponseApiKey {
 // that never completes cannot hold the process up.
 func (s *Server) Abandon() { s.abandonOnce.Do(func() { close(s.abandon) }) }
 
-// closeListeners closes every bound listener (a no-op for closed ones).
-func (s *Server) closeListeners() {
+// CloseListeners closes every bound listener (a no-op for closed ones).
+func (s *Server) CloseListeners() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, bl := range s.listeners {
 		bl.ln.Close()
 	}
+}
+
+// ServeConn serves one connection already accepted on listener until it
+// ends or ctx does, without the accept loop's connection limits and
+// throttles: the fuzz tests drive the connection layer through it.
+func (s *Server) ServeConn(ctx context.Context, nc net.Conn, listener string) {
+	newConn(s, nc, listener).serve(ctx)
 }

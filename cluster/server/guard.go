@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"context"
@@ -18,7 +18,7 @@ var errHandlerPanic = errors.New("request handler panicked")
 // runHandler runs the request's authorization step and then its handler,
 // turning a panic in either into an error that closes only this
 // connection.
-func (s *Server) runHandler(ctx context.Context, a api, rc *RequestContext, req kmsg.Request) (resp kmsg.Response, err error) {
+func (s *Server) runHandler(ctx context.Context, a API, rc *RequestContext, req kmsg.Request) (resp kmsg.Response, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			resp, err = nil, s.recovered(rc, r)
@@ -26,10 +26,10 @@ func (s *Server) runHandler(ctx context.Context, a api, rc *RequestContext, req 
 	}()
 	// The one authorization step: every action the API declares, in one
 	// call; handlers then read the decisions with rc.Authorized.
-	if a.actions != nil {
-		rc.authz.authorize(rc, a.actions(rc, req))
+	if a.Actions != nil {
+		rc.authz.authorize(rc, a.Actions(rc, req))
 	}
-	return a.handle(ctx, rc, req)
+	return a.Handle(ctx, rc, req)
 }
 
 // recovered logs and counts a recovered panic and returns the error that

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,8 +24,8 @@ type testServer struct {
 }
 
 // testServerConfig is a server config without limits, for tests to edit.
-func testServerConfig() serverConfig {
-	return serverConfig{
+func testServerConfig() Config {
+	return Config{
 		maxRequestSize:      1 << 20,
 		maxConnections:      math.MaxInt32,
 		maxConnectionsPerIP: math.MaxInt32,
@@ -34,20 +35,20 @@ func testServerConfig() serverConfig {
 
 // startServer serves apis (plus ApiVersions) on 127.0.0.1 with cfg. A nil
 // ln binds a fresh listener.
-func startServer(t testing.TB, cfg serverConfig, ln net.Listener, apis ...api) *testServer {
+func startServer(t testing.TB, cfg Config, ln net.Listener, apis ...API) *testServer {
 	t.Helper()
-	return startServerLogged(t, cfg, ln, testLogger(t), apis...)
+	return startServerLogged(t, cfg, ln, testutil.Logger(t), apis...)
 }
 
 // startServerLogged is startServer logging to logger.
-func startServerLogged(t testing.TB, cfg serverConfig, ln net.Listener, logger *slog.Logger, apis ...api) *testServer {
+func startServerLogged(t testing.TB, cfg Config, ln net.Listener, logger *slog.Logger, apis ...API) *testServer {
 	t.Helper()
 	ts := &testServer{done: make(chan struct{})}
-	apis = append(apis, api{key: apiVersionsKey, min: 0, max: 4,
-		handle: func(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
-			return ts.apiVersionsResponse(rc.Header.APIVersion), nil
+	apis = append(apis, API{Key: apiVersionsKey, Min: 0, Max: 4,
+		Handle: func(_ context.Context, rc *RequestContext, _ kmsg.Request) (kmsg.Response, error) {
+			return ts.APIVersions(rc.Header.APIVersion), nil
 		}})
-	ts.Server = newServer(logger, apis, cfg, newRequestMetrics())
+	ts.Server = New(logger, apis, cfg, NewMetrics())
 	if ln == nil {
 		var err error
 		if ln, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
@@ -74,17 +75,6 @@ func startServerLogged(t testing.TB, cfg serverConfig, ln net.Listener, logger *
 		}
 	})
 	return ts
-}
-
-// apiVersionsOK checks that c gets an ApiVersions answer.
-func apiVersionsOK(t testing.TB, c *rawConn) {
-	t.Helper()
-	req := kmsg.NewPtrApiVersionsRequest()
-	req.Version = 3
-	req.ClientSoftwareName, req.ClientSoftwareVersion = "raw", "1"
-	if resp := c.roundTrip(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
-		t.Fatalf("ApiVersions error %d", resp.ErrorCode)
-	}
 }
 
 // metricValue reads a counter or gauge.

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"time"
@@ -37,7 +37,7 @@ func (rc *RequestContext) quotaExempt(req kmsg.Request) bool {
 // returns the throttle time to tell the client. resp is nil for an
 // acks=0 produce, which is still counted and muted, as in Kafka.
 func (rc *RequestContext) quotaThrottle(resp kmsg.Response) time.Duration {
-	q := rc.conn.srv.quotas
+	q := rc.conn.srv.Quotas
 	if q == nil || rc.exempt {
 		return 0
 	}
@@ -68,7 +68,7 @@ func (rc *RequestContext) quotaThrottle(resp kmsg.Response) time.Duration {
 // requestTimeThrottle records the handler time of a request answered
 // later against request_percentage.
 func (rc *RequestContext) requestTimeThrottle(took time.Duration) time.Duration {
-	q := rc.conn.srv.quotas
+	q := rc.conn.srv.Quotas
 	if q == nil || rc.exempt {
 		return 0
 	}

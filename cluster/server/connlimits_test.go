@@ -1,10 +1,12 @@
-package cluster
+package server
 
 import (
 	"encoding/binary"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 // Connections over max.connections or max.connections.per.ip (or its
@@ -27,23 +29,23 @@ func TestConnectionLimits(t *testing.T) {
 			cfg := testServerConfig()
 			cfg.maxConnections, cfg.maxConnectionsPerIP, cfg.perIPOverrides = tc.max, tc.perIP, tc.overrides
 			ts := startServer(t, cfg, nil)
-			var open []*rawConn
+			var open []*kafkatest.Conn
 			for range tc.allowed {
-				c := dialRaw(t, ts.addr)
-				apiVersionsOK(t, c)
+				c := kafkatest.Dial(t, ts.addr)
+				kafkatest.APIVersionsOK(t, c)
 				open = append(open, c)
 			}
-			over := dialRaw(t, ts.addr)
-			over.expectClosed()
+			over := kafkatest.Dial(t, ts.addr)
+			over.ExpectClosed()
 			if got := metricValue(t, ts.metrics.rejected.WithLabelValues("PLAINTEXT", tc.reason)); got != 1 {
 				t.Errorf("rejected{reason=%s} = %v, want 1", tc.reason, got)
 			}
 			if len(open) == 0 {
 				return
 			}
-			open[0].nc.Close()
+			open[0].NC.Close()
 			testutil.Eventually(t, 5*time.Second, func() bool { return ts.limits.open() == tc.allowed-1 }, "the closed connection to be released")
-			apiVersionsOK(t, dialRaw(t, ts.addr))
+			kafkatest.APIVersionsOK(t, kafkatest.Dial(t, ts.addr))
 		})
 	}
 }
@@ -54,24 +56,24 @@ func TestIdleConnectionClosed(t *testing.T) {
 	cfg := testServerConfig()
 	cfg.idleTimeout = 200 * time.Millisecond
 	ts := startServer(t, cfg, nil, parkingAPI(nil, true))
-	idle := dialRaw(t, ts.addr)
-	apiVersionsOK(t, idle)
+	idle := kafkatest.Dial(t, ts.addr)
+	kafkatest.APIVersionsOK(t, idle)
 	start := time.Now()
-	idle.expectClosed()
+	idle.ExpectClosed()
 	t.Logf("idle connection closed after %v", time.Since(start))
 	if got := metricValue(t, ts.metrics.closedIdle); got != 1 {
 		t.Errorf("closed idle = %v, want 1", got)
 	}
 
 	// A parked produce waiting 4 idle periods keeps its connection.
-	busy := dialRaw(t, ts.addr)
-	req := produceRequest(9, -1, "t", map[int32][]byte{0: nil})
+	busy := kafkatest.Dial(t, ts.addr)
+	req := kafkatest.ProduceRequest(9, -1, "t", map[int32][]byte{0: nil})
 	req.TimeoutMillis = 800
-	resp := busy.roundTrip(req)
+	resp := busy.RoundTrip(req)
 	if resp == nil {
 		t.Fatal("no response")
 	}
-	busy.expectClosed() // and idle again afterwards
+	busy.ExpectClosed() // and idle again afterwards
 }
 
 // A request whose bytes started arriving must be complete within the
@@ -88,11 +90,11 @@ func TestSlowFrameClosed(t *testing.T) {
 		{"inside the body", binary.BigEndian.AppendUint32(nil, 100)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := dialRaw(t, ts.addr)
-			if _, err := c.nc.Write(tc.sent); err != nil {
+			c := kafkatest.Dial(t, ts.addr)
+			if _, err := c.NC.Write(tc.sent); err != nil {
 				t.Fatal(err)
 			}
-			c.expectClosed()
+			c.ExpectClosed()
 		})
 	}
 }

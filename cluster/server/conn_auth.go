@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"context"
@@ -36,7 +36,7 @@ var (
 // connection's reader goroutine touches it (requests are handled in
 // order), so it needs no lock.
 type connAuth struct {
-	l  *listenerSec // nil: PLAINTEXT
+	l  *ListenerSecurity // nil: PLAINTEXT
 	cs *security.ConnSecurity
 	// reauth is a re-authentication in progress (KIP-368): a new SASL
 	// exchange on an authenticated connection, whose principal must stay
@@ -58,7 +58,7 @@ func (c *conn) startAuth(ctx context.Context) error {
 		return nil
 	}
 	var state *tls.ConnectionState
-	if cfg := l.sec.ServerTLS(); cfg != nil {
+	if cfg := l.Sec.ServerTLS(); cfg != nil {
 		tc := tls.Server(c.nc, cfg)
 		hctx, cancel := context.WithTimeout(ctx, tlsHandshakeTimeout)
 		err := tc.HandshakeContext(hctx)
@@ -70,7 +70,7 @@ func (c *conn) startAuth(ctx context.Context) error {
 		state = &st
 		c.nc = tc
 	}
-	cs, err := l.sec.NewConn(state)
+	cs, err := l.Sec.NewConn(state)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (c *conn) handshake(req *kmsg.SASLHandshakeRequest) (*kmsg.SASLHandshakeRes
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, errNotSASLListener
 	}
-	if !a.cs.SASL.Authenticated() || a.l.reauth <= 0 {
+	if !a.cs.SASL.Authenticated() || a.l.Reauth <= 0 {
 		// First authentication, or a second handshake where
 		// re-authentication is off (the authenticator refuses it).
 		resp, closeAfter := a.cs.SASL.Handshake(req)
@@ -152,7 +152,7 @@ func (c *conn) handshake(req *kmsg.SASLHandshakeRequest) (*kmsg.SASLHandshakeRes
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return resp, fmt.Errorf("%w: re-authentication must use SaslHandshake v1+ with mechanism %s", errSASLFailed, a.cs.SASL.Mechanism())
 	}
-	re := security.NewSASLAuthenticator(a.l.sec.SASL)
+	re := security.NewSASLAuthenticator(a.l.Sec.SASL)
 	resp, closeAfter := re.Handshake(req)
 	if closeAfter {
 		return resp, fmt.Errorf("%w: re-authentication handshake: %s", errSASLFailed, kerr.ErrorForCode(resp.ErrorCode))
@@ -190,8 +190,8 @@ func (c *conn) authenticate(ctx context.Context, req *kmsg.SASLAuthenticateReque
 		resp.ErrorCode, resp.ErrorMessage, resp.SASLAuthBytes = kerr.SaslAuthenticationFailed.Code, &msg, nil
 		return resp, err
 	}
-	if a.l.reauth > 0 && req.Version >= 1 {
-		resp.SessionLifetimeMillis = a.l.reauth.Milliseconds()
+	if a.l.Reauth > 0 && req.Version >= 1 {
+		resp.SessionLifetimeMillis = a.l.Reauth.Milliseconds()
 	}
 	return resp, nil
 }
@@ -205,14 +205,14 @@ func (c *conn) authenticated(auth *security.SASLAuthenticator) error {
 	if a.reauth != nil {
 		a.reauth = nil
 		if p != a.principal {
-			c.srv.metrics.saslFailures.WithLabelValues(a.l.name, auth.Mechanism()).Inc()
+			c.srv.metrics.saslFailures.WithLabelValues(a.l.Name, auth.Mechanism()).Inc()
 			c.logger.Warn("SASL re-authentication as another principal; closing", "principal", a.principal.String(), "new", p.String())
 			return fmt.Errorf("%w: cannot change principals during re-authentication", sasl.ErrAuthenticationFailed)
 		}
 	}
 	a.principal = p
-	if a.l.reauth > 0 {
-		a.expiry = time.Now().Add(a.l.reauth)
+	if a.l.Reauth > 0 {
+		a.expiry = time.Now().Add(a.l.Reauth)
 	}
 	c.logger.Debug("SASL authenticated", "principal", p.String(), "mechanism", auth.Mechanism())
 	return nil
@@ -222,7 +222,7 @@ func (c *conn) authenticated(auth *security.SASLAuthenticator) error {
 // mechanism and the internal cause, never a password.
 func (c *conn) saslFailed(auth *security.SASLAuthenticator) {
 	mech := auth.Mechanism()
-	c.srv.metrics.saslFailures.WithLabelValues(c.auth.l.name, mech).Inc()
+	c.srv.metrics.saslFailures.WithLabelValues(c.auth.l.Name, mech).Inc()
 	args := []any{"mechanism", mech, "err", auth.Err()}
 	if cause := sasl.Cause(auth.Err()); cause != nil {
 		args = append(args, "cause", cause)
@@ -270,7 +270,7 @@ func (c *conn) rawToken(ctx context.Context, r interface{ Read([]byte) (int, err
 // apiVersionsResponse is ApiVersions as this connection's listener serves
 // it: the SASL APIs are listed only on SASL listeners.
 func (c *conn) apiVersionsResponse(version int16) *kmsg.ApiVersionsResponse {
-	resp := c.srv.apiVersionsResponse(version)
+	resp := c.srv.APIVersions(version)
 	keys := resp.ApiKeys[:0]
 	for _, k := range resp.ApiKeys {
 		if c.auth.advertises(k.ApiKey) {

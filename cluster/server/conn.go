@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"bufio"
@@ -146,7 +146,7 @@ func newConn(s *Server, nc net.Conn, listener string) *conn {
 		slots:    make(chan *slot, maxInFlight),
 		gone:     make(chan struct{}),
 		pending:  make(map[*slot]struct{}),
-		auth:     connAuth{l: s.cfg.listeners[listener]},
+		auth:     connAuth{l: s.cfg.Listeners[listener]},
 	}
 	c.replicaID.Store(-1)
 	return c
@@ -186,8 +186,8 @@ func (c *conn) serve(ctx context.Context) {
 			c.logger.Debug("dropping connection", "err", err)
 		}
 		c.drop()
-		if id := c.replicaID.Load(); id >= 0 && c.srv.cfg.followerGone != nil {
-			c.srv.cfg.followerGone(id)
+		if id := c.replicaID.Load(); id >= 0 && c.srv.cfg.FollowerGone != nil {
+			c.srv.cfg.FollowerGone(id)
 		}
 	}
 	close(c.slots)
@@ -494,7 +494,7 @@ func isTimeout(err error) bool {
 func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 	hdr := s.hdr
 	a, ok := c.srv.apis[hdr.APIKey]
-	if !ok || hdr.APIVersion < a.min || hdr.APIVersion > a.max {
+	if !ok || hdr.APIVersion < a.Min || hdr.APIVersion > a.Max {
 		if hdr.APIKey == apiVersionsKey {
 			// Kafka answers an ApiVersions it cannot parse in v0 so the
 			// client can learn the ranges and retry.
@@ -753,3 +753,7 @@ func appendRawReply(buf []byte, s *slot) []byte {
 	buf = binary.BigEndian.AppendUint32(buf, uint32(len(s.rawReply)))
 	return append(buf, s.rawReply...)
 }
+
+// apiVersionsKey is special in the connection code: its response header
+// never carries tagged fields and an unsupported version is answered.
+const apiVersionsKey = 18

@@ -1,15 +1,16 @@
-package cluster
+package server
 
 import (
 	"context"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/kafkatest"
+	"github.com/kbroker/kbroker/internal/testutil"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/purgatory"
-	"github.com/kbroker/kbroker/replication"
 )
 
 // stuckOp is a delayed produce that can only expire: its high watermark
@@ -25,15 +26,15 @@ func (o *stuckOp) OnExpire()         { o.rc.Respond(o.resp) }
 // parkingAPI is a Produce row that parks every acks=all request in
 // waiters (a fresh purgatory when nil) until its timeout, as a produce
 // whose followers never catch up would. keepsRequest is passed to park.
-func parkingAPI(waiters *purgatory.Purgatory[replication.TopicPartition], keepsRequest bool) api {
+func parkingAPI(waiters *purgatory.Purgatory[string], keepsRequest bool) API {
 	if waiters == nil {
-		waiters = purgatory.New[replication.TopicPartition]("test")
+		waiters = purgatory.New[string]("test")
 	}
-	return api{key: 0, min: 3, max: 11, handle: func(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	return API{Key: 0, Min: 3, Max: 11, Handle: func(_ context.Context, rc *RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 		req := kreq.(*kmsg.ProduceRequest)
 		op := &stuckOp{rc: rc, resp: req.ResponseKind()}
-		deadline := time.Now().Add(cappedWait(req.TimeoutMillis, maxProduceTimeout))
-		park(waiters, rc, op, deadline, []replication.TopicPartition{{Topic: "t"}}, keepsRequest)
+		deadline := time.Now().Add(time.Duration(req.TimeoutMillis) * time.Millisecond)
+		Park(waiters, rc, op, deadline, []string{"t"}, keepsRequest)
 		return nil, nil
 	}}
 }
@@ -42,17 +43,17 @@ func parkingAPI(waiters *purgatory.Purgatory[replication.TopicPartition], keepsR
 // purgatory, its request memory is given back and the server closes the
 // socket at once, without waiting for the produce's timeout.
 func TestPeerCloseDropsParkedRequests(t *testing.T) {
-	waiters := purgatory.New[replication.TopicPartition]("produce")
+	waiters := purgatory.New[string]("produce")
 	cfg := testServerConfig()
 	cfg.queuedMaxRequestBytes = 1 << 20
 	ts := startServer(t, cfg, nil, parkingAPI(waiters, true))
 	queued := func() float64 { return metricValue(t, ts.metrics.queuedBytes) }
 
-	c := dialRaw(t, ts.addr)
-	req := produceRequest(9, -1, "t", map[int32][]byte{0: nil})
+	c := kafkatest.Dial(t, ts.addr)
+	req := kafkatest.ProduceRequest(9, -1, "t", map[int32][]byte{0: nil})
 	req.TimeoutMillis = 60_000
-	c.send(req)
-	c.send(req) // a second one queued behind it
+	c.Send(req)
+	c.Send(req) // a second one queued behind it
 	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 2 }, "both produces to park")
 	if queued() == 0 {
 		t.Fatal("parked requests hold no request memory")
@@ -61,7 +62,7 @@ func TestPeerCloseDropsParkedRequests(t *testing.T) {
 	if n := ts.limits.open(); n != 1 {
 		t.Fatalf("%d connections open, want 1", n)
 	}
-	c.nc.Close()
+	c.NC.Close()
 	start := time.Now()
 	testutil.Eventually(t, 5*time.Second, func() bool { return ts.limits.open() == 0 }, "the server to close the socket")
 	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 0 }, "the parked produces to leave the purgatory (len %d)", waiters.Len())
@@ -71,26 +72,10 @@ func TestPeerCloseDropsParkedRequests(t *testing.T) {
 	}
 
 	// A client that stays gets its answer at the timeout.
-	stay := dialRaw(t, ts.addr)
+	stay := kafkatest.Dial(t, ts.addr)
 	req.TimeoutMillis = 100
-	stay.roundTrip(req)
+	stay.RoundTrip(req)
 	// The purgatory counts the operation until OnExpire, which sent the
 	// response, has returned.
 	testutil.Eventually(t, 5*time.Second, func() bool { return waiters.Len() == 0 }, "the expired produce to leave the purgatory")
-}
-
-func TestCappedWait(t *testing.T) {
-	for _, tc := range []struct {
-		ms   int32
-		want time.Duration
-	}{
-		{0, 0},
-		{500, 500 * time.Millisecond},
-		{30_000, 30 * time.Second},
-		{2_000_000_000, 30 * time.Second},
-	} {
-		if got := cappedWait(tc.ms, maxFetchWait); got != tc.want {
-			t.Errorf("cappedWait(%d) = %v, want %v", tc.ms, got, tc.want)
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"net"
@@ -18,7 +18,7 @@ type connLimits struct {
 	perIP map[string]int32
 }
 
-func (l *connLimits) init(cfg serverConfig) {
+func (l *connLimits) init(cfg Config) {
 	l.max, l.maxPerIP = cfg.maxConnections, cfg.maxConnectionsPerIP
 	l.overrides = resolveOverrides(cfg.perIPOverrides)
 	l.perIP = make(map[string]int32)

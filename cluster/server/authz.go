@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"sync"
@@ -20,9 +20,9 @@ var AnonymousPrincipal = Principal{Type: "User", Name: "ANONYMOUS"}
 // String returns the principal as Kafka's ACLs write it: "User:ANONYMOUS".
 func (p Principal) String() string { return p.Type + ":" + p.Name }
 
-// clusterResourceName is the name of the one CLUSTER resource, as Kafka
+// ClusterResourceName is the name of the one CLUSTER resource, as Kafka
 // names it in ACLs.
-const clusterResourceName = "kafka-cluster"
+const ClusterResourceName = "kafka-cluster"
 
 // Action is one authorization question: may the request's principal do
 // Operation on the resource of ResourceType named Name? The operation and
@@ -115,12 +115,12 @@ func (rc *RequestContext) Authorized(op kmsg.ACLOperation, resourceType kmsg.ACL
 
 // AuthorizedCluster is Authorized for the CLUSTER resource.
 func (rc *RequestContext) AuthorizedCluster(op kmsg.ACLOperation) bool {
-	return rc.Authorized(op, kmsg.ACLResourceTypeCluster, clusterResourceName)
+	return rc.Authorized(op, kmsg.ACLResourceTypeCluster, ClusterResourceName)
 }
 
-// topicActions is the declaration of an API that needs op on every topic
+// TopicActions is the declaration of an API that needs op on every topic
 // it names.
-func topicActions(op kmsg.ACLOperation, topics func(yield func(string))) []Action {
+func TopicActions(op kmsg.ACLOperation, topics func(yield func(string))) []Action {
 	var out []Action
 	topics(func(t string) {
 		a := Action{Operation: op, ResourceType: kmsg.ACLResourceTypeTopic, Name: t}
@@ -148,24 +148,24 @@ func (rc *RequestContext) AuthorizedAny(op kmsg.ACLOperation, resourceType kmsg.
 	return rc.Authorized(op, resourceType, "")
 }
 
-// groupAction declares an API that needs op on the request's group.
-func groupAction(op kmsg.ACLOperation, group func(kmsg.Request) string) func(*RequestContext, kmsg.Request) []Action {
+// GroupAction declares an API that needs op on the request's group.
+func GroupAction(op kmsg.ACLOperation, group func(kmsg.Request) string) func(*RequestContext, kmsg.Request) []Action {
 	return func(_ *RequestContext, req kmsg.Request) []Action {
 		return []Action{{Operation: op, ResourceType: kmsg.ACLResourceTypeGroup, Name: group(req)}}
 	}
 }
 
-// clusterOperations are the operations Kafka defines on the CLUSTER
+// ClusterOperations are the operations Kafka defines on the CLUSTER
 // (AclEntry.supportedOperations).
-var clusterOperations = []kmsg.ACLOperation{
+var ClusterOperations = []kmsg.ACLOperation{
 	kmsg.ACLOperationCreate, kmsg.ACLOperationClusterAction, kmsg.ACLOperationDescribeConfigs,
 	kmsg.ACLOperationAlterConfigs, kmsg.ACLOperationIdempotentWrite, kmsg.ACLOperationAlter,
 	kmsg.ACLOperationDescribe,
 }
 
-// authorizedOperations is Kafka's authorized-operations bit field: bit op
+// AuthorizedOperations is Kafka's authorized-operations bit field: bit op
 // is set for each of ops the principal may do on the resource.
-func (rc *RequestContext) authorizedOperations(resourceType kmsg.ACLResourceType, name string, ops []kmsg.ACLOperation) int32 {
+func (rc *RequestContext) AuthorizedOperations(resourceType kmsg.ACLResourceType, name string, ops []kmsg.ACLOperation) int32 {
 	var bits int32
 	for _, op := range ops {
 		if rc.Authorized(op, resourceType, name) {
@@ -175,11 +175,11 @@ func (rc *RequestContext) authorizedOperations(resourceType kmsg.ACLResourceType
 	return bits
 }
 
-// clusterAction declares, in an API registration, that the request needs
+// ClusterAction declares, in an API registration, that the request needs
 // op on the CLUSTER; the handler refuses with CLUSTER_AUTHORIZATION_FAILED
 // when rc.AuthorizedCluster(op) says no.
-func clusterAction(op kmsg.ACLOperation) func(*RequestContext, kmsg.Request) []Action {
+func ClusterAction(op kmsg.ACLOperation) func(*RequestContext, kmsg.Request) []Action {
 	return func(*RequestContext, kmsg.Request) []Action {
-		return []Action{{Operation: op, ResourceType: kmsg.ACLResourceTypeCluster, Name: clusterResourceName}}
+		return []Action{{Operation: op, ResourceType: kmsg.ACLResourceTypeCluster, Name: ClusterResourceName}}
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package server
 
 import (
 	"bufio"
@@ -87,7 +87,7 @@ func (w *writeCounter) RemoteAddr() net.Addr             { return &net.TCPAddr{I
 // gathered (not on the connection's previous write), so a burst of large
 // fetch responses is not encoded into one buffer of all of them.
 func TestWriteLoopBoundsCoalescedWrites(t *testing.T) {
-	srv := newServer(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, testServerConfig(), newRequestMetrics())
+	srv := New(slog.New(slog.NewTextHandler(io.Discard, nil)), nil, testServerConfig(), NewMetrics())
 	nc := &writeCounter{}
 	c := newConn(srv, nc, "PLAINTEXT")
 	const responses, recordBytes = 12, 100 << 10
