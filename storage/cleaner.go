@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -162,7 +163,7 @@ func (l *Log) firstDirtyLocked(logStart, logEnd int64, generation uint64) int64 
 }
 
 func readCleanerCheckpoint(fsys FS, dir string) (map[topicPartition]int64, error) {
-	data, err := readFile(fsys, filepath.Join(dir, cleanerCheckpointFile))
+	data, err := logfs.ReadFile(fsys, filepath.Join(dir, cleanerCheckpointFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return map[topicPartition]int64{}, nil
 	}
@@ -189,7 +190,7 @@ func updateCleanerCheckpoint(fsys FS, dir string, tp topicPartition, off int64) 
 	} else {
 		offs[tp] = off
 	}
-	return writeFileAtomic(fsys, dir, filepath.Join(dir, cleanerCheckpointFile), encodeCheckpoint(offs))
+	return logfs.WriteFileAtomic(fsys, dir, filepath.Join(dir, cleanerCheckpointFile), encodeCheckpoint(offs))
 }
 
 // DirtyRatio returns the log's dirty bytes (inactive segments cleanable
@@ -262,10 +263,10 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	p.producerLastOffsets = make(map[int64]int64, len(l.mu.producers))
 	p.markerOnlyEpochs = make(map[int64]int16)
 	for pid, e := range l.mu.producers {
-		if len(e.batches) > 0 {
-			p.producerLastOffsets[pid] = e.last().lastOffset
+		if len(e.Batches) > 0 {
+			p.producerLastOffsets[pid] = e.Last().LastOffset
 		} else {
-			p.markerOnlyEpochs[pid] = e.epoch
+			p.markerOnlyEpochs[pid] = e.Epoch
 		}
 	}
 	p.aborted = l.abortedRangesLocked(p.cleanableEnd)

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kbroker/kbroker/storage/logfs"
+	"github.com/kbroker/kbroker/storage/producerstate"
 )
 
 // load opens the segments in l.Dir(), recovers them if the shutdown was not
@@ -385,17 +388,17 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		if off > l.mu.logEndOffset || off < l.mu.logStartOffset || used >= 0 {
 			continue
 		}
-		buf, err := readFile(l.fs, fileName(l.Dir(), off, snapshotSuffix))
+		buf, err := logfs.ReadFile(l.fs, fileName(l.Dir(), off, snapshotSuffix))
 		if err == nil {
-			var m producerStateMap
-			if m, err = decodeProducerSnapshot(buf); err == nil {
+			var m producerstate.State
+			if m, err = producerstate.DecodeSnapshot(buf); err == nil {
 				l.mu.producers, from, used = m, off, off
 				continue
 			}
 		}
 		l.logger.Warn("ignoring producer snapshot", "dir", l.Dir(), "offset", off, "err", err)
 	}
-	l.mu.txns = newTxnTracker(l.mu.producers)
+	l.mu.txns = producerstate.NewTxnTracker(l.mu.producers)
 	l.mu.snapshotOffset = used
 	removed := false
 	for _, off := range snaps {
@@ -458,7 +461,7 @@ func (l *Log) loadProducerState(snaps []int64) error {
 func (l *Log) writeSnapshotLocked() error {
 	off := l.mu.logEndOffset
 	name := fileName(l.Dir(), off, snapshotSuffix)
-	if err := writeFileAtomic(l.fs, l.Dir(), name, l.mu.producers.encode()); err != nil {
+	if err := logfs.WriteFileAtomic(l.fs, l.Dir(), name, l.mu.producers.Encode()); err != nil {
 		return err
 	}
 	l.mu.snapshotOffset = off

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -182,13 +183,13 @@ func (s *segment) sync() error {
 
 // written reports whether anything may have been written to the
 // segment's files since they were opened: true unless every file can
-// tell it was not (the Manager's files can, filecache.go).
+// tell it was not (the Manager's files can, package logfs).
 func (s *segment) written() bool {
 	for _, f := range []File{s.log, s.idx, s.tidx, s.txn} {
 		if f == nil {
 			continue
 		}
-		if w, ok := f.(writeTracker); !ok || w.writtenSinceOpen() {
+		if w, ok := f.(logfs.WriteTracker); !ok || w.WrittenSinceOpen() {
 			return true
 		}
 	}

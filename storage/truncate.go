@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -112,8 +113,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.mu.epochs = nil
 	l.writeEpochsLocked()
-	l.mu.producers = make(producerStateMap)
-	l.mu.txns = txnTracker{}
+	l.mu.producers = make(producerstate.State)
+	l.mu.txns = producerstate.TxnTracker{}
 	l.mu.snapshotOffset = -1
 	if _, err := l.removeSnapshotsLocked(-1); err != nil {
 		l.mu.failed = fmt.Errorf("truncate %s fully: %w", l.Dir(), err)
@@ -216,11 +217,11 @@ func (l *Log) rebuildProducerStateLocked() error {
 	if err != nil {
 		return err
 	}
-	l.mu.producers = make(producerStateMap)
+	l.mu.producers = make(producerstate.State)
 	if err := l.loadProducerState(snaps); err != nil {
 		return err
 	}
-	l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
+	l.mu.txns.OnHighWatermark(l.published.highWatermark.Load())
 	return nil
 }
 
