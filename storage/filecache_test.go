@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // openFDs counts this process's open descriptors, or -1 where /proc is
@@ -144,7 +146,7 @@ func (f *countingFS) OpenFile(name string, flag int, perm os.FileMode) (File, er
 
 func (f countingFile) Sync() error {
 	f.fs.syncs.Add(1)
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, snapshotSuffix + ".tmp"} {
+	for _, suffix := range []string{logfs.LogSuffix, logfs.IndexSuffix, logfs.TimeIndexSuffix, logfs.SnapshotSuffix + ".tmp"} {
 		if strings.HasSuffix(f.name, suffix) {
 			f.fs.segSyncs.Add(1)
 		}
@@ -216,7 +218,7 @@ func TestCloseOfIdleLogWritesNothing(t *testing.T) {
 		t.Fatalf("log end offset %d after idle restarts, want 3", l.LogEndOffset())
 	}
 	checkContiguous(t, l)
-	if _, err := os.Stat(fileName(l.Dir(), 3, snapshotSuffix)); err != nil {
+	if _, err := os.Stat(logfs.FileName(l.Dir(), 3, logfs.SnapshotSuffix)); err != nil {
 		t.Fatalf("producer snapshot at the log end offset: %v", err)
 	}
 }

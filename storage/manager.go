@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/cleaner"
 	"github.com/kbroker/kbroker/storage/logfs"
 )
 
@@ -69,7 +70,7 @@ type Manager struct {
 	}
 	// cleanerThrottle is log.cleaner.io.max.bytes.per.second, shared by
 	// the logs cleaned at once (cleaner_pool.go).
-	cleanerThrottle *throttleState
+	cleanerThrottle *cleaner.Throttle
 	// cleanerBackoffChanged wakes Run to re-arm its cleaner ticker.
 	cleanerBackoffChanged chan struct{}
 	// cleanerSleep replaces the throttle's sleep in tests.
@@ -133,7 +134,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	m.mu.checkpointEvery = 5 * time.Second
 	m.mu.cleanerBackoff = DefaultCleanerBackoff
 	m.mu.cleanerThreads = 1
-	m.cleanerThrottle = &throttleState{rate: math.MaxFloat64}
+	m.cleanerThrottle = cleaner.NewThrottle(math.MaxFloat64, time.Time{})
 	m.cleanerBackoffChanged = make(chan struct{}, 1)
 	for _, path := range dirs {
 		m.dirs = append(m.dirs, &logDir{path: path, cleanPath: filepath.Clean(path),

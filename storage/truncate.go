@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -150,7 +151,7 @@ func (l *Log) deleteNewestLocked(from int) error {
 	var errs []error
 	for len(l.mu.segments) > from {
 		s := l.mu.segments[len(l.mu.segments)-1]
-		name := fileName(l.Dir(), s.base, logSuffix)
+		name := logfs.FileName(l.Dir(), s.base, logfs.LogSuffix)
 		if err := l.fs.Rename(name, name+deletedSuffix); err != nil {
 			err = fmt.Errorf("%w: delete segment %d: %v", ErrStorage, s.base, err)
 			if from == 0 {
@@ -187,7 +188,7 @@ func (l *Log) removeSnapshotsLocked(keepAtOrBelow int64) ([]int64, error) {
 		removed bool
 	)
 	for _, e := range ents {
-		o, ok := parseFileName(e.Name(), snapshotSuffix)
+		o, ok := logfs.ParseFileName(e.Name(), logfs.SnapshotSuffix)
 		if !ok {
 			continue
 		}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -746,7 +748,7 @@ func TestTxnCleanerCrashDuringSwap(t *testing.T) {
 		}
 		l2 := openTxnLog(t, dir, compactConfig(), nil, false)
 		checkAbortsHaveMarkers(t, l2)
-		for _, pat := range []string{"*" + cleanedSuffix, "*" + swapSuffix} {
+		for _, pat := range []string{"*" + cleaner.CleanedSuffix, "*" + cleaner.SwapSuffix} {
 			if left, _ := filepath.Glob(filepath.Join(dir, pat)); len(left) > 0 {
 				t.Fatalf("renames %d: left %v", renames, left)
 			}
@@ -800,7 +802,7 @@ func TestTxnMarkerLogAppendTime(t *testing.T) {
 // txnIndexBytes is the total size of the .txnindex files in dir.
 func txnIndexBytes(t testing.TB, dir string) int64 {
 	t.Helper()
-	names, _ := filepath.Glob(filepath.Join(dir, "*"+txnIndexSuffix))
+	names, _ := filepath.Glob(filepath.Join(dir, "*"+logfs.TxnIndexSuffix))
 	var n int64
 	for _, name := range names {
 		fi, err := os.Stat(name)

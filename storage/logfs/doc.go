@@ -1,10 +1,12 @@
 // Package logfs is the file system under the partition logs: the File and
 // FS interfaces the logs do all their I/O through, OSFS (the os package),
-// atomic small-file writes for checkpoints (WriteFileAtomic), preallocation
-// (Allocate), and the Manager's bounded cache of descriptors (Cache).
+// the names of segment files (FileName, ParseFileName and the suffixes,
+// Kafka's LogFileUtils), atomic small-file writes for checkpoints
+// (WriteFileAtomic), preallocation (Allocate), and the Manager's bounded
+// cache of descriptors (Cache).
 //
 // Package storage owns what the files hold and when they are written; this
-// package owns only how they are opened, held and named. It must never
+// package owns only how they are named, opened and held. It must never
 // import storage or any other kbroker package: the standard library only.
 //
 // # Contract with storage
