@@ -4,13 +4,13 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -19,20 +19,9 @@ const (
 	// compacted log's first dirty offset (Kafka's
 	// cleaner-offset-checkpoint), in the text format of recoveryPointFile.
 	cleanerCheckpointFile = "cleaner-offset-checkpoint"
-	// cleanedSuffix marks the files of a segment being rewritten by the
-	// cleaner; leftovers of a crash are removed at open.
-	cleanedSuffix = ".cleaned"
-	// swapSuffix marks a cleaned segment's files about to replace the
-	// originals. A <base>.log.swap is the commit point: open finishes
-	// the swap of a segment that has one and discards .swap index files
-	// without one.
-	swapSuffix = ".swap"
 	// DefaultCleanerBackoff is how often Manager.Run looks for logs to
 	// clean (Kafka's log.cleaner.backoff.ms).
 	DefaultCleanerBackoff = 15 * time.Second
-	// maxUncompressedForCleaning bounds decompression while cleaning; a
-	// batch past it is kept as it is.
-	maxUncompressedForCleaning = 64 << 20
 	// cleanerWriteBuffer is how many bytes of a cleaned segment are
 	// buffered between writes.
 	cleanerWriteBuffer = 1 << 20
@@ -92,7 +81,7 @@ type cleanPlan struct {
 	// markerOnlyEpochs maps producers whose state has no batches (their
 	// last record may be a marker) to their epoch.
 	markerOnlyEpochs map[int64]int16
-	aborted          abortedRanges
+	aborted          cleaner.AbortedRanges
 	// markerLimit is the newest producer snapshot's offset: markers at or
 	// past it are kept, as a replay from that snapshot needs them.
 	markerLimit int64
@@ -162,7 +151,7 @@ func (l *Log) firstDirtyLocked(logStart, logEnd int64, generation uint64) int64 
 }
 
 func readCleanerCheckpoint(fsys FS, dir string) (map[topicPartition]int64, error) {
-	data, err := readFile(fsys, filepath.Join(dir, cleanerCheckpointFile))
+	data, err := logfs.ReadFile(fsys, filepath.Join(dir, cleanerCheckpointFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return map[topicPartition]int64{}, nil
 	}
@@ -189,7 +178,7 @@ func updateCleanerCheckpoint(fsys FS, dir string, tp topicPartition, off int64) 
 	} else {
 		offs[tp] = off
 	}
-	return writeFileAtomic(fsys, dir, filepath.Join(dir, cleanerCheckpointFile), encodeCheckpoint(offs))
+	return logfs.WriteFileAtomic(fsys, dir, filepath.Join(dir, cleanerCheckpointFile), encodeCheckpoint(offs))
 }
 
 // DirtyRatio returns the log's dirty bytes (inactive segments cleanable
@@ -262,10 +251,10 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	p.producerLastOffsets = make(map[int64]int64, len(l.mu.producers))
 	p.markerOnlyEpochs = make(map[int64]int16)
 	for pid, e := range l.mu.producers {
-		if len(e.batches) > 0 {
-			p.producerLastOffsets[pid] = e.last().lastOffset
+		if len(e.Batches) > 0 {
+			p.producerLastOffsets[pid] = e.Last().LastOffset
 		} else {
-			p.markerOnlyEpochs[pid] = e.epoch
+			p.markerOnlyEpochs[pid] = e.Epoch
 		}
 	}
 	p.aborted = l.abortedRangesLocked(p.cleanableEnd)
@@ -281,8 +270,9 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	}
 	// One pass: map the dirty section's keys until the map (bounded by
 	// log.cleaner.dedupe.buffer.size) is full, then clean up to there.
-	th := newIOThrottle(l.cleaner.limits)
-	keys := newKeyMap(cmp.Or(l.cleaner.limits.DedupeBufferSize, DefaultDedupeBufferSize), dirtyBytes(p.segs, firstDirty))
+	lim := l.cleaner.limits
+	th := cleaner.NewThrottler(lim.shared, lim.IOMaxBytesPerSecond, lim.Stop, lim.sleep)
+	keys := cleaner.NewKeyMap(cmp.Or(l.cleaner.limits.DedupeBufferSize, DefaultDedupeBufferSize), dirtyBytes(p.segs, firstDirty))
 	mapEnd, full, err := l.mapKeys(keys, p.segs, firstDirty, p.cleanableEnd, p.aborted, th)
 	if err != nil {
 		return st, fmt.Errorf("clean %s: %w", l.Dir(), err)
@@ -290,13 +280,16 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	p.cleanableEnd, p.segs = mapEnd, segmentsBelow(p.segs, mapEnd)
 	st.CleanableEnd, st.KeyMapBytes, st.KeyMapFull = mapEnd, keys.Bytes(), full
 	st.Keys = keys.Len()
-	c := &segmentCleaner{l: l, keys: keys, mapEnd: mapEnd, throttle: th, producerLast: p.producerLastOffsets, aborted: p.aborted, st: &st,
-		markerOnly: p.markerOnlyEpochs, markerLimit: p.markerLimit, txnData: map[int64]bool{},
-		now: now.UnixMilli(), deleteRetentionMs: l.config().DeleteRetentionMs}
+	f := &cleaner.Filter{Keys: keys, MapEnd: mapEnd, ProducerLast: p.producerLastOffsets, Aborted: p.aborted,
+		MarkerOnly: p.markerOnlyEpochs, MarkerLimit: p.markerLimit,
+		Now: now.UnixMilli(), DeleteRetentionMs: l.config().DeleteRetentionMs, Warn: l.warnCleaner}
+	c := &segmentCleaner{l: l, filter: f, throttle: th, st: &st}
 	for _, cs := range p.segs {
 		st.SegmentsScanned++
 		st.BytesRead += cs.size
 		swapped, err := c.clean(cs, p.generation)
+		st.RecordsRead, st.RecordsRemoved = f.RecordsRead, f.RecordsRemoved
+		st.TombstonesRemoved, st.MarkersRemoved = f.TombstonesRemoved, f.MarkersRemoved
 		if err != nil {
 			return st, fmt.Errorf("clean %s segment %d: %w", l.Dir(), cs.base, err)
 		}
@@ -321,29 +314,17 @@ func (l *Log) Clean(now time.Time) (CleanStats, error) {
 	return st, nil
 }
 
-// segmentCleaner rewrites segments against a key map.
-type segmentCleaner struct {
-	l            *Log
-	keys         *keyMap
-	mapEnd       int64 // records at and past it were not mapped: kept as they are
-	throttle     *ioThrottle
-	producerLast map[int64]int64
-	aborted      abortedRanges
-	markerOnly   map[int64]int16
-	markerLimit  int64
-	// txnData marks the producers with data batches read since their
-	// last marker: their next marker must stay.
-	txnData       map[int64]bool
-	removedAborts map[int64]bool // ABORT markers dropped from the current segment, by offset
-	st            *CleanStats
-	// now is the cleaning time (ms). A batch that keeps a tombstone or a
-	// removable marker gets the delete horizon now + deleteRetentionMs
-	// (Kafka's KIP-534); a later cleaning past it drops them.
-	now, deleteRetentionMs int64
+// warnCleaner is a Filter's Warn: the log's directory, then args.
+func (l *Log) warnCleaner(msg string, args ...any) {
+	l.logger.Warn(msg, append([]any{"dir", l.Dir()}, args...)...)
+}
 
-	recs   []record.Record // kept records of the current batch
-	arena  []byte          // their keys and values
-	header []record.Header
+// segmentCleaner rewrites segments with a Filter.
+type segmentCleaner struct {
+	l        *Log
+	filter   *cleaner.Filter
+	throttle *cleaner.Throttler
+	st       *CleanStats
 }
 
 // clean rewrites cs if cleaning removes anything and swaps it in.
@@ -352,7 +333,7 @@ type segmentCleaner struct {
 // as swapped.
 func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, err error) {
 	l := c.l
-	c.removedAborts = map[int64]bool{}
+	c.filter.StartSegment()
 	var w *cleanedWriter
 	defer func() {
 		if w != nil {
@@ -365,8 +346,8 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 		if !ok {
 			break
 		}
-		out, changed := c.filter(b)
-		c.throttle.add(len(b) + len(out))
+		out, changed := c.filter.Filter(b)
+		c.throttle.Add(len(b) + len(out))
 		if !changed && w == nil {
 			continue
 		}
@@ -409,7 +390,7 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 		// waiting for the marker.
 		var kept []abortedTxn
 		for _, a := range cs.aborted {
-			if !c.removedAborts[a.lastOffset] {
+			if !c.filter.RemovedAbort(a.lastOffset) {
 				kept = append(kept, a)
 			}
 		}
@@ -430,139 +411,6 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 	return true, nil
 }
 
-// filter returns b without its superseded records and expired
-// tombstones: b itself when nothing changes (changed false), nil when
-// everything goes, else a rebuilt batch (also when it keeps a tombstone
-// and has no delete horizon yet: it gets one). A batch that cannot be
-// decoded or rebuilt is kept as it is.
-func (c *segmentCleaner) filter(b record.Batch) (record.Batch, bool) {
-	if b.IsControl() {
-		return c.filterMarker(b)
-	}
-	hasHorizon := b.Attributes()&record.DeleteHorizonFlag != 0
-	dropTombstones := hasHorizon && c.now >= b.BaseTimestamp()
-	if b.IsTransactional() {
-		c.txnData[b.ProducerID()] = true
-	}
-	dropAll := c.aborted.aborted(b)
-	c.recs, c.arena, c.header = c.recs[:0], c.arena[:0], c.header[:0]
-	base, lod := b.BaseOffset(), b.LastOffsetDelta()
-	pid := b.ProducerID()
-	keepLast := false
-	if pid != record.NoProducerID {
-		if last, ok := c.producerLast[pid]; ok && last == b.LastOffset() {
-			keepLast = true
-		}
-	}
-	var read, removed, tombstones, keptTombstones int64
-	var maxDelta int64
-	err := record.IterateCompacted(b, maxUncompressedForCleaning, func(r *record.Record) error {
-		read++
-		off := base + int64(r.OffsetDelta)
-		keep, tomb := !dropAll, false // an aborted batch goes whole (but see keepLast)
-		if !dropAll && r.Key != nil && off < c.mapEnd {
-			if latest, ok := c.keys.get(r.Key); ok && latest > off {
-				keep = false
-			} else if r.Value == nil && dropTombstones {
-				keep, tomb = false, true
-			}
-		}
-		if !keep && keepLast && r.OffsetDelta == lod {
-			keep, tomb = true, false
-		}
-		if !keep {
-			removed++
-			if tomb {
-				tombstones++
-			}
-			return nil
-		}
-		if r.Key != nil && r.Value == nil && off < c.mapEnd {
-			keptTombstones++
-		}
-		kr := record.Record{Attributes: r.Attributes, TimestampDelta: r.TimestampDelta, OffsetDelta: r.OffsetDelta}
-		if len(c.recs) == 0 || r.TimestampDelta > maxDelta {
-			maxDelta = r.TimestampDelta
-		}
-		kr.Key = c.copyBytes(r.Key)
-		kr.Value = c.copyBytes(r.Value)
-		if len(r.Headers) > 0 {
-			start := len(c.header)
-			for _, h := range r.Headers {
-				c.header = append(c.header, record.Header{Key: h.Key, Value: c.copyBytes(h.Value)})
-			}
-			kr.Headers = c.header[start:len(c.header):len(c.header)]
-		}
-		c.recs = append(c.recs, kr)
-		return nil
-	})
-	if err != nil {
-		c.l.logger.Warn("cleaner keeps an undecodable batch", "dir", c.l.Dir(), "offset", base, "err", err)
-		return b, false
-	}
-	c.st.RecordsRead += read
-	setHorizon := !hasHorizon && keptTombstones > 0 && b.LastOffset() < c.mapEnd
-	if removed == 0 && !setHorizon {
-		return b, false
-	}
-	if len(c.recs) == 0 {
-		c.st.RecordsRemoved += removed
-		c.st.TombstonesRemoved += tombstones
-		return nil, true
-	}
-	maxTs := b.BaseTimestamp() + maxDelta
-	if b.LogAppendTime() {
-		maxTs = b.MaxTimestamp()
-	}
-	attrs, baseTs := b.Attributes(), b.BaseTimestamp()
-	if setHorizon {
-		attrs, baseTs = c.withHorizon(attrs, baseTs, c.recs)
-	}
-	nb, err := record.Build(record.BatchSpec{
-		BaseOffset:           base,
-		PartitionLeaderEpoch: b.PartitionLeaderEpoch(),
-		Attributes:           attrs,
-		BaseTimestamp:        baseTs,
-		MaxTimestamp:         maxTs,
-		ProducerID:           pid,
-		ProducerEpoch:        b.ProducerEpoch(),
-		BaseSequence:         b.BaseSequence(),
-	}, c.recs)
-	if err != nil {
-		c.l.logger.Warn("cleaner keeps a batch it cannot rebuild", "dir", c.l.Dir(), "offset", base, "err", err)
-		return b, false
-	}
-	c.st.RecordsRemoved += removed
-	c.st.TombstonesRemoved += tombstones
-	return nb, true
-}
-
-// withHorizon returns a batch's attributes and base timestamp with the
-// delete horizon set: as Kafka, the base timestamp becomes the horizon and
-// the records' timestamp deltas are rebased on it, so that every record
-// keeps its timestamp.
-func (c *segmentCleaner) withHorizon(attrs int16, baseTs int64, recs []record.Record) (int16, int64) {
-	horizon := c.now + c.deleteRetentionMs
-	if c.deleteRetentionMs > math.MaxInt64-c.now {
-		horizon = math.MaxInt64
-	}
-	for i := range recs {
-		recs[i].TimestampDelta = baseTs + recs[i].TimestampDelta - horizon
-	}
-	return attrs | record.DeleteHorizonFlag, horizon
-}
-
-// copyBytes copies p into the arena, keeping nil as nil. Earlier copies
-// stay valid when the arena grows (they keep the old array).
-func (c *segmentCleaner) copyBytes(p []byte) []byte {
-	if p == nil {
-		return nil
-	}
-	start := len(c.arena)
-	c.arena = append(c.arena, p...)
-	return c.arena[start:len(c.arena):len(c.arena)]
-}
-
 // cleanedWriter writes a cleaned segment's .log.cleaned, .index.cleaned
 // and .timeindex.cleaned, building the indexes as recovery does.
 type cleanedWriter struct {
@@ -578,13 +426,13 @@ type cleanedWriter struct {
 }
 
 func cleanedName(dir string, base int64, suffix string) string {
-	return fileName(dir, base, suffix) + cleanedSuffix
+	return logfs.FileName(dir, base, suffix) + cleaner.CleanedSuffix
 }
 
 func newCleanedWriter(l *Log, base int64) (*cleanedWriter, error) {
 	w := &cleanedWriter{l: l}
 	var files [3]File
-	for i, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix} {
+	for i, suffix := range []string{logfs.LogSuffix, logfs.IndexSuffix, logfs.TimeIndexSuffix} {
 		f, err := l.fs.OpenFile(cleanedName(l.Dir(), base, suffix), os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
 		if err != nil {
 			for _, g := range files[:i] {
@@ -675,8 +523,8 @@ func (w *cleanedWriter) discard() {
 // removeCleanerFiles removes base's .cleaned and .swap files.
 func (l *Log) removeCleanerFiles(base int64) error {
 	var errs []error
-	for _, suffix := range []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-		for _, name := range []string{cleanedName(l.Dir(), base, suffix), fileName(l.Dir(), base, suffix) + swapSuffix} {
+	for _, suffix := range []string{logfs.LogSuffix, logfs.IndexSuffix, logfs.TimeIndexSuffix, logfs.TxnIndexSuffix} {
+		for _, name := range []string{cleanedName(l.Dir(), base, suffix), logfs.FileName(l.Dir(), base, suffix) + cleaner.SwapSuffix} {
 			if err := l.fs.Remove(name); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)
 			}
@@ -709,13 +557,13 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 		i == len(l.mu.segments)-1 || cs.s.size != cs.size {
 		return false, nil
 	}
-	suffixes := []string{indexSuffix, timeIndexSuffix, logSuffix} // .log last: the commit point
+	suffixes := []string{logfs.IndexSuffix, logfs.TimeIndexSuffix, logfs.LogSuffix} // .log last: the commit point
 	if w.hasTxn {
-		suffixes = []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix}
+		suffixes = []string{logfs.IndexSuffix, logfs.TimeIndexSuffix, logfs.TxnIndexSuffix, logfs.LogSuffix}
 	}
 	for _, suffix := range suffixes {
-		if err := l.fs.Rename(cleanedName(l.Dir(), cs.base, suffix), fileName(l.Dir(), cs.base, suffix)+swapSuffix); err != nil {
-			return false, l.undoSwapLocked(cs.base, fmt.Errorf("%w: rename to %s: %v", ErrStorage, swapSuffix, err))
+		if err := l.fs.Rename(cleanedName(l.Dir(), cs.base, suffix), logfs.FileName(l.Dir(), cs.base, suffix)+cleaner.SwapSuffix); err != nil {
+			return false, l.undoSwapLocked(cs.base, fmt.Errorf("%w: rename to %s: %v", ErrStorage, cleaner.SwapSuffix, err))
 		}
 	}
 	if err := l.fs.SyncDir(l.Dir()); err != nil {
@@ -723,8 +571,8 @@ func (l *Log) swapCleaned(cs cleanSeg, w *cleanedWriter, generation uint64) (ok 
 	}
 	w.committed = true
 	for _, suffix := range suffixes {
-		name := fileName(l.Dir(), cs.base, suffix)
-		if err := l.fs.Rename(name+swapSuffix, name); err != nil {
+		name := logfs.FileName(l.Dir(), cs.base, suffix)
+		if err := l.fs.Rename(name+cleaner.SwapSuffix, name); err != nil {
 			// Committed on disk but not in memory: stop writing; the next
 			// open finishes the swap.
 			l.mu.failed = fmt.Errorf("%w: swapping cleaned segment %d: %v", ErrStorage, cs.base, err)
@@ -754,51 +602,4 @@ func (l *Log) undoSwapLocked(base int64, cause error) error {
 		return l.mu.failed
 	}
 	return cause
-}
-
-// recoverSwaps runs at open, before the segments are listed: it removes
-// .cleaned files, finishes each swap whose <base>.log.swap exists (the
-// commit point was passed) by renaming its .swap files over the
-// originals, and removes .swap files of swaps that were not committed.
-func recoverSwaps(fsys FS, dir string, names []string) (changed bool, err error) {
-	committed := map[int64]bool{}
-	for _, name := range names {
-		if off, ok := parseFileName(strings.TrimSuffix(name, swapSuffix), logSuffix); ok && strings.HasSuffix(name, swapSuffix) {
-			committed[off] = true
-		}
-	}
-	var errs []error
-	// Index files first, the .log last, as swapCleaned renames them.
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix, logSuffix} {
-		for _, name := range names {
-			path := filepath.Join(dir, name)
-			switch {
-			case strings.HasSuffix(name, cleanedSuffix):
-				if suffix == logSuffix { // once
-					changed = true
-					if err := fsys.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-						errs = append(errs, err)
-					}
-				}
-			case strings.HasSuffix(name, swapSuffix):
-				off, ok := parseFileName(strings.TrimSuffix(name, swapSuffix), suffix)
-				if !ok {
-					continue
-				}
-				changed = true
-				if committed[off] {
-					err = fsys.Rename(path, strings.TrimSuffix(path, swapSuffix))
-				} else {
-					err = fsys.Remove(path)
-				}
-				if err != nil && !errors.Is(err, os.ErrNotExist) {
-					errs = append(errs, err)
-				}
-			}
-		}
-	}
-	if changed {
-		errs = append(errs, fsys.SyncDir(dir))
-	}
-	return changed, errors.Join(errs...)
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +44,7 @@ func (m *Manager) SetCleaner(enable bool, lim CleanerLimits) {
 	defer m.mu.Unlock()
 	m.mu.cleanerDisabled = !enable
 	m.mu.cleanerLimits = lim
-	m.cleanerThrottle.setRate(lim.IOMaxBytesPerSecond, time.Now())
+	m.cleanerThrottle.SetRate(lim.IOMaxBytesPerSecond, time.Now())
 }
 
 // SetCleanerThreads sets how many logs CleanLogs cleans at once
@@ -127,29 +126,6 @@ func (m *Manager) CleanLogs(ctx context.Context, now time.Time) int {
 	return int(cleaned.Load())
 }
 
-// throttleState is what an ioThrottle measures against: the rate and the
-// bytes since the period's start. The Manager's one is shared by the
-// logs cleaned at once, as Kafka's cleaner threads share one throttler.
-type throttleState struct {
-	mu    sync.Mutex
-	rate  float64 // bytes per second; 0 or huge is no limit
-	start time.Time
-	bytes float64
-}
-
-// throttlePeriod bounds the credit a throttle below its rate carries: an
-// idle cleaner does not earn a burst.
-const throttlePeriod = 300 * time.Millisecond
-
-func unlimitedRate(r float64) bool { return r <= 0 || r >= math.MaxFloat64/2 }
-
-// setRate changes the rate and starts a new period.
-func (s *throttleState) setRate(rate float64, now time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rate, s.start, s.bytes = rate, now, 0
-}
-
 // CleanerState is the cleaner settings a Manager runs with now.
 type CleanerState struct {
 	Enabled             bool
@@ -164,8 +140,6 @@ func (m *Manager) CleanerState() CleanerState {
 	m.mu.Lock()
 	s := CleanerState{Enabled: !m.mu.cleanerDisabled, Threads: m.mu.cleanerThreads, Backoff: m.mu.cleanerBackoff, DedupeBufferSize: m.mu.cleanerLimits.DedupeBufferSize}
 	m.mu.Unlock()
-	m.cleanerThrottle.mu.Lock()
-	s.IOMaxBytesPerSecond = m.cleanerThrottle.rate
-	m.cleanerThrottle.mu.Unlock()
+	s.IOMaxBytesPerSecond = m.cleanerThrottle.Rate()
 	return s
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -436,17 +438,17 @@ func TestCleanCrashDuringSwap(t *testing.T) {
 		}
 		bases := segmentFiles(t, dir)
 		for i, name := range bases {
-			lo, _ := parseFileName(filepath.Base(name), logSuffix)
+			lo, _ := logfs.ParseFileName(filepath.Base(name), logfs.LogSuffix)
 			hi := l2.LogEndOffset()
 			if i+1 < len(bases) {
-				hi, _ = parseFileName(filepath.Base(bases[i+1]), logSuffix)
+				hi, _ = logfs.ParseFileName(filepath.Base(bases[i+1]), logfs.LogSuffix)
 			}
 			if g := inRange(got, lo, hi); g != inRange(before, lo, hi) && g != inRange(after, lo, hi) {
 				t.Fatalf("renames %d: segment %d holds %s\nbefore %s\nafter %s", renames, lo, g,
 					inRange(before, lo, hi), inRange(after, lo, hi))
 			}
 		}
-		for _, pat := range []string{"*" + cleanedSuffix, "*" + swapSuffix} {
+		for _, pat := range []string{"*" + cleaner.CleanedSuffix, "*" + cleaner.SwapSuffix} {
 			if left, _ := filepath.Glob(filepath.Join(dir, "t-0", pat)); len(left) > 0 {
 				t.Fatalf("renames %d: left %v", renames, left)
 			}
@@ -520,8 +522,8 @@ func TestCompactAndDelete(t *testing.T) {
 	// The old segments, emptied or not, are gone but for the one that
 	// also holds recent records.
 	segs := segmentFiles(t, l.Dir())
-	second, _ := parseFileName(filepath.Base(segs[1]), logSuffix)
-	if first, _ := parseFileName(filepath.Base(segs[0]), logSuffix); first != l.LogStartOffset() ||
+	second, _ := logfs.ParseFileName(filepath.Base(segs[1]), logfs.LogSuffix)
+	if first, _ := logfs.ParseFileName(filepath.Base(segs[0]), logfs.LogSuffix); first != l.LogStartOffset() ||
 		first == 0 || first >= oldEnd || second < oldEnd {
 		t.Fatalf("segments start at %d, %d; old records end at %d", first, second, oldEnd)
 	}
@@ -683,7 +685,7 @@ func TestCleanKeepsProducersLastBatch(t *testing.T) {
 	m.Close()
 	// Rebuilt from the log alone (no snapshot), the producer's sequence
 	// is still known.
-	removeGlob(t, filepath.Join(dir, "t-0"), "*"+snapshotSuffix)
+	removeGlob(t, filepath.Join(dir, "t-0"), "*"+logfs.SnapshotSuffix)
 	m2, l2 := openTestManager(t, OSFS{}, dir, cfg)
 	defer m2.Close()
 	if epoch, last, ok := l2.ProducerState(9); !ok || epoch != 1 || last != 3 {
@@ -718,7 +720,7 @@ func BenchmarkClean(b *testing.B) {
 	var size int64
 	files, _ := filepath.Glob(filepath.Join(tmpl, "t-0", "*"))
 	for _, f := range files {
-		if fi, err := os.Stat(f); err == nil && filepath.Ext(f) == logSuffix {
+		if fi, err := os.Stat(f); err == nil && filepath.Ext(f) == logfs.LogSuffix {
 			size += fi.Size()
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // removeSegmentFiles finishes the deletion of the segment at base, whose
@@ -20,8 +22,8 @@ import (
 // are logged: the segment is already gone from the log, and open removes
 // any .deleted file left behind.
 func (l *Log) removeSegmentFiles(base int64) {
-	logFile := fileName(l.Dir(), base, logSuffix) + deletedSuffix
-	others := []string{fileName(l.Dir(), base, indexSuffix), fileName(l.Dir(), base, timeIndexSuffix), fileName(l.Dir(), base, txnIndexSuffix)}
+	logFile := logfs.FileName(l.Dir(), base, logfs.LogSuffix) + deletedSuffix
+	others := []string{logfs.FileName(l.Dir(), base, logfs.IndexSuffix), logfs.FileName(l.Dir(), base, logfs.TimeIndexSuffix), logfs.FileName(l.Dir(), base, logfs.TxnIndexSuffix)}
 	delay := time.Duration(l.config().FileDeleteDelayMs) * time.Millisecond
 	if l.deleteLater != nil && delay > 0 {
 		files := []string{logFile}

@@ -2,6 +2,14 @@
 // (segments, offset assignment, idempotent and transactional producer
 // state, recovery) and a Manager of all logs under the log directories.
 //
+// Three parts live in subpackages, which import nothing of storage:
+// storage/logfs (File, FS and OSFS, which storage names by alias, segment
+// file names, atomic checkpoint writes, preallocation, the descriptor
+// cache), storage/producerstate (Kafka's ProducerStateManager and the
+// .snapshot format; storage re-exports its errors) and storage/cleaner
+// (the cleaner's key map, record filter, I/O throttle and swap recovery;
+// the Log plans, scans, writes and swaps the segments).
+//
 // # Directory layout
 //
 //	<log.dir>/
@@ -101,7 +109,7 @@
 // memory.
 //
 // A .snapshot file is the producer state at the offset in its name,
-// written at Close and at each roll (big-endian):
+// written at Close and at each roll (big-endian; producerstate.Encode):
 //
 //	+--------+---------+--------+-------+---------------------------------+
 //	| "KBPS" | version | crc32c | count | count × entry                   |
@@ -318,7 +326,7 @@
 // SkimpyOffsetMap) within log.cleaner.dedupe.buffer.size; when the dirty
 // section has more keys than fit, Clean maps what fits, cleans up to
 // there and checkpoints that offset: the next Clean is the next pass
-// (cleaner_keymap.go).
+// (cleaner.KeyMap).
 //
 // Segment rolls: segment.bytes, segment.ms less a per-segment random
 // draw below segment.jitter.ms (roll.go), and for compacted logs at most
@@ -335,7 +343,7 @@
 // # Open files
 //
 // A Manager's logs open every file through a bounded cache of
-// descriptors (filecache.go, SetOpenFileLimit): a file's descriptor is
+// descriptors (logfs.Cache, SetOpenFileLimit): a file's descriptor is
 // closed when it is the least recently used one and more than the limit
 // are open, and reopened by name when the file is next used; renames and
 // removals through the Manager's FS keep the names right. A log of a
@@ -376,7 +384,7 @@
 //
 // Lock order: Manager.mu, then Log.syncMu, then Log.mu (MoveLog holds
 // all three to finish a move; SyncTo the last two), then the file
-// cache's lock (a leaf, held without file system calls). Log.mu is a RWMutex: appends,
+// cache's lock (logfs.Cache, a leaf, held without file system calls). Log.mu is a RWMutex: appends,
 // truncation, retention, Flush and Close hold it exclusively (so offsets are assigned and bytes
 // written in one order), Read and OffsetForTimestamp share it.
 //

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -105,7 +106,7 @@ func (l *Log) noteBatchEpochLocked(b record.Batch) {
 }
 
 func (l *Log) writeEpochsLocked() {
-	err := writeFileAtomic(l.fs, l.Dir(), filepath.Join(l.Dir(), leaderEpochFile), encodeEpochs(l.mu.epochs))
+	err := logfs.WriteFileAtomic(l.fs, l.Dir(), filepath.Join(l.Dir(), leaderEpochFile), encodeEpochs(l.mu.epochs))
 	l.mu.epochsDirty = err != nil
 	if err != nil {
 		l.logger.Error("writing leader epoch checkpoint", "dir", l.Dir(), "err", err)
@@ -130,7 +131,7 @@ func (l *Log) truncateEpochsLocked(offset int64) bool {
 // loadEpochs reads the leader epoch checkpoint; a missing or bad file
 // gives an empty cache (recovery and later appends fill it).
 func (l *Log) loadEpochs() {
-	data, err := readFile(l.fs, filepath.Join(l.Dir(), leaderEpochFile))
+	data, err := logfs.ReadFile(l.fs, filepath.Join(l.Dir(), leaderEpochFile))
 	if errors.Is(err, os.ErrNotExist) {
 		return
 	}

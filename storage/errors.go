@@ -1,10 +1,14 @@
 package storage
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/kbroker/kbroker/storage/producerstate"
+)
 
 // Sentinel errors. They are wrapped with %w and context; callers test them
 // with errors.Is and turn them into Kafka error codes at the handler
-// boundary.
+// boundary. The producer checks' errors are package producerstate's.
 var (
 	// ErrOffsetOutOfRange: OFFSET_OUT_OF_RANGE.
 	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
@@ -15,9 +19,9 @@ var (
 	// ErrMessageTooLarge: MESSAGE_TOO_LARGE (batch above max.message.bytes).
 	ErrMessageTooLarge = errors.New("storage: message too large")
 	// ErrOutOfOrderSequence: OUT_OF_ORDER_SEQUENCE_NUMBER.
-	ErrOutOfOrderSequence = errors.New("storage: out of order sequence number")
+	ErrOutOfOrderSequence = producerstate.ErrOutOfOrderSequence
 	// ErrInvalidProducerEpoch: INVALID_PRODUCER_EPOCH.
-	ErrInvalidProducerEpoch = errors.New("storage: invalid producer epoch")
+	ErrInvalidProducerEpoch = producerstate.ErrInvalidProducerEpoch
 	// ErrStorage: KAFKA_STORAGE_ERROR, an I/O operation failed.
 	ErrStorage = errors.New("storage: I/O error")
 	// ErrClosed: the log or manager is closed.
@@ -27,9 +31,9 @@ var (
 	ErrInvalidTimestamp = errors.New("storage: record timestamp out of the allowed range")
 	// ErrInvalidTxnState: INVALID_TXN_STATE, a non-transactional batch
 	// from a producer with an ongoing transaction.
-	ErrInvalidTxnState = errors.New("storage: invalid transaction state")
+	ErrInvalidTxnState = producerstate.ErrInvalidTxnState
 	// ErrTransactionCoordinatorFenced: TRANSACTION_COORDINATOR_FENCED, a
 	// transaction marker from an older coordinator epoch than the
 	// producer's last marker.
-	ErrTransactionCoordinatorFenced = errors.New("storage: transaction coordinator fenced")
+	ErrTransactionCoordinatorFenced = producerstate.ErrTransactionCoordinatorFenced
 )

@@ -1,122 +1,34 @@
 package storage
 
-import (
-	"errors"
-	"io"
-	"os"
+import "github.com/kbroker/kbroker/storage/logfs"
+
+// The file system under the logs, and the Manager's bounded cache of
+// descriptors over it, are package logfs's; these names keep storage's
+// API.
+type (
+	// File is the part of *os.File the log uses (logfs.File).
+	File = logfs.File
+	// FS is the filesystem under the logs (logfs.FS).
+	FS = logfs.FS
+	// OSFS is FS backed by the os package (logfs.OSFS).
+	OSFS = logfs.OSFS
 )
 
-// Permissions of what the log creates: partition data is readable by the
-// broker's group (backup agents, kbroker dump-log run by an operator in that
-// group) and by nobody else.
+// Permissions of what the log creates (logfs.FilePerm, logfs.DirPerm).
 const (
-	FilePerm os.FileMode = 0o640
-	DirPerm  os.FileMode = 0o750
+	FilePerm = logfs.FilePerm
+	DirPerm  = logfs.DirPerm
 )
 
-// File is the part of *os.File the log uses. Writes are positional
-// (WriteAt) so that a failed write can be undone by truncating back to the
-// previous size and the next write lands at the right place.
-type File interface {
-	io.ReaderAt
-	io.WriterAt
-	io.Closer
-	Truncate(size int64) error
-	Sync() error
-	Stat() (os.FileInfo, error)
-}
+// SetOpenFileLimit bounds the file descriptors the Manager's logs hold at
+// once (segment files, indexes, snapshots and checkpoints being written):
+// past it the least recently used are closed and reopened when next used.
+// n <= 0 removes the bound. The broker gives it what RLIMIT_NOFILE leaves
+// after its sockets (cluster/capacity.go).
+func (m *Manager) SetOpenFileLimit(n int) { m.files.SetLimit(n) }
 
-// FS is the filesystem under the logs. The only production implementation
-// is OSFS; tests wrap it to inject faults (torn writes, full disks).
-type FS interface {
-	// OpenFile opens name with os.OpenFile flags.
-	OpenFile(name string, flag int, perm os.FileMode) (File, error)
-	Rename(oldpath, newpath string) error
-	Remove(name string) error
-	RemoveAll(name string) error
-	MkdirAll(name string, perm os.FileMode) error
-	ReadDir(name string) ([]os.DirEntry, error)
-	// SyncDir makes the creation, rename or removal of names in dir
-	// durable.
-	SyncDir(dir string) error
-}
-
-// OSFS is FS backed by the os package.
-type OSFS struct{}
-
-var _ FS = OSFS{}
-
-func (OSFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	f, err := os.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
-func (OSFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
-func (OSFS) Remove(name string) error                     { return os.Remove(name) }
-func (OSFS) RemoveAll(name string) error                  { return os.RemoveAll(name) }
-func (OSFS) MkdirAll(name string, perm os.FileMode) error { return os.MkdirAll(name, perm) }
-func (OSFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
-
-func (OSFS) SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// readFile reads a whole (small) file through fsys.
-func readFile(fsys FS, name string) ([]byte, error) {
-	f, err := fsys.OpenFile(name, os.O_RDONLY, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	buf := make([]byte, fi.Size())
-	n, err := f.ReadAt(buf, 0)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	return buf[:n], nil
-}
-
-// writeFileAtomic writes data to name via a temporary file, fsync and
-// rename, then fsyncs the directory, so name holds either the old or the
-// new contents after a crash.
-func writeFileAtomic(fsys FS, dir, name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := fsys.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, FilePerm)
-	if err != nil {
-		return err
-	}
-	if _, err := f.WriteAt(data, 0); err != nil {
-		f.Close()
-		fsys.Remove(tmp)
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		fsys.Remove(tmp)
-		return err
-	}
-	if err := f.Close(); err != nil {
-		fsys.Remove(tmp)
-		return err
-	}
-	if err := fsys.Rename(tmp, name); err != nil {
-		fsys.Remove(tmp)
-		return err
-	}
-	return fsys.SyncDir(dir)
-}
+// OpenFiles reports the descriptors the Manager's logs hold now, and how
+// many times a file was opened and a descriptor closed for room since
+// the Manager opened (metrics: a high eviction rate means the limit is
+// below the working set).
+func (m *Manager) OpenFiles() (open int, opens, evictions int64) { return m.files.Stats() }

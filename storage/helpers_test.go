@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -213,14 +214,14 @@ type faultFile struct {
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.mu.Lock()
 	crashed, torn, full := f.fs.crashed, f.fs.tornWrite, f.fs.noSpace
-	if torn && strings.HasSuffix(f.name, logSuffix) {
+	if torn && strings.HasSuffix(f.name, logfs.LogSuffix) {
 		f.fs.crashed = true
 	}
 	f.fs.mu.Unlock()
 	switch {
 	case crashed:
 		return 0, errCrashed
-	case !strings.HasSuffix(f.name, logSuffix) || (!torn && !full):
+	case !strings.HasSuffix(f.name, logfs.LogSuffix) || (!torn && !full):
 		return f.File.WriteAt(p, off)
 	}
 	n, err := f.File.WriteAt(p[:len(p)/2], off)

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -24,14 +25,14 @@ func ReadLogBelow(dir string, offset int64) ([]byte, error) {
 	}
 	var bases []int64
 	for _, e := range ents {
-		if base, ok := parseFileName(e.Name(), logSuffix); ok && !e.IsDir() {
+		if base, ok := logfs.ParseFileName(e.Name(), logfs.LogSuffix); ok && !e.IsDir() {
 			bases = append(bases, base)
 		}
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	var all []byte
 	for _, base := range bases {
-		data, err := os.ReadFile(filepath.Join(dir, filepath.Base(fileName(dir, base, logSuffix))))
+		data, err := os.ReadFile(filepath.Join(dir, filepath.Base(logfs.FileName(dir, base, logfs.LogSuffix))))
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/logfs"
+	"github.com/kbroker/kbroker/storage/producerstate"
 )
 
 // load opens the segments in l.Dir(), recovers them if the shutdown was not
@@ -26,7 +30,7 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 		names[i] = e.Name()
 	}
 	// An interrupted cleaner swap is finished or discarded first.
-	if changed, err := recoverSwaps(l.fs, l.Dir(), names); err != nil {
+	if changed, err := cleaner.RecoverSwaps(l.fs, l.Dir(), names); err != nil {
 		return fmt.Errorf("%w: finish cleaner swaps in %s: %v", ErrStorage, l.Dir(), err)
 	} else if changed {
 		if ents, err = l.fs.ReadDir(l.Dir()); err != nil {
@@ -37,10 +41,10 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	logs := map[int64]bool{}
 	for _, e := range ents {
 		name := e.Name()
-		if off, ok := parseFileName(name, logSuffix); ok {
+		if off, ok := logfs.ParseFileName(name, logfs.LogSuffix); ok {
 			bases = append(bases, off)
 			logs[off] = true
-		} else if off, ok := parseFileName(name, snapshotSuffix); ok {
+		} else if off, ok := logfs.ParseFileName(name, logfs.SnapshotSuffix); ok {
 			snaps = append(snaps, off)
 		} else if strings.HasSuffix(name, ".tmp") || strings.HasSuffix(name, deletedSuffix) {
 			// Nothing reads these (a .tmp is recreated with O_TRUNC, a
@@ -56,9 +60,9 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 	// trust its entries, and a stale .txnindex would list aborted
 	// transactions that are not in the log.
 	for _, e := range ents {
-		for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-			if off, ok := parseFileName(e.Name(), suffix); ok && !logs[off] {
-				if err := l.fs.Remove(fileName(l.Dir(), off, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		for _, suffix := range []string{logfs.IndexSuffix, logfs.TimeIndexSuffix, logfs.TxnIndexSuffix} {
+			if off, ok := logfs.ParseFileName(e.Name(), suffix); ok && !logs[off] {
+				if err := l.fs.Remove(logfs.FileName(l.Dir(), off, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 					return fmt.Errorf("%w: remove orphan index %s in %s: %v", ErrStorage, e.Name(), l.Dir(), err)
 				}
 			}
@@ -385,24 +389,24 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		if off > l.mu.logEndOffset || off < l.mu.logStartOffset || used >= 0 {
 			continue
 		}
-		buf, err := readFile(l.fs, fileName(l.Dir(), off, snapshotSuffix))
+		buf, err := logfs.ReadFile(l.fs, logfs.FileName(l.Dir(), off, logfs.SnapshotSuffix))
 		if err == nil {
-			var m producerStateMap
-			if m, err = decodeProducerSnapshot(buf); err == nil {
+			var m producerstate.State
+			if m, err = producerstate.DecodeSnapshot(buf); err == nil {
 				l.mu.producers, from, used = m, off, off
 				continue
 			}
 		}
 		l.logger.Warn("ignoring producer snapshot", "dir", l.Dir(), "offset", off, "err", err)
 	}
-	l.mu.txns = newTxnTracker(l.mu.producers)
+	l.mu.txns = producerstate.NewTxnTracker(l.mu.producers)
 	l.mu.snapshotOffset = used
 	removed := false
 	for _, off := range snaps {
 		if off == used {
 			continue
 		}
-		err := l.fs.Remove(fileName(l.Dir(), off, snapshotSuffix))
+		err := l.fs.Remove(logfs.FileName(l.Dir(), off, logfs.SnapshotSuffix))
 		switch {
 		case err == nil:
 			removed = true
@@ -457,8 +461,8 @@ func (l *Log) loadProducerState(snaps []int64) error {
 // writeSnapshotLocked writes the producer state at the log end offset.
 func (l *Log) writeSnapshotLocked() error {
 	off := l.mu.logEndOffset
-	name := fileName(l.Dir(), off, snapshotSuffix)
-	if err := writeFileAtomic(l.fs, l.Dir(), name, l.mu.producers.encode()); err != nil {
+	name := logfs.FileName(l.Dir(), off, logfs.SnapshotSuffix)
+	if err := logfs.WriteFileAtomic(l.fs, l.Dir(), name, l.mu.producers.Encode()); err != nil {
 		return err
 	}
 	l.mu.snapshotOffset = off
@@ -471,8 +475,8 @@ func (l *Log) writeSnapshotLocked() error {
 		return nil
 	}
 	for _, e := range ents {
-		if o, ok := parseFileName(e.Name(), snapshotSuffix); ok && o != off {
-			if err := l.fs.Remove(fileName(l.Dir(), o, snapshotSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if o, ok := logfs.ParseFileName(e.Name(), logfs.SnapshotSuffix); ok && o != off {
+			if err := l.fs.Remove(logfs.FileName(l.Dir(), o, logfs.SnapshotSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 				l.logger.Warn("cannot remove older producer snapshot", "dir", l.Dir(), "offset", o, "err", err)
 			}
 		}

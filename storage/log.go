@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -56,9 +57,9 @@ type Log struct {
 		recoveryPoint  int64 // offsets below are fsynced
 		unflushed      int64 // messages appended since the last fsync
 		lastFlush      time.Time
-		producers      producerStateMap
-		txns           txnTracker // ongoing and unreplicated transactions, for the last stable offset
-		snapshotOffset int64      // offset of the newest producer snapshot on disk, -1 if none
+		producers      producerstate.State
+		txns           producerstate.TxnTracker // ongoing and unreplicated transactions, for the last stable offset
+		snapshotOffset int64                    // offset of the newest producer snapshot on disk, -1 if none
 		closed         bool
 		failed         error        // set when a failed write could not be undone
 		epochs         []epochEntry // leader epoch cache, increasing epochs and start offsets
@@ -109,7 +110,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater}
 	l.dirPath.Store(&dir)
 	l.cfg.Store(&cfg)
-	l.mu.producers = make(producerStateMap)
+	l.mu.producers = make(producerstate.State)
 	l.mu.snapshotOffset = -1
 	if err := l.load(opts.Clean, opts.RecoveryPoint, opts.LogStartOffset); err != nil {
 		for _, s := range l.mu.segments {
@@ -120,7 +121,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	l.mu.lastFlush = l.now()
 	l.publishOffsetsLocked()
 	l.published.highWatermark.Store(min(max(opts.HighWatermark, 0), l.mu.logEndOffset))
-	l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
+	l.mu.txns.OnHighWatermark(l.published.highWatermark.Load())
 	return l, nil
 }
 
@@ -136,7 +137,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 func (l *Log) SetHighWatermarkCheckpoint(hw int64) {
 	l.published.highWatermark.Store(min(max(hw, 0), l.published.logEndOffset.Load()))
 	if l.mu.TryLock() {
-		l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
+		l.mu.txns.OnHighWatermark(l.published.highWatermark.Load())
 		l.mu.Unlock()
 	}
 }
@@ -186,10 +187,10 @@ func (l *Log) ProducerState(producerID int64) (epoch int16, lastSeq int32, ok bo
 		return 0, 0, false
 	}
 	lastSeq = record.NoSequence
-	if len(e.batches) > 0 {
-		lastSeq = e.last().lastSeq
+	if len(e.Batches) > 0 {
+		lastSeq = e.Last().LastSeq
 	}
-	return e.epoch, lastSeq, true
+	return e.Epoch, lastSeq, true
 }
 
 // AppendOptions tune AppendAsLeader.
@@ -265,14 +266,14 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.mu.failed)
 	}
 	res := AppendResult{LogAppendTimeMs: -1, LogStartOffset: l.mu.logStartOffset}
-	dup, err := l.mu.producers.check(b)
+	dup, err := l.mu.producers.Check(b)
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	if dup != nil {
-		res.FirstOffset, res.LastOffset, res.Duplicate = dup.firstOffset, dup.lastOffset, true
+		res.FirstOffset, res.LastOffset, res.Duplicate = dup.FirstOffset, dup.LastOffset, true
 		if opts.LogAppendTimeMs >= 0 {
-			res.LogAppendTimeMs = dup.maxTimestamp
+			res.LogAppendTimeMs = dup.MaxTimestamp
 		}
 		return res, nil
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // Log directory failure (Kafka's LogDirFailureChannel and
@@ -228,17 +230,17 @@ func (f failFile) Stat() (os.FileInfo, error) {
 	return fi, f.m.noteIOError("stat", f.name, err)
 }
 
-// writtenSinceOpen forwards to the wrapped file; one that cannot tell
+// WrittenSinceOpen forwards to the wrapped file; one that cannot tell
 // counts as written.
-func (f failFile) writtenSinceOpen() bool {
-	w, ok := f.File.(writeTracker)
-	return !ok || w.writtenSinceOpen()
+func (f failFile) WrittenSinceOpen() bool {
+	w, ok := f.File.(logfs.WriteTracker)
+	return !ok || w.WrittenSinceOpen()
 }
 
-// allocate preallocates through the wrapped file (prealloc_linux.go needs
+// Allocate preallocates through the wrapped file (logfs.Allocate needs
 // its descriptor), noting a disk error.
-func (f failFile) allocate(size int64) error {
-	return f.m.noteIOError("fallocate", f.name, allocate(f.File, size))
+func (f failFile) Allocate(size int64) error {
+	return f.m.noteIOError("fallocate", f.name, logfs.Allocate(f.File, size))
 }
 
 // closedErrLocked is the error of an operation on a closed log: why its

@@ -12,6 +12,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // cleanShutdownFile marks a directory whose logs were all closed cleanly.
@@ -27,9 +30,9 @@ const DefaultRetentionCheckInterval = 5 * time.Minute
 // Lock order: Manager.mu before Log.mu.
 type Manager struct {
 	fs FS
-	// files bounds the descriptors the logs hold (filecache.go); fs opens
-	// through it.
-	files  *fileCache
+	// files bounds the descriptors the logs hold (package logfs); fs
+	// opens through it.
+	files  *logfs.Cache
 	logger *slog.Logger
 	dirs   []*logDir
 	// deletes holds deleted segments' files until their
@@ -67,7 +70,7 @@ type Manager struct {
 	}
 	// cleanerThrottle is log.cleaner.io.max.bytes.per.second, shared by
 	// the logs cleaned at once (cleaner_pool.go).
-	cleanerThrottle *throttleState
+	cleanerThrottle *cleaner.Throttle
 	// cleanerBackoffChanged wakes Run to re-arm its cleaner ticker.
 	cleanerBackoffChanged chan struct{}
 	// cleanerSleep replaces the throttle's sleep in tests.
@@ -122,8 +125,8 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Manager{logger: logger, dirFailed: make(chan struct{}, 1)}
-	m.files = newFileCache(fsys)
-	m.fs = failFS{FS: &cacheFS{FS: fsys, c: m.files}, m: m}
+	m.files = logfs.NewCache(fsys)
+	m.fs = failFS{FS: m.files.FS(), m: m}
 	m.mu.logs = make(map[topicPartition]*Log)
 	m.mu.preferred = make(map[topicPartition]*logDir)
 	m.mu.moving = make(map[topicPartition]*logMove)
@@ -131,7 +134,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	m.mu.checkpointEvery = 5 * time.Second
 	m.mu.cleanerBackoff = DefaultCleanerBackoff
 	m.mu.cleanerThreads = 1
-	m.cleanerThrottle = &throttleState{rate: math.MaxFloat64}
+	m.cleanerThrottle = cleaner.NewThrottle(math.MaxFloat64, time.Time{})
 	m.cleanerBackoffChanged = make(chan struct{}, 1)
 	for _, path := range dirs {
 		m.dirs = append(m.dirs, &logDir{path: path, cleanPath: filepath.Clean(path),
@@ -167,7 +170,7 @@ func openLogDir(fsys FS, d *logDir, logger *slog.Logger) error {
 	case !errors.Is(err, os.ErrNotExist):
 		return fmt.Errorf("%w: remove %s: %v", ErrStorage, marker, err)
 	}
-	if data, err := readFile(fsys, filepath.Join(path, recoveryPointFile)); err == nil {
+	if data, err := logfs.ReadFile(fsys, filepath.Join(path, recoveryPointFile)); err == nil {
 		if rp, err := decodeCheckpoint(data); err == nil {
 			d.recoveryPoints = rp
 		} else {
@@ -178,7 +181,7 @@ func openLogDir(fsys FS, d *logDir, logger *slog.Logger) error {
 		file string
 		into *offsetCheckpoint
 	}{{logStartOffsetFile, &d.logStartOffsets}, {highWatermarkFile, &d.highWatermarks}} {
-		if data, err := readFile(fsys, filepath.Join(path, c.file)); err == nil {
+		if data, err := logfs.ReadFile(fsys, filepath.Join(path, c.file)); err == nil {
 			if offs, err := decodeCheckpoint(data); err == nil {
 				c.into.offsets = offs
 			} else {
@@ -546,7 +549,7 @@ func (m *Manager) checkpointOffsetsLocked(file string, get func(*Log) int64, cp 
 		if d.offline() != nil || !force && !changed[d] && !c.dirty {
 			continue
 		}
-		if err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, file), encodeCheckpoint(c.offsets)); err != nil {
+		if err := logfs.WriteFileAtomic(m.fs, d.path, filepath.Join(d.path, file), encodeCheckpoint(c.offsets)); err != nil {
 			errs = append(errs, fmt.Errorf("%w: %s in %s: %v", ErrStorage, file, d.path, err))
 			c.dirty = true
 			continue
@@ -591,7 +594,7 @@ func (m *Manager) checkpointLocked() error {
 		if d.offline() != nil {
 			continue
 		}
-		err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
+		err := logfs.WriteFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: checkpoint %s: %v", ErrStorage, d.path, err))
 		}
@@ -638,7 +641,7 @@ func (m *Manager) Close() error {
 			// start recovers its logs.
 			continue
 		}
-		err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
+		err := logfs.WriteFileAtomic(m.fs, d.path, filepath.Join(d.path, recoveryPointFile), encodeCheckpoint(d.recoveryPoints))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: checkpoint %s: %v", ErrStorage, d.path, err))
 			continue
@@ -650,7 +653,7 @@ func (m *Manager) Close() error {
 			// A partition never opened since a crash is still unrecovered.
 			continue
 		}
-		if err := writeFileAtomic(m.fs, d.path, filepath.Join(d.path, cleanShutdownFile), nil); err != nil {
+		if err := logfs.WriteFileAtomic(m.fs, d.path, filepath.Join(d.path, cleanShutdownFile), nil); err != nil {
 			errs = append(errs, fmt.Errorf("%w: clean-shutdown marker in %s: %v", ErrStorage, d.path, err))
 		}
 	}

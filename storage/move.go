@@ -10,6 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // Moving a log to another log directory (AlterReplicaLogDirs, KIP-113).
@@ -250,7 +253,7 @@ func (m *Manager) precopy(ctx context.Context, l *Log, mv *logMove) (map[string]
 	copied := map[string]copiedFile{}
 	for i, s := range segs {
 		active := i == len(segs)-1
-		suffixes := []string{logSuffix, indexSuffix, timeIndexSuffix, txnIndexSuffix}
+		suffixes := []string{logfs.LogSuffix, logfs.IndexSuffix, logfs.TimeIndexSuffix, logfs.TxnIndexSuffix}
 		if active {
 			suffixes = suffixes[:1] // its indexes are recopied under the lock
 		}
@@ -261,7 +264,7 @@ func (m *Manager) precopy(ctx context.Context, l *Log, mv *logMove) (map[string]
 			if err := ctx.Err(); err != nil {
 				return nil, 0, err
 			}
-			name := filepath.Base(fileName("", s.base, suf))
+			name := filepath.Base(logfs.FileName("", s.base, suf))
 			limit := int64(-1)
 			if active {
 				limit = s.size // a preallocated file is longer than its data
@@ -320,12 +323,12 @@ func (m *Manager) finishMove(tp topicPartition, l *Log, mv *logMove, copied map[
 		return false, fmt.Errorf("%w: list %s: %v", ErrStorage, src, err)
 	}
 	active := l.activeLocked()
-	activeLog := filepath.Base(fileName("", active.base, logSuffix))
+	activeLog := filepath.Base(logfs.FileName("", active.base, logfs.LogSuffix))
 	want := map[string]bool{}
 	for _, e := range ents {
 		name := e.Name()
-		if e.IsDir() || strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, cleanedSuffix) ||
-			strings.HasSuffix(name, swapSuffix) || strings.HasSuffix(name, ".tmp") {
+		if e.IsDir() || strings.HasSuffix(name, deletedSuffix) || strings.HasSuffix(name, cleaner.CleanedSuffix) ||
+			strings.HasSuffix(name, cleaner.SwapSuffix) || strings.HasSuffix(name, ".tmp") {
 			continue
 		}
 		want[name] = true
@@ -429,7 +432,7 @@ func (m *Manager) syncFile(src, name string, isActive bool, activeSize int64, pr
 	from := int64(0)
 	if unchanged && prev.fi != nil && os.SameFile(prev.fi, fi) {
 		switch {
-		case !strings.HasSuffix(name, logSuffix):
+		case !strings.HasSuffix(name, logfs.LogSuffix):
 			return nil // an inactive segment's index: immutable
 		case size == prev.n:
 			return nil

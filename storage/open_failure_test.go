@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // emfileFS fails the open of every .timeindex with EMFILE while failing is
@@ -19,7 +21,7 @@ type emfileFS struct {
 }
 
 func (f *emfileFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	if f.failing.Load() && strings.HasSuffix(name, timeIndexSuffix) {
+	if f.failing.Load() && strings.HasSuffix(name, logfs.TimeIndexSuffix) {
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
 	}
 	return f.OSFS.OpenFile(name, flag, perm)

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // The topic id of a log (Kafka's PartitionMetadataFile, KIP-516). Every
@@ -100,7 +102,7 @@ func decodePartitionMetadata(data []byte) ([16]byte, error) {
 // writing the file); an unparsable file is ErrBadPartitionMetadata.
 func readPartitionMetadata(fsys FS, dir string) (id [16]byte, found bool, err error) {
 	path := filepath.Join(dir, partitionMetadataFile)
-	data, err := readFile(fsys, path)
+	data, err := logfs.ReadFile(fsys, path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return id, false, nil
@@ -118,7 +120,7 @@ func readPartitionMetadata(fsys FS, dir string) (id [16]byte, found bool, err er
 // and durably.
 func writePartitionMetadata(fsys FS, dir string, id [16]byte) error {
 	path := filepath.Join(dir, partitionMetadataFile)
-	if err := writeFileAtomic(fsys, dir, path, encodePartitionMetadata(id)); err != nil {
+	if err := logfs.WriteFileAtomic(fsys, dir, path, encodePartitionMetadata(id)); err != nil {
 		return fmt.Errorf("%w: write %s: %w", ErrStorage, path, err)
 	}
 	return nil

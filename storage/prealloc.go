@@ -1,6 +1,10 @@
 package storage
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kbroker/kbroker/storage/logfs"
+)
 
 // preallocate is preallocate=true for a new active segment: its .log is
 // given segment.bytes up front (fallocate where the platform and file
@@ -14,7 +18,7 @@ func (l *Log) preallocateLocked(s *segment) error {
 	if !cfg.Preallocate || s.size != 0 || cfg.SegmentBytes <= 0 {
 		return nil
 	}
-	if err := allocate(s.log, cfg.SegmentBytes); err != nil {
+	if err := logfs.Allocate(s.log, cfg.SegmentBytes); err != nil {
 		return fmt.Errorf("%w: preallocate segment %d of %s to %d bytes: %v", ErrStorage, s.base, l.Dir(), cfg.SegmentBytes, err)
 	}
 	s.preallocated = true

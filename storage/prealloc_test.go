@@ -3,6 +3,8 @@ package storage
 import (
 	"os"
 	"testing"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // segmentSizes returns each segment's bytes written and .log file size.
@@ -11,7 +13,7 @@ func segmentSizes(t testing.TB, l *Log) (written, onDisk []int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, s := range l.mu.segments {
-		fi, err := os.Stat(fileName(l.Dir(), s.base, logSuffix))
+		fi, err := os.Stat(logfs.FileName(l.Dir(), s.base, logfs.LogSuffix))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -63,7 +63,7 @@ func TestSequenceWrap(t *testing.T) {
 	_, l := openTestManager(t, OSFS{}, t.TempDir(), DefaultLogConfig())
 	mustAppend(t, l, idem(7, 0, 0, 1))
 	// Kafka wraps sequences past MaxInt32 to 0; fake the state near the top.
-	l.mu.producers[7].batches[0].lastSeq = math.MaxInt32 - 2
+	l.mu.producers[7].Batches[0].LastSeq = math.MaxInt32 - 2
 	mustAppend(t, l, idem(7, 0, math.MaxInt32-1, 3)) // MaxInt32-1, MaxInt32, 0
 	if _, seq, _ := l.ProducerState(7); seq != 0 {
 		t.Fatalf("last seq %d after wrap, want 0", seq)

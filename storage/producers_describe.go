@@ -31,15 +31,15 @@ func (l *Log) ActiveProducers() []ActiveProducer {
 	for pid, e := range l.mu.producers {
 		ap := ActiveProducer{
 			ProducerID:            pid,
-			ProducerEpoch:         e.epoch,
+			ProducerEpoch:         e.Epoch,
 			LastSequence:          -1,
 			LastTimestamp:         -1,
-			CoordinatorEpoch:      e.coordinatorEpoch,
-			CurrentTxnStartOffset: e.currentTxnFirstOffset,
+			CoordinatorEpoch:      e.CoordinatorEpoch,
+			CurrentTxnStartOffset: e.CurrentTxnFirstOffset,
 		}
-		if len(e.batches) > 0 {
-			last := e.last()
-			ap.LastSequence, ap.LastTimestamp = last.lastSeq, last.maxTimestamp
+		if len(e.Batches) > 0 {
+			last := e.Last()
+			ap.LastSequence, ap.LastTimestamp = last.LastSeq, last.MaxTimestamp
 		}
 		out = append(out, ap)
 	}

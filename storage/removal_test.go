@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // snapshotOffsets lists the offsets of the producer snapshots in dir.
@@ -17,7 +19,7 @@ func snapshotOffsets(t testing.TB, dir string) []int64 {
 	}
 	var offs []int64
 	for _, e := range ents {
-		if off, ok := parseFileName(e.Name(), snapshotSuffix); ok {
+		if off, ok := logfs.ParseFileName(e.Name(), logfs.SnapshotSuffix); ok {
 			offs = append(offs, off)
 		}
 	}
@@ -49,7 +51,7 @@ func TestTruncateFailsWhenSnapshotRemovalFails(t *testing.T) {
 				t.Fatalf("snapshots %v: want one above the truncation point", snaps)
 			}
 			fsys.set(func(f *faultFS) {
-				f.removeFails = func(name string) bool { return strings.HasSuffix(name, snapshotSuffix) }
+				f.removeFails = func(name string) bool { return strings.HasSuffix(name, logfs.SnapshotSuffix) }
 			})
 			if err := tc.truncate(l); !errors.Is(err, ErrStorage) {
 				t.Fatalf("truncate: %v, want ErrStorage", err)
@@ -105,10 +107,10 @@ func TestOpenRemovesLeftovers(t *testing.T) {
 	}{
 		{"temporary file", "leader-epoch-checkpoint.tmp", true},
 		{"deleted segment", "00000000000000099000.log.deleted", true},
-		{"older producer snapshot", "00000000000000000000" + snapshotSuffix, true},
-		{"orphan offset index", "00000000000000099000" + indexSuffix, false},
-		{"orphan transaction index", "00000000000000099000" + txnIndexSuffix, false},
-		{"snapshot above the log end offset", "00000000000000099000" + snapshotSuffix, false},
+		{"older producer snapshot", "00000000000000000000" + logfs.SnapshotSuffix, true},
+		{"orphan offset index", "00000000000000099000" + logfs.IndexSuffix, false},
+		{"orphan transaction index", "00000000000000099000" + logfs.TxnIndexSuffix, false},
+		{"snapshot above the log end offset", "00000000000000099000" + logfs.SnapshotSuffix, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // deletedSuffix marks a segment's .log renamed away before its files are
@@ -115,7 +117,7 @@ func (l *Log) deleteOldestLocked(n int, reason string) error {
 	renamed := 0
 	var err error
 	for _, s := range l.mu.segments[:n] {
-		name := fileName(l.Dir(), s.base, logSuffix)
+		name := logfs.FileName(l.Dir(), s.base, logfs.LogSuffix)
 		if err = l.fs.Rename(name, name+deletedSuffix); err != nil {
 			err = fmt.Errorf("%w: delete segment %d: %v", ErrStorage, s.base, err)
 			break

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // retentionConfig rolls by size only (old test timestamps must not roll
@@ -79,7 +80,7 @@ func TestDeleteRecordsBefore(t *testing.T) {
 				t.Fatalf("%s: read below the log start offset: %v", tc.name, err)
 			}
 		}
-		if _, err := os.Stat(fileName(l.Dir(), bases[0], logSuffix)); (tc.wantFirst > bases[0]) != errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(logfs.FileName(l.Dir(), bases[0], logfs.LogSuffix)); (tc.wantFirst > bases[0]) != errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s: first segment file: %v", tc.name, err)
 		}
 	}

@@ -8,47 +8,19 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
 const (
-	logSuffix       = ".log"
-	indexSuffix     = ".index"
-	snapshotSuffix  = ".snapshot"
-	timeIndexSuffix = ".timeindex"
-	indexEntrySize  = 8
+	indexEntrySize = 8
 	// timeIndexEntrySize is a .timeindex entry: timestamp i64, relative
 	// offset i32.
 	timeIndexEntrySize = 12
 )
-
-// fileName returns the 20-digit zero-padded name Kafka gives segment,
-// index and snapshot files.
-func fileName(dir string, offset int64, suffix string) string {
-	return filepath.Join(dir, fmt.Sprintf("%020d%s", offset, suffix))
-}
-
-// parseFileName returns the offset of a name like 00000000000000000042.log.
-func parseFileName(name, suffix string) (int64, bool) {
-	if !strings.HasSuffix(name, suffix) {
-		return 0, false
-	}
-	digits := strings.TrimSuffix(name, suffix)
-	if len(digits) != 20 {
-		return 0, false
-	}
-	off, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || off < 0 {
-		return 0, false
-	}
-	return off, true
-}
 
 // segment is one .log file and its sparse .index. All fields are guarded
 // by the owning Log's mu.
@@ -96,25 +68,25 @@ func openSegment(fsys FS, dir string, base int64, create bool, now time.Time) (*
 	if create {
 		flag |= os.O_CREATE
 	}
-	lf, err := fsys.OpenFile(fileName(dir, base, logSuffix), flag, FilePerm)
+	lf, err := fsys.OpenFile(logfs.FileName(dir, base, logfs.LogSuffix), flag, FilePerm)
 	if err != nil {
 		return nil, err
 	}
 	indexMissing := false
-	xf, err := fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR, FilePerm)
+	xf, err := fsys.OpenFile(logfs.FileName(dir, base, logfs.IndexSuffix), os.O_RDWR, FilePerm)
 	if errors.Is(err, os.ErrNotExist) {
 		indexMissing = true
-		xf, err = fsys.OpenFile(fileName(dir, base, indexSuffix), os.O_RDWR|os.O_CREATE, FilePerm)
+		xf, err = fsys.OpenFile(logfs.FileName(dir, base, logfs.IndexSuffix), os.O_RDWR|os.O_CREATE, FilePerm)
 	}
 	if err != nil {
 		lf.Close()
 		return nil, err
 	}
 	timeMissing := false
-	tf, err := fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR, FilePerm)
+	tf, err := fsys.OpenFile(logfs.FileName(dir, base, logfs.TimeIndexSuffix), os.O_RDWR, FilePerm)
 	if errors.Is(err, os.ErrNotExist) {
 		timeMissing = true
-		tf, err = fsys.OpenFile(fileName(dir, base, timeIndexSuffix), os.O_RDWR|os.O_CREATE, FilePerm)
+		tf, err = fsys.OpenFile(logfs.FileName(dir, base, logfs.TimeIndexSuffix), os.O_RDWR|os.O_CREATE, FilePerm)
 	}
 	if err != nil {
 		lf.Close()
@@ -182,13 +154,13 @@ func (s *segment) sync() error {
 
 // written reports whether anything may have been written to the
 // segment's files since they were opened: true unless every file can
-// tell it was not (the Manager's files can, filecache.go).
+// tell it was not (the Manager's files can, package logfs).
 func (s *segment) written() bool {
 	for _, f := range []File{s.log, s.idx, s.tidx, s.txn} {
 		if f == nil {
 			continue
 		}
-		if w, ok := f.(writeTracker); !ok || w.writtenSinceOpen() {
+		if w, ok := f.(logfs.WriteTracker); !ok || w.WrittenSinceOpen() {
 			return true
 		}
 	}
@@ -198,10 +170,10 @@ func (s *segment) written() bool {
 // remove closes and deletes the segment's files.
 func (s *segment) remove(fsys FS, dir string) error {
 	s.close()
-	err1 := fsys.Remove(fileName(dir, s.base, logSuffix))
+	err1 := fsys.Remove(logfs.FileName(dir, s.base, logfs.LogSuffix))
 	var errs []error
-	for _, suffix := range []string{indexSuffix, timeIndexSuffix, txnIndexSuffix} {
-		if err := fsys.Remove(fileName(dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, suffix := range []string{logfs.IndexSuffix, logfs.TimeIndexSuffix, logfs.TxnIndexSuffix} {
+		if err := fsys.Remove(logfs.FileName(dir, s.base, suffix)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // tsBatch is a batch of n records with timestamps ts..ts+n-1.
@@ -47,7 +49,7 @@ func TestTimeIndexWrittenAndRebuilt(t *testing.T) {
 	}
 	want := map[string][]byte{}
 	for i, seg := range segs {
-		ti := seg[:len(seg)-len(logSuffix)] + timeIndexSuffix
+		ti := seg[:len(seg)-len(logfs.LogSuffix)] + logfs.TimeIndexSuffix
 		ents := readTimeIndex(t, ti)
 		if len(ents) == 0 && i < len(segs)-1 {
 			t.Fatalf("%s: empty time index", ti)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/cleaner"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -24,8 +25,8 @@ func TestCleanInPassesWithinDedupeBuffer(t *testing.T) {
 		wantPasses func(n int) bool
 	}{
 		{"unbounded: one pass", DefaultDedupeBufferSize, func(n int) bool { return n == 1 }},
-		{"100 slots: several passes", 100 * keySlotBytes, func(n int) bool { return n > 2 }},
-		{"40 slots: many passes", 40 * keySlotBytes, func(n int) bool { return n > 5 }},
+		{"100 slots: several passes", 100 * cleaner.KeySlotBytes, func(n int) bool { return n > 2 }},
+		{"40 slots: many passes", 40 * cleaner.KeySlotBytes, func(n int) bool { return n > 5 }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -76,27 +77,6 @@ func TestCleanInPassesWithinDedupeBuffer(t *testing.T) {
 				t.Fatalf("after %d passes:\n got %v\nwant %v", passes, got, want)
 			}
 		})
-	}
-}
-
-// The key map's table never exceeds its buffer, whatever the dirty bytes.
-func TestKeyMapSize(t *testing.T) {
-	for _, tc := range []struct{ buffer, dirty int64 }{
-		{1024, 1 << 30}, {DefaultDedupeBufferSize, 10}, {DefaultDedupeBufferSize, 1 << 20}, {24 * 3, 1 << 20},
-	} {
-		m := newKeyMap(tc.buffer, tc.dirty)
-		if m.Bytes() > max(tc.buffer, keySlotBytes) || m.limit >= len(m.slots) || m.limit < 1 {
-			t.Errorf("buffer %d dirty %d: %d bytes, limit %d of %d slots", tc.buffer, tc.dirty, m.Bytes(), m.limit, len(m.slots))
-		}
-		for i := 0; m.room(1); i++ {
-			m.put([]byte(fmt.Sprint("k", i)), int64(i))
-			if off, ok := m.get([]byte(fmt.Sprint("k", i))); !ok || off != int64(i) {
-				t.Fatalf("get k%d = %d %v", i, off, ok)
-			}
-		}
-		if m.Len() != m.limit {
-			t.Errorf("filled %d of limit %d", m.Len(), m.limit)
-		}
 	}
 }
 
@@ -305,32 +285,6 @@ func TestFileDeleteDelay(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-	}
-}
-
-// log.cleaner.io.max.bytes.per.second: the throttle sleeps until the
-// bytes accounted fit the rate; no limit is no throttle.
-func TestCleanerIOThrottle(t *testing.T) {
-	if newIOThrottle(CleanerLimits{}) != nil || newIOThrottle(CleanerLimits{IOMaxBytesPerSecond: 1.7976931348623157e308}) != nil {
-		t.Fatal("no limit throttles")
-	}
-	clock := time.Unix(0, 0)
-	var slept time.Duration
-	th := newIOThrottle(CleanerLimits{IOMaxBytesPerSecond: 1000})
-	th.state.start, th.now = clock, func() time.Time { return clock }
-	th.sleep = func(d time.Duration, _ <-chan struct{}) { slept += d; clock = clock.Add(d) }
-	th.add(5) // 5 ms of transfer: within the slack
-	if slept != 0 {
-		t.Fatalf("slept %v for 5 bytes", slept)
-	}
-	th.add(4995)
-	if slept != 5*time.Second {
-		t.Fatalf("slept %v for 5000 bytes at 1000 B/s", slept)
-	}
-	clock = clock.Add(10 * time.Second) // idle: no debt carried
-	th.add(1000)
-	if slept != 5*time.Second {
-		t.Fatalf("slept %v after an idle period", slept)
 	}
 }
 

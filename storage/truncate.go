@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kbroker/kbroker/storage/logfs"
+	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -112,8 +114,8 @@ func (l *Log) truncateFullyLocked(offset int64) error {
 	}
 	l.mu.epochs = nil
 	l.writeEpochsLocked()
-	l.mu.producers = make(producerStateMap)
-	l.mu.txns = txnTracker{}
+	l.mu.producers = make(producerstate.State)
+	l.mu.txns = producerstate.TxnTracker{}
 	l.mu.snapshotOffset = -1
 	if _, err := l.removeSnapshotsLocked(-1); err != nil {
 		l.mu.failed = fmt.Errorf("truncate %s fully: %w", l.Dir(), err)
@@ -149,7 +151,7 @@ func (l *Log) deleteNewestLocked(from int) error {
 	var errs []error
 	for len(l.mu.segments) > from {
 		s := l.mu.segments[len(l.mu.segments)-1]
-		name := fileName(l.Dir(), s.base, logSuffix)
+		name := logfs.FileName(l.Dir(), s.base, logfs.LogSuffix)
 		if err := l.fs.Rename(name, name+deletedSuffix); err != nil {
 			err = fmt.Errorf("%w: delete segment %d: %v", ErrStorage, s.base, err)
 			if from == 0 {
@@ -186,7 +188,7 @@ func (l *Log) removeSnapshotsLocked(keepAtOrBelow int64) ([]int64, error) {
 		removed bool
 	)
 	for _, e := range ents {
-		o, ok := parseFileName(e.Name(), snapshotSuffix)
+		o, ok := logfs.ParseFileName(e.Name(), logfs.SnapshotSuffix)
 		if !ok {
 			continue
 		}
@@ -216,11 +218,11 @@ func (l *Log) rebuildProducerStateLocked() error {
 	if err != nil {
 		return err
 	}
-	l.mu.producers = make(producerStateMap)
+	l.mu.producers = make(producerstate.State)
 	if err := l.loadProducerState(snaps); err != nil {
 		return err
 	}
-	l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
+	l.mu.txns.OnHighWatermark(l.published.highWatermark.Load())
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -13,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/logfs"
+	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -302,8 +304,8 @@ func txnScenario(t testing.TB, l *Log) int64 {
 type txnView struct {
 	LEO, LSO  int64
 	Aborted   []AbortedTxn
-	Producers map[int64]producerEntry
-	Ongoing   []txnRange
+	Producers map[int64]producerstate.Entry
+	Ongoing   []producerstate.TxnRange
 }
 
 func viewOf(t testing.TB, l *Log) txnView {
@@ -314,12 +316,12 @@ func viewOf(t testing.TB, l *Log) txnView {
 	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	v := txnView{LEO: l.mu.logEndOffset, Aborted: ab, Producers: map[int64]producerEntry{},
-		Ongoing: append([]txnRange(nil), l.mu.txns.ongoing...)}
+	v := txnView{LEO: l.mu.logEndOffset, Aborted: ab, Producers: map[int64]producerstate.Entry{},
+		Ongoing: append([]producerstate.TxnRange(nil), l.mu.txns.Ongoing()...)}
 	for pid, e := range l.mu.producers {
 		v.Producers[pid] = *e
 	}
-	first, ok := l.mu.txns.firstUnstable(l.mu.logEndOffset)
+	first, ok := l.mu.txns.FirstUnstable(l.mu.logEndOffset)
 	v.LSO = l.mu.logEndOffset
 	if ok {
 		v.LSO = first
@@ -470,36 +472,6 @@ func TestTxnTruncation(t *testing.T) {
 	}
 }
 
-func TestTxnSnapshotRoundTrip(t *testing.T) {
-	m := producerStateMap{
-		1: {epoch: 3, coordinatorEpoch: 7, currentTxnFirstOffset: 42,
-			batches: []batchMeta{{firstSeq: 0, lastSeq: 4, firstOffset: 42, lastOffset: 46, maxTimestamp: 9}}},
-		2: {epoch: 0, coordinatorEpoch: -1, currentTxnFirstOffset: -1},
-		3: {epoch: 1, coordinatorEpoch: 2, currentTxnFirstOffset: -1},
-	}
-	got, err := decodeProducerSnapshot(m.encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, m) {
-		t.Fatalf("round trip:\n%+v\nwant\n%+v", got, m)
-	}
-	if tr := newTxnTracker(got); !reflect.DeepEqual(tr.ongoing, []txnRange{{1, 42, -1}}) {
-		t.Fatalf("ongoing from snapshot: %+v", tr.ongoing)
-	}
-	// A version 1 snapshot (before transactions) still loads.
-	v1 := []byte("KBPS\x00\x01\x00\x00\x00\x00")
-	v1 = binary.BigEndian.AppendUint32(v1, 1)
-	v1 = binary.BigEndian.AppendUint64(v1, 9)
-	v1 = binary.BigEndian.AppendUint16(v1, 2)
-	v1 = append(v1, 0)
-	binary.BigEndian.PutUint32(v1[6:], crc32c(v1[snapshotHeader:]))
-	old, err := decodeProducerSnapshot(v1)
-	if err != nil || !reflect.DeepEqual(old, producerStateMap{9: newProducerEntry(2)}) {
-		t.Fatalf("v1 snapshot: %+v, %v", old, err)
-	}
-}
-
 func TestTxnFollowerHasLeaderState(t *testing.T) {
 	leader := openTxnLog(t, t.TempDir(), txnConfig(), nil, true)
 	defer leader.Close()
@@ -596,8 +568,6 @@ func TestTxnCleanerDropsAbortedData(t *testing.T) {
 		t.Fatalf("aborted transactions after cleaning: %+v", ab)
 	}
 }
-
-func crc32c(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
 
 func BenchmarkAppendTransactional(b *testing.B) {
 	for _, txn := range []bool{false, true} {
@@ -778,7 +748,7 @@ func TestTxnCleanerCrashDuringSwap(t *testing.T) {
 		}
 		l2 := openTxnLog(t, dir, compactConfig(), nil, false)
 		checkAbortsHaveMarkers(t, l2)
-		for _, pat := range []string{"*" + cleanedSuffix, "*" + swapSuffix} {
+		for _, pat := range []string{"*" + cleaner.CleanedSuffix, "*" + cleaner.SwapSuffix} {
 			if left, _ := filepath.Glob(filepath.Join(dir, pat)); len(left) > 0 {
 				t.Fatalf("renames %d: left %v", renames, left)
 			}
@@ -832,7 +802,7 @@ func TestTxnMarkerLogAppendTime(t *testing.T) {
 // txnIndexBytes is the total size of the .txnindex files in dir.
 func txnIndexBytes(t testing.TB, dir string) int64 {
 	t.Helper()
-	names, _ := filepath.Glob(filepath.Join(dir, "*"+txnIndexSuffix))
+	names, _ := filepath.Glob(filepath.Join(dir, "*"+logfs.TxnIndexSuffix))
 	var n int64
 	for _, name := range names {
 		fi, err := os.Stat(name)

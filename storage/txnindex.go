@@ -7,10 +7,11 @@ import (
 	"io"
 	"os"
 	"sort"
+
+	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 const (
-	txnIndexSuffix = ".txnindex"
 	// txnIndexEntrySize is Kafka's AbortedTxn: version i16, producerId
 	// i64, firstOffset i64, lastOffset i64, lastStableOffset i64.
 	txnIndexEntrySize = 34
@@ -40,7 +41,7 @@ func (a abortedTxn) encode(dst []byte) []byte {
 // A torn last entry or one of an unknown version ends the index there: the
 // entries after it are rebuilt by the producer state replay at load.
 func (s *segment) loadTxnIndex(fsys FS, dir string) error {
-	f, err := fsys.OpenFile(fileName(dir, s.base, txnIndexSuffix), os.O_RDWR, 0o644)
+	f, err := fsys.OpenFile(logfs.FileName(dir, s.base, logfs.TxnIndexSuffix), os.O_RDWR, 0o644)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -78,7 +79,7 @@ func (s *segment) loadTxnIndex(fsys FS, dir string) error {
 // first one (as Kafka does, segments without aborts have none).
 func (s *segment) appendAborted(fsys FS, dir string, a abortedTxn) error {
 	if s.txn == nil {
-		f, err := fsys.OpenFile(fileName(dir, s.base, txnIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
+		f, err := fsys.OpenFile(logfs.FileName(dir, s.base, logfs.TxnIndexSuffix), os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
 			return err
 		}
@@ -115,7 +116,7 @@ func (s *segment) truncateAborted(offset int64) error {
 	}
 	if err := s.txn.Truncate(int64(i) * txnIndexEntrySize); err != nil {
 		s.txnDirty = true
-		return fmt.Errorf("truncate %s: %w", txnIndexSuffix, err)
+		return fmt.Errorf("truncate %s: %w", logfs.TxnIndexSuffix, err)
 	}
 	s.txnDirty = false
 	return nil

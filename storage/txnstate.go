@@ -2,102 +2,10 @@ package storage
 
 import (
 	"fmt"
-	"math"
-	"sort"
 
+	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
-
-// txnTracker orders the partition's transactions for the last stable
-// offset, as Kafka's ProducerStateManager does with ongoingTxns and
-// unreplicatedTxns. Guarded by the Log's mu.
-type txnTracker struct {
-	// ongoing holds the transactions without a marker, by first offset.
-	ongoing []txnRange
-	// unreplicated holds completed transactions, by marker offset, until
-	// the high watermark passes their marker: until then a follower may
-	// not have the marker, and the last stable offset must not move past
-	// their first offset.
-	unreplicated []txnRange
-}
-
-// txnRange is a transaction of one producer from its first offset to its
-// marker (lastOffset, -1 while ongoing).
-type txnRange struct {
-	producerID, firstOffset, lastOffset int64
-}
-
-// newTxnTracker rebuilds the ongoing transactions from a producer state
-// (a snapshot); completed ones are not in snapshots, as in Kafka.
-func newTxnTracker(m producerStateMap) txnTracker {
-	var t txnTracker
-	for pid, e := range m {
-		if e.currentTxnFirstOffset >= 0 {
-			t.ongoing = append(t.ongoing, txnRange{producerID: pid, firstOffset: e.currentTxnFirstOffset, lastOffset: -1})
-		}
-	}
-	sort.Slice(t.ongoing, func(i, j int) bool { return t.ongoing[i].firstOffset < t.ongoing[j].firstOffset })
-	return t
-}
-
-// begin records a transaction starting at first. Offsets grow as batches
-// are appended, so this is an append in practice.
-func (t *txnTracker) begin(pid, first int64) {
-	i := sort.Search(len(t.ongoing), func(i int) bool { return t.ongoing[i].firstOffset > first })
-	t.ongoing = append(t.ongoing, txnRange{})
-	copy(t.ongoing[i+1:], t.ongoing[i:])
-	t.ongoing[i] = txnRange{producerID: pid, firstOffset: first, lastOffset: -1}
-}
-
-// complete moves pid's transaction from ongoing to unreplicated.
-func (t *txnTracker) complete(pid, first, last int64) {
-	for i, r := range t.ongoing {
-		if r.producerID == pid {
-			t.ongoing = append(t.ongoing[:i], t.ongoing[i+1:]...)
-			break
-		}
-	}
-	t.unreplicated = append(t.unreplicated, txnRange{producerID: pid, firstOffset: first, lastOffset: last})
-}
-
-// lastStableOffsetAt is the last stable offset recorded with an aborted
-// transaction in the .txnindex: the first offset of the earliest other
-// ongoing transaction, or the offset after the marker (Kafka's
-// ProducerStateManager.lastStableOffset(completedTxn)).
-func (t *txnTracker) lastStableOffsetAt(pid, marker int64) int64 {
-	for _, r := range t.ongoing {
-		if r.producerID != pid {
-			return r.firstOffset
-		}
-	}
-	return marker + 1
-}
-
-// firstUnstable returns the smallest first offset of an ongoing
-// transaction or of a completed one whose marker is at or above hw.
-func (t *txnTracker) firstUnstable(hw int64) (int64, bool) {
-	first := int64(math.MaxInt64)
-	if len(t.ongoing) > 0 {
-		first = t.ongoing[0].firstOffset
-	}
-	for _, r := range t.unreplicated {
-		if r.lastOffset >= hw {
-			first = min(first, r.firstOffset)
-		}
-	}
-	return first, first != math.MaxInt64
-}
-
-// onHighWatermark forgets completed transactions whose marker is below hw.
-func (t *txnTracker) onHighWatermark(hw int64) {
-	i := 0
-	for i < len(t.unreplicated) && t.unreplicated[i].lastOffset < hw {
-		i++
-	}
-	if i > 0 {
-		t.unreplicated = append(t.unreplicated[:0], t.unreplicated[i:]...)
-	}
-}
 
 // applyBatchLocked updates the producer state with an appended batch
 // (leader, follower or replay alike) and follows its transaction: a
@@ -105,35 +13,35 @@ func (t *txnTracker) onHighWatermark(hw int64) {
 // an entry to the .txnindex of the marker's segment unless it is there
 // already (a replay after recovery re-derives entries a crash lost).
 func (l *Log) applyBatchLocked(b record.Batch) error {
-	ev := l.mu.producers.update(b)
-	if ev.began || ev.completed {
+	ev := l.mu.producers.Update(b)
+	if ev.Began || ev.Completed {
 		// SetHighWatermarkCheckpoint leaves this to us when mu is busy.
-		l.mu.txns.onHighWatermark(l.published.highWatermark.Load())
+		l.mu.txns.OnHighWatermark(l.published.highWatermark.Load())
 	}
 	switch {
-	case ev.began:
-		l.mu.txns.begin(ev.pid, ev.firstOffset)
-	case ev.completed:
+	case ev.Began:
+		l.mu.txns.Begin(ev.PID, ev.FirstOffset)
+	case ev.Completed:
 		var err error
-		if ev.aborted {
+		if ev.Aborted {
 			err = l.indexAbortLocked(ev)
 		}
-		l.mu.txns.complete(ev.pid, ev.firstOffset, ev.lastOffset)
+		l.mu.txns.Complete(ev.PID, ev.FirstOffset, ev.LastOffset)
 		return err
 	}
 	return nil
 }
 
-func (l *Log) indexAbortLocked(ev txnEvent) error {
-	s := l.mu.segments[l.segmentForLocked(ev.lastOffset)]
-	if s.hasAborted(ev.pid, ev.lastOffset) {
+func (l *Log) indexAbortLocked(ev producerstate.TxnEvent) error {
+	s := l.mu.segments[l.segmentForLocked(ev.LastOffset)]
+	if s.hasAborted(ev.PID, ev.LastOffset) {
 		return nil
 	}
-	a := abortedTxn{producerID: ev.pid, firstOffset: ev.firstOffset, lastOffset: ev.lastOffset,
-		lastStableOffset: l.mu.txns.lastStableOffsetAt(ev.pid, ev.lastOffset)}
+	a := abortedTxn{producerID: ev.PID, firstOffset: ev.FirstOffset, lastOffset: ev.LastOffset,
+		lastStableOffset: l.mu.txns.LastStableOffsetAt(ev.PID, ev.LastOffset)}
 	// Entries are kept in marker order: anything at or past this marker
 	// is stale and is re-added as the replay reaches it.
-	err := s.truncateAborted(ev.lastOffset)
+	err := s.truncateAborted(ev.LastOffset)
 	if err == nil {
 		err = s.appendAborted(l.fs, l.Dir(), a)
 	}
@@ -170,7 +78,7 @@ func (l *Log) AppendControl(producerID int64, producerEpoch int16, coordinatorEp
 	if err := l.writableLocked(); err != nil {
 		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
-	if err := l.mu.producers.checkMarker(producerID, producerEpoch, coordinatorEpoch); err != nil {
+	if err := l.mu.producers.CheckMarker(producerID, producerEpoch, coordinatorEpoch); err != nil {
 		return AppendResult{}, fmt.Errorf("append marker to %s: %w", l.Dir(), err)
 	}
 	typ := record.ControlAbort
@@ -219,7 +127,7 @@ func (l *Log) FirstUnstableOffset() (offset int64, ok bool) {
 }
 
 func (l *Log) firstUnstableLocked(hw int64) (int64, bool) {
-	first, ok := l.mu.txns.firstUnstable(hw)
+	first, ok := l.mu.txns.FirstUnstable(hw)
 	if !ok {
 		return 0, false
 	}
@@ -282,5 +190,5 @@ func (l *Log) ProducerTxnState(producerID int64) (currentTxnFirstOffset int64, c
 	if !ok {
 		return -1, -1, false
 	}
-	return e.currentTxnFirstOffset, e.coordinatorEpoch, true
+	return e.CurrentTxnFirstOffset, e.CoordinatorEpoch, true
 }

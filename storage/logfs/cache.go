@@ -1,4 +1,4 @@
-package storage
+package logfs
 
 import (
 	"errors"
@@ -20,8 +20,9 @@ import (
 // segments: 10,000 partition replicas with one segment each need 30,000,
 // past a common RLIMIT_NOFILE (and 20,000 here), and idle partitions hold
 // them for nothing. With the cache the logs use at most the limit given
-// to SetOpenFileLimit, whatever their number; a busy partition keeps its
-// descriptors, an idle one gives them back.
+// to SetLimit (storage's Manager.SetOpenFileLimit), whatever their
+// number; a busy partition keeps its descriptors, an idle one gives them
+// back.
 //
 // What a descriptor gave for free the cache keeps:
 //
@@ -59,9 +60,10 @@ import (
 // closed; when every one is pinned the cache goes over its limit until
 // calls end. The cache's lock is never held during a file system call.
 
-// fileCache is the descriptor cache of one Manager. Lock order: any
-// Log lock before fileCache.mu; nothing is locked under it.
-type fileCache struct {
+// Cache is the descriptor cache of one Manager. Lock order: any of the
+// caller's locks before Cache.mu; nothing is locked under it. No method
+// holds it during a file system call.
+type Cache struct {
 	fs FS // where files are opened
 
 	mu sync.Mutex
@@ -81,16 +83,23 @@ type fileCache struct {
 	opens, evictions int64
 }
 
-func newFileCache(fsys FS) *fileCache {
-	c := &fileCache{fs: fsys, byDir: map[string]map[*cachedFile]struct{}{}}
+// NewCache returns a cache without a limit over the files of fsys.
+func NewCache(fsys FS) *Cache {
+	c := &Cache{fs: fsys, byDir: map[string]map[*cachedFile]struct{}{}}
 	c.reopened.L = &c.mu
 	return c
 }
 
+// FS returns the file system whose files are the cache's: opened through
+// it, and renamed and removed through it so that a closed descriptor
+// reopens the right file. Its other calls go to the file system under the
+// cache.
+func (c *Cache) FS() FS { return &cacheFS{FS: c.fs, c: c} }
+
 // cachedFile is a File whose descriptor the cache may close while it is
 // not in use. Its fields are guarded by the cache's mu.
 type cachedFile struct {
-	c    *fileCache
+	c    *Cache
 	name string // the path it reopens; "" once detached
 	flag int    // os.OpenFile flags for a reopen
 	perm os.FileMode
@@ -114,7 +123,7 @@ var _ FS = (*cacheFS)(nil)
 // cacheFS is the FS of a Manager: its files are cachedFiles.
 type cacheFS struct {
 	FS
-	c *fileCache
+	c *Cache
 }
 
 func (fsys *cacheFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
@@ -183,7 +192,7 @@ func (fsys *cacheFS) RemoveAll(name string) error {
 	return err
 }
 
-func (c *fileCache) attachLocked(cf *cachedFile) {
+func (c *Cache) attachLocked(cf *cachedFile) {
 	dir := filepath.Dir(cf.name)
 	m := c.byDir[dir]
 	if m == nil {
@@ -193,7 +202,7 @@ func (c *fileCache) attachLocked(cf *cachedFile) {
 	m[cf] = struct{}{}
 }
 
-func (c *fileCache) unindexLocked(cf *cachedFile) {
+func (c *Cache) unindexLocked(cf *cachedFile) {
 	dir := filepath.Dir(cf.name)
 	if m := c.byDir[dir]; m != nil {
 		delete(m, cf)
@@ -204,7 +213,7 @@ func (c *fileCache) unindexLocked(cf *cachedFile) {
 }
 
 // namedLocked returns the attached files of path.
-func (c *fileCache) namedLocked(path string) []*cachedFile {
+func (c *Cache) namedLocked(path string) []*cachedFile {
 	var out []*cachedFile
 	for cf := range c.byDir[filepath.Dir(path)] {
 		if cf.name == path {
@@ -214,13 +223,13 @@ func (c *fileCache) namedLocked(path string) []*cachedFile {
 	return out
 }
 
-func (c *fileCache) moveLocked(cf *cachedFile, name string) {
+func (c *Cache) moveLocked(cf *cachedFile, name string) {
 	c.unindexLocked(cf)
 	cf.name = name
 	c.attachLocked(cf)
 }
 
-func (c *fileCache) detachNamedLocked(path string) {
+func (c *Cache) detachNamedLocked(path string) {
 	for _, cf := range c.namedLocked(path) {
 		c.detachLocked(cf)
 	}
@@ -228,7 +237,7 @@ func (c *fileCache) detachNamedLocked(path string) {
 
 // detachLocked makes cf unreopenable: its descriptor, if open, is kept
 // until Close, since it is the only way left to the file.
-func (c *fileCache) detachLocked(cf *cachedFile) {
+func (c *Cache) detachLocked(cf *cachedFile) {
 	c.unindexLocked(cf)
 	cf.detached, cf.name = true, ""
 	if cf.inLRU {
@@ -239,7 +248,7 @@ func (c *fileCache) detachLocked(cf *cachedFile) {
 // evictLocked takes least recently used descriptors out of the cache
 // while more than the limit are open, for the caller to close once it
 // has released the lock.
-func (c *fileCache) evictLocked() []File {
+func (c *Cache) evictLocked() []File {
 	var out []File
 	for c.limit > 0 && c.open > c.limit && c.lru.n > 0 {
 		cf := c.lru.back
@@ -257,7 +266,7 @@ func (c *fileCache) evictLocked() []File {
 // sockets) it gives back an eighth of its idle ones, at least one, and
 // tries again while it has any: idle log files make room for the file in
 // use, as PostgreSQL's fd.c does, instead of the partition going offline.
-func (c *fileCache) openFile(name string, flag int, perm os.FileMode) (File, error) {
+func (c *Cache) openFile(name string, flag int, perm os.FileMode) (File, error) {
 	for {
 		f, err := c.fs.OpenFile(name, flag, perm)
 		if err == nil || !errors.Is(err, syscall.EMFILE) && !errors.Is(err, syscall.ENFILE) {
@@ -295,7 +304,7 @@ func closeAll(fs []File) {
 // without the lock (a slow disk must not stall every log); one reopen of
 // a file runs at a time, and one that raced a rename of the file is done
 // again under the new name.
-func (c *fileCache) acquire(cf *cachedFile, write bool) (File, error) {
+func (c *Cache) acquire(cf *cachedFile, write bool) (File, error) {
 	c.mu.Lock()
 	for {
 		switch {
@@ -352,7 +361,7 @@ func (c *fileCache) acquire(cf *cachedFile, write bool) (File, error) {
 }
 
 // release unpins cf, closing its descriptor if Close came meanwhile.
-func (c *fileCache) release(cf *cachedFile) {
+func (c *Cache) release(cf *cachedFile) {
 	c.mu.Lock()
 	cf.pins--
 	var toClose []File
@@ -371,9 +380,9 @@ func (c *fileCache) release(cf *cachedFile) {
 	closeAll(toClose)
 }
 
-// setLimit sets the descriptor limit (<= 0: none), closing descriptors
-// now if more are open.
-func (c *fileCache) setLimit(n int) {
+// SetLimit sets the descriptor limit (<= 0: none), closing descriptors
+// now if more are open. It may block on those closes.
+func (c *Cache) SetLimit(n int) {
 	c.mu.Lock()
 	c.limit = n
 	evicted := c.evictLocked()
@@ -381,7 +390,9 @@ func (c *fileCache) setLimit(n int) {
 	closeAll(evicted)
 }
 
-func (c *fileCache) stats() (open int, opens, evictions int64) {
+// Stats reports the descriptors open now, and how many times a file was
+// opened and a descriptor closed for room since the cache was made.
+func (c *Cache) Stats() (open int, opens, evictions int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.open, c.opens, c.evictions
@@ -423,15 +434,15 @@ func (cf *cachedFile) Stat() (os.FileInfo, error) {
 	return f.Stat()
 }
 
-// allocate preallocates through the real descriptor (prealloc_linux.go
+// Allocate preallocates through the real descriptor (allocate_linux.go
 // needs it).
-func (cf *cachedFile) allocate(size int64) error {
+func (cf *cachedFile) Allocate(size int64) error {
 	f, err := cf.c.acquire(cf, true)
 	if err != nil {
 		return err
 	}
 	defer cf.c.release(cf)
-	return allocate(f, size)
+	return Allocate(f, size)
 }
 
 // Sync fsyncs the file unless nothing was written through it since its
@@ -463,12 +474,12 @@ func (cf *cachedFile) Sync() error {
 	return err
 }
 
-// writeTracker is a file that knows whether anything was written through
+// WriteTracker is a file that knows whether anything was written through
 // it since it was opened (Log.Close skips the fsync of a durable log
-// that was not written).
-type writeTracker interface{ writtenSinceOpen() bool }
+// that was not written). The cache's files are WriteTrackers.
+type WriteTracker interface{ WrittenSinceOpen() bool }
 
-func (cf *cachedFile) writtenSinceOpen() bool {
+func (cf *cachedFile) WrittenSinceOpen() bool {
 	cf.c.mu.Lock()
 	defer cf.c.mu.Unlock()
 	return cf.gen > 0
@@ -499,23 +510,10 @@ func (cf *cachedFile) Close() error {
 	return f.Close()
 }
 
-// SetOpenFileLimit bounds the file descriptors the Manager's logs hold at
-// once (segment files, indexes, snapshots and checkpoints being written):
-// past it the least recently used are closed and reopened when next used.
-// n <= 0 removes the bound. The broker gives it what RLIMIT_NOFILE leaves
-// after its sockets (cluster/capacity.go).
-func (m *Manager) SetOpenFileLimit(n int) { m.files.setLimit(n) }
-
-// OpenFiles reports the descriptors the Manager's logs hold now, and how
-// many times a file was opened and a descriptor closed for room since
-// the Manager opened (metrics: a high eviction rate means the limit is
-// below the working set).
-func (m *Manager) OpenFiles() (open int, opens, evictions int64) { return m.files.stats() }
-
 // lruList is an intrusive doubly linked list of cachedFiles, the most
 // recently used at the front: pinning and unpinning a file on every read
 // and write then allocates nothing (container/list allocated an element
-// per unpin). The zero value is empty; guarded by fileCache.mu.
+// per unpin). The zero value is empty; guarded by Cache.mu.
 type lruList struct {
 	front, back *cachedFile
 	n           int

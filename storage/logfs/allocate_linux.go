@@ -1,16 +1,17 @@
-package storage
+package logfs
 
 import (
 	"errors"
 	"syscall"
 )
 
-// allocate gives f size bytes: fallocate reserves the blocks, so appends
+// Allocate gives f size bytes: fallocate reserves the blocks, so appends
 // into them cannot fail for lack of space; a file system without it
-// (EOPNOTSUPP) gets a sparse truncate.
-func allocate(f File, size int64) error {
-	if a, ok := f.(interface{ allocate(int64) error }); ok {
-		return a.allocate(size)
+// (EOPNOTSUPP) gets a sparse truncate. A wrapper of a File reaches the
+// descriptor by being an Allocator.
+func Allocate(f File, size int64) error {
+	if a, ok := f.(Allocator); ok {
+		return a.Allocate(size)
 	}
 	if fd, ok := f.(interface{ Fd() uintptr }); ok {
 		err := syscall.Fallocate(int(fd.Fd()), 0, 0, size)
