@@ -14,6 +14,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/cliflag"
 )
 
 // `kbroker admin` is the operator's toolbox for users without a Java
@@ -159,7 +161,7 @@ func admin(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "kbroker admin %s: --output must be table or json, not %q\n", name, *output)
 		return 2
 	}
-	brokers := splitBrokers(*bootstrap)
+	brokers := cliflag.Split(*bootstrap)
 	if len(brokers) == 0 {
 		fmt.Fprintf(stderr, "kbroker admin %s: --bootstrap-server is empty\n", name)
 		return 2

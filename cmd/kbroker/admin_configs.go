@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kbroker/kbroker/internal/cliflag"
 )
 
 // The configs commands: kafka-configs.sh --describe and --alter for
@@ -125,14 +127,14 @@ func configsAlter() adminCommand {
 				return err
 			}
 			var alters []kadm.AlterConfig
-			for _, kv := range splitBrokers(add) {
+			for _, kv := range cliflag.Split(add) {
 				k, v, ok := strings.Cut(kv, "=")
 				if !ok || k == "" {
 					return usagef("--add-config %q is not key=value", kv)
 				}
 				alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
 			}
-			for _, k := range splitBrokers(del) {
+			for _, k := range cliflag.Split(del) {
 				alters = append(alters, kadm.AlterConfig{Op: kadm.DeleteConfig, Name: k})
 			}
 			if len(alters) == 0 {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kbroker bench --mode rolling: a rolling restart under load. Each broker
 // in turn gets SIGTERM (a controlled shutdown), exits, starts again and

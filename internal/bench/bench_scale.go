@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kbroker bench --mode scale: how a local three-node cluster (RF 3, so
 // every node hosts a replica of every partition) grows with the number

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // The local three-node kbroker cluster that "kbroker bench" measures: this
 // same binary started three times as "kbroker serve" on 127.0.0.1, each

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kbroker bench: throughput and latency of a local three-node kbroker
 // cluster next to franz-go's in-memory kfake (three brokers) in the same
@@ -23,6 +23,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/cliflag"
 )
 
 type benchConfig struct {
@@ -62,7 +64,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.IntVar(&c.rounds, "rounds", 2, "compare: full-speed rounds per target (the best is kept)")
 	fs.StringVar(&c.dir, "dir", "", "data and log directory of the kbroker nodes (default: a new temporary one)")
 	fs.BoolVar(&c.keep, "keep", false, "keep --dir (node logs, data) after the run")
-	var sets stringList
+	var sets cliflag.StringList
 	fs.Var(&sets, "set", "a key=value given to every kbroker node (repeatable)")
 	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here")
 	fs.IntVar(&c.kills, "kills", 6, "failover, rolling: kills or restarts (round robin over the three nodes)")
@@ -114,7 +116,9 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	return c, nil
 }
 
-func benchCmd(args []string, stdout, stderr io.Writer) int {
+// Run runs "kbroker bench" until the run ends or SIGINT or SIGTERM
+// cancels it. Flag errors exit 2, a failed run exits 1.
+func Run(args []string, stdout, stderr io.Writer) int {
 	c, err := parseBenchFlags(args, stderr)
 	if err != nil {
 		return flagExit(err, "bench", stderr)

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kbroker perf produce|consume: load generators in the spirit of Kafka's
 // kafka-producer-perf-test.sh and kafka-consumer-perf-test.sh, built on
@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kbroker/kbroker/internal/cliflag"
 )
 
 const mib = 1024 * 1024 // Kafka's tools report MB as MiB
@@ -37,9 +39,9 @@ func perfUsage(w io.Writer) {
 Run "kbroker perf produce --help" or "kbroker perf consume --help" for the flags.`)
 }
 
-// perf runs "kbroker perf produce|consume". Flag errors exit 2, a run
+// Perf runs "kbroker perf produce|consume". Flag errors exit 2, a run
 // with failed records (or too few consumed) exits 1.
-func perf(args []string, stdout, stderr io.Writer) int {
+func Perf(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		perfUsage(stderr)
 		return 2
@@ -96,16 +98,6 @@ func (e parseError) Unwrap() error { return e.error }
 // flagErr is a validation error naming the flag.
 func flagErr(name, format string, a ...any) error {
 	return fmt.Errorf("--%s: %s", name, fmt.Sprintf(format, a...))
-}
-
-func splitBrokers(s string) []string {
-	var out []string
-	for _, b := range strings.Split(s, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
 }
 
 // ---------------------------------------------------------------- produce
@@ -166,7 +158,7 @@ func parseProduceFlags(args []string, stderr io.Writer) (produceConfig, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	c.brokers = splitBrokers(*bootstrap)
+	c.brokers = cliflag.Split(*bootstrap)
 	if len(c.brokers) == 0 {
 		return c, flagErr("bootstrap-server", "required")
 	}
@@ -504,7 +496,7 @@ func parseConsumeFlags(args []string, stderr io.Writer) (consumeConfig, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if c.brokers = splitBrokers(*bootstrap); len(c.brokers) == 0 {
+	if c.brokers = cliflag.Split(*bootstrap); len(c.brokers) == 0 {
 		return c, flagErr("bootstrap-server", "required")
 	}
 	if c.topic = *topic; c.topic == "" {

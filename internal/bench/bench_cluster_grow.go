@@ -1,4 +1,4 @@
-package main
+package bench
 
 // Growing the bench cluster: a broker-only node (process.roles=broker)
 // that joins the running three, as an operator adds a broker before

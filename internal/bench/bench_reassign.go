@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kbroker bench --mode reassign: the throughput of a partition
 // reassignment onto a new broker with and without a replication

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kbroker bench --mode failover: a default franz-go producer (idempotent,
 // acks=all) writes to every partition at a steady rate while each broker

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -58,7 +58,7 @@ func TestBenchReassignTiny(t *testing.T) {
 	}
 	bin := buildKbroker(t, t.TempDir())
 	var out, errs bytes.Buffer
-	code := benchCmd([]string{"--mode", "reassign", "--kbroker", bin, "--dir", t.TempDir(),
+	code := Run([]string{"--mode", "reassign", "--kbroker", bin, "--dir", t.TempDir(),
 		"--partitions", "4", "--preload-mb", "4", "--throttle-mb", "1", "--load-rate", "200", "--baseline", "500ms"}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("bench --mode reassign exit %d\nstdout: %s\nstderr: %s", code, out.String(), errs.String())

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // Load generation for "kbroker bench": one produce run (full speed or
 // paced) and one consume run against a set of seed brokers.

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // CPU accounting for "kbroker bench": the CPU time the nodes and this
 // process (the clients, and kfake when it is the target) spend per record.

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // kbroker bench --mode newtopic: how soon a new topic takes writes. For
 // each of --topics topics (--partitions partitions, RF 3), the time from

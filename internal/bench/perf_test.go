@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -126,7 +126,7 @@ func TestPerfProduceFlags(t *testing.T) {
 	}
 	// Through the command: exit 2 and the flag named on stderr.
 	var stderr bytes.Buffer
-	if code := run(append([]string{"perf", "produce"}, append(slices.Clone(base), "--acks", "some")...), nil, &stderr); code != 2 || !strings.Contains(stderr.String(), "--acks") {
+	if code := Perf(append([]string{"produce"}, append(slices.Clone(base), "--acks", "some")...), io.Discard, &stderr); code != 2 || !strings.Contains(stderr.String(), "--acks") {
 		t.Errorf("exit %d, stderr %q; want 2 naming --acks", code, stderr.String())
 	}
 }
@@ -276,7 +276,7 @@ func TestPerfProduceConsumeAgainstBroker(t *testing.T) {
 	const n = 20000
 
 	var out, errs bytes.Buffer
-	code := perf([]string{"produce", "--bootstrap-server", addr, "--topic", "perf-test",
+	code := Perf([]string{"produce", "--bootstrap-server", addr, "--topic", "perf-test",
 		"--create-topic", "--partitions", "3", "--replication-factor", "1",
 		"--num-records", strconv.Itoa(n), "--record-size", "100", "--acks", "all",
 		"--compression", "lz4", "--report-interval", "200ms"}, &out, &errs)
@@ -300,7 +300,7 @@ func TestPerfProduceConsumeAgainstBroker(t *testing.T) {
 
 	out.Reset()
 	errs.Reset()
-	code = perf([]string{"consume", "--bootstrap-server", addr, "--topic", "perf-test",
+	code = Perf([]string{"consume", "--bootstrap-server", addr, "--topic", "perf-test",
 		"--num-records", strconv.Itoa(n), "--timeout", "10s"}, &out, &errs)
 	if code != 0 {
 		t.Fatalf("perf consume exit %d\nstdout: %s\nstderr: %s", code, out.String(), errs.String())
