@@ -20,6 +20,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster"
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/admincli"
 	"github.com/kbroker/kbroker/internal/bench"
 	"github.com/kbroker/kbroker/internal/cliflag"
 )
@@ -47,7 +48,7 @@ func run(args, env []string, stderr io.Writer) int {
 	case "tls":
 		return tlsCmd(args, os.Stdout, stderr)
 	case "admin":
-		return admin(args, os.Stdout, stderr)
+		return admincli.Run(args, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0

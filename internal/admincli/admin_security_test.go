@@ -1,12 +1,17 @@
-package main
+package admincli
 
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kbroker/kbroker/security"
 )
 
 func TestParseProperties(t *testing.T) {
@@ -47,9 +52,7 @@ func TestParseProperties(t *testing.T) {
 
 func TestParseCommandConfig(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tls")
-	if _, err := tlsInit(tlsInitOptions{dir: dir, hosts: []string{"localhost"}, days: 1, client: "admin"}); err != nil {
-		t.Fatal(err)
-	}
+	writePKI(t, dir, "localhost", "admin")
 	ca := filepath.Join(dir, "ca.pem")
 	keystore := filepath.Join(dir, "admin.pem")
 	cert, key := filepath.Join(dir, "admin-cert.pem"), filepath.Join(dir, "admin-key.pem")
@@ -150,9 +153,7 @@ func btoi(b bool) int {
 func TestCommandConfigSkipsOnlyTheHostName(t *testing.T) {
 	ours, theirs := filepath.Join(t.TempDir(), "ours"), filepath.Join(t.TempDir(), "theirs")
 	for _, d := range []string{ours, theirs} {
-		if _, err := tlsInit(tlsInitOptions{dir: d, hosts: []string{"kb1"}, days: 1, client: "admin"}); err != nil {
-			t.Fatal(err)
-		}
+		writePKI(t, d, "kb1", "admin")
 	}
 	sec, err := parseCommandConfig("security.protocol=SSL\nssl.ca.location="+filepath.Join(ours, "ca.pem")+"\nssl.endpoint.identification.algorithm=", os.ReadFile)
 	if err != nil {
@@ -181,5 +182,44 @@ func TestCommandConfigSkipsOnlyTheHostName(t *testing.T) {
 	}
 	if err := sec.TLS.VerifyConnection(tls.ConnectionState{}); err == nil {
 		t.Fatal("no certificate was accepted")
+	}
+}
+
+// writePKI writes into dir, as "kbroker tls init --hosts host --client
+// client" lays them out, the files a --command-config names: ca.pem, and
+// for host (a server certificate for that name) and client <name>.pem
+// (key and chain), <name>-key.pem and <name>-cert.pem (the chain).
+func writePKI(t *testing.T, dir, host, client string) {
+	t.Helper()
+	ca, err := security.NewCA(pkix.Name{CommonName: "admincli test CA"}, 24*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("ca.pem", security.CertPEM(ca.Cert))
+	for _, req := range []security.CertRequest{
+		{Subject: pkix.Name{CommonName: host}, DNSNames: []string{host}, ServerAuth: true, ClientAuth: true},
+		{Subject: pkix.Name{CommonName: client}, ClientAuth: true},
+	} {
+		cert, key, err := ca.Issue(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keyPEM, err := security.KeyPEM(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := security.CertPEM(cert, ca.Cert)
+		name := req.Subject.CommonName
+		write(name+".pem", append(slices.Clone(keyPEM), chain...))
+		write(name+"-key.pem", keyPEM)
+		write(name+"-cert.pem", chain)
 	}
 }

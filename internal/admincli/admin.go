@@ -1,4 +1,4 @@
-package main
+package admincli
 
 import (
 	"context"
@@ -17,13 +17,6 @@ import (
 
 	"github.com/kbroker/kbroker/internal/cliflag"
 )
-
-// `kbroker admin` is the operator's toolbox for users without a Java
-// distribution: the everyday parts of kafka-topics.sh, kafka-configs.sh,
-// kafka-consumer-groups.sh, kafka-leader-election.sh,
-// kafka-log-dirs.sh, kafka-reassign-partitions.sh and kafka-cluster.sh's
-// unregister, kafka-metadata-quorum.sh, over the Kafka
-// protocol (kadm), so it works against any broker that serves the APIs.
 
 const adminUsage = `usage: kbroker admin <command> [flags]
 
@@ -116,9 +109,9 @@ func adminCommands() map[string]func() adminCommand {
 	}
 }
 
-// admin runs `kbroker admin ...`. Exit codes: 0 done, 1 the cluster
+// Run runs `kbroker admin ...`. Exit codes: 0 done, 1 the cluster
 // refused or failed, 2 bad usage.
-func admin(args []string, stdout, stderr io.Writer) int {
+func Run(args []string, stdout, stderr io.Writer) int {
 	cmds := adminCommands()
 	var name string
 	var mk func() adminCommand

@@ -1,4 +1,4 @@
-package main
+package admincli
 
 import (
 	"bytes"
@@ -105,7 +105,7 @@ func runAdmin(t *testing.T, addr string, args ...string) (stdout, stderr string,
 		n = 2
 	}
 	full := append(append(append([]string(nil), args[:n]...), "--bootstrap-server", addr, "--timeout", "20s"), args[n:]...)
-	code = admin(full, &out, &errb)
+	code = Run(full, &out, &errb)
 	return out.String(), errb.String(), code
 }
 
@@ -456,7 +456,7 @@ func TestAdminUsage(t *testing.T) {
 		{[]string{"topics", "list", "extra"}, 2},
 		{[]string{"configs", "describe", "--entity-type", "users"}, 2},
 	} {
-		if code := admin(tc.args, io.Discard, io.Discard); code != tc.code {
+		if code := Run(tc.args, io.Discard, io.Discard); code != tc.code {
 			t.Errorf("%v: exit %d, want %d", tc.args, code, tc.code)
 		}
 	}

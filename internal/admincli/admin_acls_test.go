@@ -1,4 +1,4 @@
-package main
+package admincli
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster"
 	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/security/sasl"
 )
 
 // TestAdminAclsAndUsers: over a SASL_SSL listener with the
@@ -28,12 +29,10 @@ import (
 // delete` show and remove the credential.
 func TestAdminAclsAndUsers(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := tlsInit(tlsInitOptions{dir: filepath.Join(dir, "tls"), hosts: []string{"kb1"}, days: 1, client: "admin"}); err != nil {
-		t.Fatal(err)
-	}
+	writePKI(t, filepath.Join(dir, "tls"), "kb1", "admin")
 	ca := filepath.Join(dir, "tls", "ca.pem")
 	const adminPass, alicePass = "admin-Secret-1", "alice-Secret-2"
-	boot, err := bootstrapScram([]string{"SCRAM-SHA-512=[name=admin,password=" + adminPass + "]"}, nil)
+	user, cred, err := sasl.ParseAddScram("SCRAM-SHA-512=[name=admin,password=" + adminPass + "]")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +47,7 @@ func TestAdminAclsAndUsers(t *testing.T) {
 		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
 		"allow.everyone.if.no.acl.found=false",
 		"super.users=User:admin",
-	}, cluster.WithBootstrapScram(boot...))
+	}, cluster.WithBootstrapScram(cluster.BootstrapScram{User: user, Credential: cred}))
 
 	write := func(name, text string) string {
 		p := filepath.Join(dir, name)
