@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/kbroker/kbroker/internal/cliflag"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -50,7 +51,7 @@ func dumpLogCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	deep := fs.Bool("deep-iteration", false, "print one line per record, not just per batch")
 	printData := fs.Bool("print-data-log", false, "print record keys and payloads (implies --deep-iteration)")
-	var fileFlags stringList
+	var fileFlags cliflag.StringList
 	fs.Var(&fileFlags, "files", "comma-separated files to dump, as kafka-dump-log.sh takes them (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, dumpLogUsage)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster"
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/cliflag"
 )
 
 // healthcheck exits 0 when the local broker, configured as `serve` would
@@ -23,7 +24,7 @@ func healthcheck(args, env []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("healthcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "the server.properties file the broker runs with")
-	var sets stringList
+	var sets cliflag.StringList
 	fs.Var(&sets, "set", "a config key=value, as given to serve (repeatable)")
 	timeout := fs.Duration("timeout", 5*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {

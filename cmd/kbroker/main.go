@@ -20,6 +20,9 @@ import (
 
 	"github.com/kbroker/kbroker/cluster"
 	"github.com/kbroker/kbroker/config"
+	"github.com/kbroker/kbroker/internal/admincli"
+	"github.com/kbroker/kbroker/internal/bench"
+	"github.com/kbroker/kbroker/internal/cliflag"
 )
 
 func main() {
@@ -39,13 +42,13 @@ func run(args, env []string, stderr io.Writer) int {
 	case "healthcheck":
 		return healthcheck(args, env, os.Stdout, stderr)
 	case "perf":
-		return perf(args, os.Stdout, stderr)
+		return bench.Perf(args, os.Stdout, stderr)
 	case "bench":
-		return benchCmd(args, os.Stdout, stderr)
+		return bench.Run(args, os.Stdout, stderr)
 	case "tls":
 		return tlsCmd(args, os.Stdout, stderr)
 	case "admin":
-		return admin(args, os.Stdout, stderr)
+		return admincli.Run(args, os.Stdout, stderr)
 	case "help":
 		usage(stderr)
 		return 0
@@ -72,12 +75,6 @@ Commands:
 Run "kbroker serve --help" for the serve flags and every config key.`)
 }
 
-// stringList collects a repeated flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
 func serve(args, env []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -89,11 +86,11 @@ func serveContext(ctx context.Context, args, env []string, stderr io.Writer) int
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	configFile := fs.String("config", "", "a server.properties file")
-	var sets stringList
+	var sets cliflag.StringList
 	fs.Var(&sets, "set", "a config key=value (repeatable; wins over the file and KBROKER_* env vars)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
-	var scrams, scramFiles stringList
+	var scrams, scramFiles cliflag.StringList
 	fs.Var(&scrams, "add-scram", "a SCRAM credential as kafka-storage format takes it, e.g. 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (repeatable; written to the metadata log only at the quorum's first start)")
 	fs.Var(&scramFiles, "add-scram-file", "a file of --add-scram arguments, one per line (repeatable; keeps passwords off the command line)")
 	fs.Usage = func() {
