@@ -9,7 +9,7 @@
 //   - metadata/listener: the controller listener's transport, both ends:
 //     accepting (with the accept loop's backoff), TLS and the SASL
 //     exchange (Authenticator, Dialer), the preamble, raft's stream layer
-//     (StreamLayer), the RPC's frames and one call (Dialer.Call). Which
+//     (StreamLayer), the RPC's frames, serving them and one call. Which
 //     operations exist, who may ask for them and the error codes stay
 //     here (ops.go, auth.go, rpc.go); mux.go routes what it accepts.
 //   - metadata/access: the ACLs (their index and filters), SCRAM
