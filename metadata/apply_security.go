@@ -13,14 +13,14 @@ func applyACL(img *Image, r *ACL) error {
 	if r.ID == ([16]byte{}) {
 		return fmt.Errorf("%w: zero id", ErrInvalidACL)
 	}
-	if _, ok := img.ACLs.find(r); ok {
+	if _, ok := img.ACLs.Find(r); ok {
 		return nil
 	}
 	if _, ok := img.ACLs.Get(r.ID); ok {
 		return fmt.Errorf("%w: id %x already used", ErrInvalidACL, r.ID)
 	}
 	acl := *r
-	img.ACLs = img.ACLs.with(&acl)
+	img.ACLs = img.ACLs.With(&acl)
 	img.ACLVersion = img.Offset
 	return nil
 }
@@ -29,7 +29,7 @@ func applyRemoveACL(img *Image, r *removeAccessControlEntryRecord) error {
 	if _, ok := img.ACLs.Get(r.ID); !ok {
 		return fmt.Errorf("%w: %x", ErrUnknownACL, r.ID)
 	}
-	img.ACLs = img.ACLs.without(r.ID)
+	img.ACLs = img.ACLs.Without(r.ID)
 	img.ACLVersion = img.Offset
 	return nil
 }

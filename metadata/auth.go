@@ -1,15 +1,17 @@
 package metadata
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/kbroker/kbroker/metadata/listener"
+)
 
 // peerIdentity is who sent a controller RPC: with an authenticated
-// controller listener (Config.ServerTLS) the node id Config.AuthorizePeer
-// mapped the peer's certificate to; on a PLAINTEXT listener nobody in
-// particular (verified false), and every operation is allowed as before.
-type peerIdentity struct {
-	verified bool
-	node     int32
-}
+// controller listener (Config.ServerTLS or Config.SASL) the node id
+// Config.AuthorizePeer or ControllerSASL.AuthorizeUser mapped the peer
+// to; on a PLAINTEXT listener nobody in particular (Verified false), and
+// every operation is allowed as before.
+type peerIdentity = listener.Peer
 
 // anyNode is what an op's actsFor returns when any authenticated node may
 // ask for the operation (admin operations a broker forwards for its
@@ -21,12 +23,12 @@ const anyNode int32 = -1
 // shut down, allocate producer ids and change partitions it leads only as
 // broker N. A nil actsFor means anyNode.
 func authorizeOp[Req any](img *Image, name string, peer peerIdentity, actsFor func(*Image, Req) int32, req Req) error {
-	if !peer.verified || actsFor == nil {
+	if !peer.Verified || actsFor == nil {
 		return nil
 	}
 	want := actsFor(img, req)
-	if want == anyNode || want == peer.node {
+	if want == anyNode || want == peer.Node {
 		return nil
 	}
-	return fmt.Errorf("%w: node %d may not send %s for node %d", ErrNotAuthorized, peer.node, name, want)
+	return fmt.Errorf("%w: node %d may not send %s for node %d", ErrNotAuthorized, peer.Node, name, want)
 }

@@ -2,6 +2,22 @@
 // machine of a hashicorp/raft log, and the controller operations that
 // propose records to it.
 //
+// # Subpackages
+//
+// Two parts live in packages of their own, which never import this one:
+//
+//   - metadata/listener: the controller listener's transport, both ends:
+//     accepting (with the accept loop's backoff), TLS and the SASL
+//     exchange (Authenticator, Dialer), the preamble, raft's stream layer
+//     (StreamLayer), the RPC's frames, serving them and one call. Which
+//     operations exist, who may ask for them and the error codes stay
+//     here (ops.go, auth.go, rpc.go); mux.go routes what it accepts.
+//   - metadata/access: the ACLs (their index and filters), SCRAM
+//     credentials and client quota entities, alterations and filters, as
+//     values. Their records, applying them and the operations that
+//     propose them stay here; ACL, ScramCredential, QuotaEntity and the
+//     rest are aliases (access.go), so callers keep their names.
+//
 // # The image
 //
 // An Image is one immutable version of the cluster metadata: the cluster
@@ -158,8 +174,8 @@
 // Every node, voter or broker-only, calls Open with BindAddr = its
 // controller listener; Open listens there itself. The first byte a dialer
 // writes on a new connection (inside TLS, see Authentication) picks the
-// protocol (mux.go): 'R' is raft (a raft.NetworkTransport over
-// raftStream, whose Dial writes the 'R'), 'C' is the controller RPC;
+// protocol (mux.go, package listener): 'R' is raft (a raft.NetworkTransport
+// over listener.StreamLayer, whose Dial writes the 'R'), 'C' is the controller RPC;
 // another byte, or none within 5s, closes the connection. A node's raft address is its controller listener address
 // (Config.AdvertiseAddr, else its Voters entry, else the bound address), so
 // the leader's raft address is where its RPC is served. It is kept as
@@ -175,11 +191,11 @@
 // # Authentication
 //
 // With Config.SASL set (SASL_PLAINTEXT, or SASL_SSL with ServerTLS and
-// ClientTLS), every connection runs a framed SASL exchange (sasl.go) after
+// ClientTLS), every connection runs a framed SASL exchange (listener) after
 // TCP (and TLS) and before the preamble: PLAIN or SCRAM with the node's
 // own credentials, and ControllerSASL.AuthorizeUser admits only node
 // principals, binding one that names a node to that node id as
-// AuthorizePeer does. Frames are bounded (maxSASLFrame) before anything
+// AuthorizePeer does. Frames are bounded (listener's maxSASLFrame) before anything
 // is allocated, and the exchange shares the preamble's time bound.
 //
 // With Config.ServerTLS set and no SASL, every connection accepted on the controller
@@ -188,7 +204,7 @@
 // RequireAndVerifyClientCert), and Config.AuthorizePeer maps the verified
 // peer to a node id or refuses it (the connection is closed). The preamble
 // is then read inside TLS, so raft (a raft.NetworkTransport whose
-// raftStream dials and accepts TLS connections) and the controller RPC both
+// listener.StreamLayer dials and accepts TLS connections) and the controller RPC both
 // run over mutual TLS; nodes dial with Config.ClientTLS. A plain socket, a
 // client without a certificate or with one of another CA never gets past
 // the handshake, so neither a forged AppendEntries nor a forged controller
@@ -217,7 +233,7 @@
 // checked, as before, and Open logs a warning that the controller listener
 // is unauthenticated.
 //
-// The RPC (rpc.go) carries frames of a 4-byte big-endian length and a JSON
+// The RPC (listener's frames, rpc.go's operations) carries frames of a 4-byte big-endian length and a JSON
 // document, at most 16 MiB:
 //
 //	request   {"op": <name>, "timeoutMs": <caller's deadline>, "payload": <request>}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/access"
 )
 
 // fsm is the raft.FSM of the metadata log. Raft calls Apply, Snapshot and
@@ -223,14 +224,14 @@ func readSnapshot(r io.Reader) (*Image, error) {
 		for _, a := range sf.ACLs {
 			byID[a.ID] = a
 		}
-		img.ACLs = newACLs(byID)
+		img.ACLs = access.IndexACLs(byID)
 	}
 	img.ACLVersion = sf.ACLVersion
 	for _, c := range sf.Scram {
 		if img.Scram == nil {
 			img.Scram = map[ScramKey]*ScramCredential{}
 		}
-		img.Scram[c.key()] = c
+		img.Scram[c.Key()] = c
 	}
 	for _, q := range sf.Quotas {
 		if img.Quotas == nil {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/listener"
 )
 
 // The fuzz targets here reach the metadata code only through what a peer
@@ -164,22 +165,22 @@ func FuzzRPCFrame(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var req rpcRequest
-		if err := readFrame(bytes.NewReader(data), &req); err == nil {
+		var req listener.Request
+		if err := listener.ReadFrame(bytes.NewReader(data), &req); err == nil {
 			var buf bytes.Buffer
-			if err := writeFrame(&buf, &req); err != nil {
+			if err := listener.WriteFrame(&buf, &req); err != nil {
 				t.Fatalf("re-encoding %+v: %v", req, err)
 			}
-			var again rpcRequest
-			if err := readFrame(&buf, &again); err != nil {
+			var again listener.Request
+			if err := listener.ReadFrame(&buf, &again); err != nil {
 				t.Fatalf("re-reading: %v", err)
 			}
 			if again.Op != req.Op || again.TimeoutMs != req.TimeoutMs {
 				t.Fatalf("round trip: %+v then %+v", req, again)
 			}
 		}
-		var resp rpcResponse
-		if err := readFrame(bytes.NewReader(data), &resp); err == nil && resp.Error != nil {
+		var resp listener.Response
+		if err := listener.ReadFrame(bytes.NewReader(data), &resp); err == nil && resp.Error != nil {
 			_ = fromWire(resp.Error).Error()
 		}
 		var list errorList
@@ -200,7 +201,7 @@ func rpcSeeds() map[string][]byte {
 		"result":        frame(`{"result":{"offset":42}}`),
 		"error":         frame(`{"error":{"code":"NOT_CONTROLLER","message":"not the controller","leader":"h:9093"}}`),
 		"error-list":    frame(`{"result":[null,{"code":"TOPIC_ALREADY_EXISTS","message":"exists"},{"code":"SOMETHING_NEW","message":"?"}]}`),
-		"too-large":     binary.BigEndian.AppendUint32(nil, maxFrame+1),
+		"too-large":     binary.BigEndian.AppendUint32(nil, listener.MaxFrame+1),
 	}
 }
 

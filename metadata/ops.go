@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/listener"
 )
 
 // A controller operation is declared once, as an op: its wire name, the
@@ -243,7 +244,7 @@ func (s *Store) leaderAddr() string {
 		if serverID(v.ID) != id {
 			continue
 		}
-		if a, err := parseHostPort(v.Addr); err == nil && a != nil {
+		if a, err := listener.ParseAddr(v.Addr); err == nil && a != nil {
 			return v.Addr
 		}
 		break

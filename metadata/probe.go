@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/kbroker/kbroker/metadata/listener"
 )
 
 // probeTimeout bounds the active controller's own check of a broker
@@ -70,7 +72,7 @@ func (s *Store) answersPing(ctx context.Context, id int32) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	_, err := s.dialer.call(ctx, addr, opPing, []byte("{}"))
+	_, err := s.callRemote(ctx, addr, opPing, []byte("{}"))
 	var re *remoteError
 	return err == nil || errors.As(err, &re)
 }
@@ -81,7 +83,7 @@ func (s *Store) answersPing(ctx context.Context, id int32) bool {
 func (s *Store) controllerAddr(id int32) string {
 	for _, v := range s.cfg.Voters {
 		if v.ID == id {
-			if a, err := parseHostPort(v.Addr); err == nil && a != nil {
+			if a, err := listener.ParseAddr(v.Addr); err == nil && a != nil {
 				return v.Addr
 			}
 		}

@@ -274,7 +274,7 @@ func (s *Store) probeReplicas(ctx context.Context, servers []raft.Server) map[in
 func (s *Store) probeReplica(ctx context.Context, addr string) (replicaState, error) {
 	ctx, cancel := context.WithTimeout(ctx, replicaProbeTimeout)
 	defer cancel()
-	raw, err := s.dialer.call(ctx, addr, opReplicaState, []byte("{}"))
+	raw, err := s.callRemote(ctx, addr, opReplicaState, []byte("{}"))
 	if err != nil {
 		return replicaState{}, err
 	}

@@ -1,57 +1,26 @@
 package metadata
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"time"
+
+	"github.com/kbroker/kbroker/metadata/listener"
 )
 
 // The controller RPC forwards controller operations to the active
-// controller. A connection starts with the 'C' preamble, then carries
-// frames in both directions:
-//
-//	+----------------+-------------------------+
-//	| length: uint32 | JSON, length bytes      |
-//	| big endian     |                         |
-//	+----------------+-------------------------+
-//
-//	request   {"op": "CreateTopics", "timeoutMs": 4800, "payload": {...}}
-//	response  {"result": {...}}  or  {"error": {"code": "TOPIC_ALREADY_EXISTS", "message": "...", "leader": "host:port"}}
-//
-// The server answers requests one at a time in order; the client uses one
-// connection per call. Errors travel as a stable code per sentinel
-// (errorCodes) and the message; the caller gets a *remoteError that
-// unwraps to the sentinel, so errors.Is works on both sides. A
-// NOT_CONTROLLER error carries the address of the leader the server knows,
-// if any.
-
-// maxFrame bounds one RPC frame (a CreateTopics of many partitions).
-const maxFrame = 16 << 20
-
-type rpcRequest struct {
-	Op        string          `json:"op"`
-	TimeoutMs int64           `json:"timeoutMs,omitempty"`
-	Payload   json.RawMessage `json:"payload"`
-}
-
-type rpcResponse struct {
-	Result json.RawMessage `json:"result,omitempty"`
-	Error  *wireError      `json:"error,omitempty"`
-}
+// controller over package listener's frames (request {"op", "timeoutMs",
+// "payload"}, response {"result"} or {"error"}). Errors travel as a stable
+// code per sentinel (errorCodes) and the message; the caller gets a
+// *remoteError that unwraps to the sentinel, so errors.Is works on both
+// sides. A NOT_CONTROLLER error carries the address of the leader the
+// server knows, if any.
 
 // wireError is an error on the wire.
-type wireError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Leader  string `json:"leader,omitempty"`
-}
+type wireError = listener.WireError
 
 // errorCodes maps sentinels to their stable wire codes. The first match
 // (errors.Is) wins, so more specific errors come first.
@@ -153,53 +122,11 @@ func (l *errorList) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func writeFrame(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if len(b) > maxFrame {
-		return fmt.Errorf("metadata: rpc frame of %d bytes exceeds %d", len(b), maxFrame)
-	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err = w.Write(buf)
-	return err
-}
-
-func readFrame(r io.Reader, v any) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxFrame {
-		return fmt.Errorf("metadata: rpc frame of %d bytes exceeds %d", n, maxFrame)
-	}
-	// The buffer grows with the bytes that arrive, not with what the
-	// length claims: a peer that announces 16 MiB and sends nothing costs
-	// nothing.
-	var buf bytes.Buffer
-	if _, err := io.CopyN(&buf, r, int64(n)); err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		return err
-	}
-	return json.Unmarshal(buf.Bytes(), v)
-}
-
 // serveRPC answers requests on one connection until it fails or the Store
 // closes (Close closes every tracked connection). peer is who the
 // connection authenticated as.
 func (s *Store) serveRPC(c net.Conn, peer peerIdentity) {
-	r := bufio.NewReader(c)
-	for {
-		var req rpcRequest
-		if err := readFrame(r, &req); err != nil {
-			return
-		}
+	listener.Serve(c, transportTimeout, func(req listener.Request) listener.Response {
 		ctx, cancel := s.serverContext(req.TimeoutMs)
 		var res any
 		var err error
@@ -209,7 +136,7 @@ func (s *Store) serveRPC(c net.Conn, peer peerIdentity) {
 			err = fmt.Errorf("metadata: unknown controller operation %q", req.Op)
 		}
 		cancel()
-		var resp rpcResponse
+		var resp listener.Response
 		if err != nil {
 			resp.Error = toWire(err)
 			if errors.Is(err, ErrNotController) {
@@ -222,11 +149,8 @@ func (s *Store) serveRPC(c net.Conn, peer peerIdentity) {
 			}
 			resp.Result = b
 		}
-		c.SetWriteDeadline(time.Now().Add(transportTimeout))
-		if err := writeFrame(c, &resp); err != nil {
-			return
-		}
-	}
+		return resp
+	})
 }
 
 // serverContext is the context of one RPC: cancelled when the Store closes
@@ -245,35 +169,17 @@ func (s *Store) serverContext(timeoutMs int64) (context.Context, context.CancelF
 // raw result. A transport failure is returned as is; an error answered by
 // the server as a *remoteError.
 func (s *Store) callRemote(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
-	return s.dialer.call(ctx, addr, op, payload)
+	return remoteCall(ctx, s.dialer, addr, op, payload)
 }
 
-// call sends one request to addr on a new connection (see callRemote).
-func (d dialer) call(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
-	c, err := d.dial(ctx, addr)
+// remoteCall is callRemote with dialer d.
+func remoteCall(ctx context.Context, d listener.Dialer, addr, op string, payload []byte) (json.RawMessage, error) {
+	raw, answered, err := d.Call(ctx, addr, op, payload)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	req := rpcRequest{Op: op, Payload: payload}
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-		req.TimeoutMs = max(1, time.Until(dl).Milliseconds())
+	if answered != nil {
+		return nil, fromWire(answered)
 	}
-	if _, err := c.Write([]byte{preambleRPC}); err != nil {
-		return nil, err
-	}
-	if err := writeFrame(c, &req); err != nil {
-		return nil, err
-	}
-	var resp rpcResponse
-	if err := readFrame(bufio.NewReader(c), &resp); err != nil {
-		return nil, err
-	}
-	if resp.Error != nil {
-		return nil, fromWire(resp.Error)
-	}
-	return resp.Result, nil
+	return raw, nil
 }

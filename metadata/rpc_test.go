@@ -1,7 +1,6 @@
 package metadata
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,24 +33,6 @@ func TestErrorCodesRoundTrip(t *testing.T) {
 	}
 	if err := fromWire(toWire(errors.New("boom"))); err.Error() != "boom" || errors.Is(err, ErrNotController) {
 		t.Errorf("unknown error: %v", err)
-	}
-}
-
-func TestFrames(t *testing.T) {
-	var buf bytes.Buffer
-	if err := writeFrame(&buf, &rpcRequest{Op: opReadIndex.name}); err != nil {
-		t.Fatal(err)
-	}
-	var req rpcRequest
-	if err := readFrame(&buf, &req); err != nil || req.Op != opReadIndex.name {
-		t.Fatalf("%+v %v", req, err)
-	}
-	huge := []byte{0xff, 0xff, 0xff, 0xff}
-	if err := readFrame(bytes.NewReader(huge), &req); err == nil {
-		t.Fatal("oversize frame accepted")
-	}
-	if err := readFrame(bytes.NewReader([]byte{0, 0, 0, 9, '{'}), &req); err == nil {
-		t.Fatal("short frame accepted")
 	}
 }
 

@@ -1,9 +1,7 @@
 package metadata
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/metadata/listener"
 )
 
 // saslUsers are the nodes' credentials: "node-N" is bound to node N,
@@ -144,15 +143,15 @@ func testSASLQuorum(t *testing.T, mech string) {
 	deleteOrders, _ := json.Marshal([]string{"orders"})
 	for _, tc := range []struct {
 		name string
-		d    dialer
+		d    listener.Dialer
 	}{
-		{"no credentials", dialer{}},
-		{"wrong password", dialer{sasl: testControllerSASL(t, mech, "node-1", "nope")}},
-		{"unknown user", dialer{sasl: testControllerSASL(t, mech, "mallory", "pw-1")}},
-		{"unsupported mechanism", dialer{sasl: testControllerSASL(t, "GSSAPI", "node-1", "pw-1")}},
-		{"a user that is not a node", dialer{sasl: testControllerSASL(t, mech, "client", "pw-c")}},
+		{"no credentials", listener.Dialer{}},
+		{"wrong password", listener.Dialer{SASL: testControllerSASL(t, mech, "node-1", "nope")}},
+		{"unknown user", listener.Dialer{SASL: testControllerSASL(t, mech, "mallory", "pw-1")}},
+		{"unsupported mechanism", listener.Dialer{SASL: testControllerSASL(t, "GSSAPI", "node-1", "pw-1")}},
+		{"a user that is not a node", listener.Dialer{SASL: testControllerSASL(t, mech, "client", "pw-c")}},
 	} {
-		if _, err := tc.d.call(ctx, leaderAddr, opDeleteTopics.name, deleteOrders); err == nil {
+		if _, err := remoteCall(ctx, tc.d, leaderAddr, opDeleteTopics.name, deleteOrders); err == nil {
 			t.Errorf("%s: DeleteTopics answered", tc.name)
 		}
 	}
@@ -161,7 +160,7 @@ func testSASLQuorum(t *testing.T, mech string) {
 	forged, _ := encodeRecord(recDeleteTopic, &deleteTopicRecord{TopicID: topicID})
 	st := l.RaftStatus()
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: newRaftStream(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, dialer{}), MaxPool: 1, Timeout: 2 * time.Second,
+		Stream: listener.NewStreamLayer(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, listener.Dialer{}), MaxPool: 1, Timeout: 2 * time.Second,
 	})
 	defer trans.Close()
 	var resp raft.AppendEntriesResponse
@@ -188,17 +187,17 @@ func testSASLQuorum(t *testing.T, mech string) {
 	}
 
 	// node-2 is bound to node 2; "shared" may act for any node.
-	as2 := dialer{sasl: testControllerSASL(t, mech, "node-2", "pw-2")}
+	as2 := listener.Dialer{SASL: testControllerSASL(t, mech, "node-2", "pw-2")}
 	hb1, _ := json.Marshal(brokerAtEpoch{BrokerID: 1, Epoch: l.Image().Brokers[1].Epoch})
-	if _, err := as2.call(ctx, leaderAddr, opHeartbeat.name, hb1); !errors.Is(err, ErrNotAuthorized) {
+	if _, err := remoteCall(ctx, as2, leaderAddr, opHeartbeat.name, hb1); !errors.Is(err, ErrNotAuthorized) {
 		t.Errorf("node 2 heartbeats for broker 1: %v, want ErrNotAuthorized", err)
 	}
 	reg1, _ := json.Marshal(BrokerRegistration{ID: 1, IncarnationID: "impostor"})
-	if _, err := as2.call(ctx, leaderAddr, opRegisterBroker.name, reg1); !errors.Is(err, ErrNotAuthorized) {
+	if _, err := remoteCall(ctx, as2, leaderAddr, opRegisterBroker.name, reg1); !errors.Is(err, ErrNotAuthorized) {
 		t.Errorf("node 2 registers as broker 1: %v, want ErrNotAuthorized", err)
 	}
-	shared := dialer{sasl: testControllerSASL(t, mech, "shared", "pw-s")}
-	if _, err := shared.call(ctx, leaderAddr, opHeartbeat.name, hb1); err != nil {
+	shared := listener.Dialer{SASL: testControllerSASL(t, mech, "shared", "pw-s")}
+	if _, err := remoteCall(ctx, shared, leaderAddr, opHeartbeat.name, hb1); err != nil {
 		t.Errorf("the shared node principal heartbeats for broker 1: %v", err)
 	}
 	if b := c.converged().Brokers[1]; b.IncarnationID != "inc-1" {
@@ -234,28 +233,5 @@ func testSASLQuorum(t *testing.T, mech string) {
 		if errs := s.CreateTopics(ctx, []TopicSpec{{Name: fmt.Sprint("after-", s.cfg.NodeID), NumPartitions: 1, ReplicationFactor: 2}}, false); errs[0] != nil {
 			t.Fatalf("create on node %d after failover: %v", s.cfg.NodeID, errs[0])
 		}
-	}
-}
-
-// TestSASLFrameBounds: a declared frame length beyond maxSASLFrame is
-// refused before anything of that size is allocated.
-func TestSASLFrameBounds(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   []byte
-		ok   bool
-	}{
-		{"empty frame", []byte{0, 0, 0, 0}, true},
-		{"small", append([]byte{0, 0, 0, 3}, "abc"...), true},
-		{"huge declared", []byte{0xff, 0xff, 0xff, 0xff}, false},
-		{"just over", binary.BigEndian.AppendUint32(nil, maxSASLFrame+1), false},
-		{"truncated", []byte{0, 0, 0, 9, 'a'}, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := readSASLFrame(bytes.NewReader(tc.in))
-			if (err == nil) != tc.ok {
-				t.Fatalf("err = %v, want ok=%v", err, tc.ok)
-			}
-		})
 	}
 }

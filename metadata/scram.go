@@ -6,30 +6,9 @@ import (
 	"slices"
 )
 
-// ScramCredential is one user's SCRAM credential for one mechanism
-// (Kafka's UserScramCredentialRecord): never the password, only what the
-// server needs to verify a SCRAM exchange. Mechanism is Kafka's code (1
-// SCRAM-SHA-256, 2 SCRAM-SHA-512).
-type ScramCredential struct {
-	User       string `json:"name"`
-	Mechanism  int8   `json:"mechanism"`
-	Salt       []byte `json:"salt"`
-	StoredKey  []byte `json:"storedKey"`
-	ServerKey  []byte `json:"serverKey"`
-	Iterations int32  `json:"iterations"`
-}
-
-// ScramKey names one credential: a user and a mechanism.
-type ScramKey struct {
-	User      string `json:"name"`
-	Mechanism int8   `json:"mechanism"`
-}
-
-func (c *ScramCredential) key() ScramKey { return ScramKey{c.User, c.Mechanism} }
-
 // ScramCredential returns user's credential for mechanism.
 func (i *Image) ScramCredential(user string, mechanism int8) (*ScramCredential, bool) {
-	c, ok := i.Scram[ScramKey{user, mechanism}]
+	c, ok := i.Scram[ScramKey{User: user, Mechanism: mechanism}]
 	return c, ok
 }
 
@@ -48,5 +27,5 @@ func (i *Image) withScram(c *ScramCredential) {
 	if i.Scram == nil {
 		i.Scram = map[ScramKey]*ScramCredential{}
 	}
-	i.Scram[c.key()] = c
+	i.Scram[c.Key()] = c
 }

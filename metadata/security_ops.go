@@ -23,7 +23,7 @@ var opCreateACLs = defineOp("CreateACLs", nil,
 		img := s.Image()
 		for i := range acls {
 			acl := acls[i]
-			if _, ok := img.ACLs.find(&acl); ok {
+			if _, ok := img.ACLs.Find(&acl); ok {
 				continue
 			}
 			acl.ID = randomACLID(img)
@@ -138,7 +138,7 @@ var opAlterScram = defineOp("AlterScramCredentials", nil,
 		for i := range changes {
 			c := &changes[i].Credential
 			if changes[i].Delete {
-				k := c.key()
+				k := c.Key()
 				if _, ok := img.Scram[k]; !ok {
 					errs[i] = fmt.Errorf("%w: user %q", ErrScramNotFound, c.User)
 					continue

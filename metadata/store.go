@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/kbroker/kbroker/metadata/listener"
 )
 
 // Voter is a member of the metadata quorum.
@@ -257,11 +258,11 @@ type Store struct {
 	raft      *raft.Raft
 	bolt      *raftboltdb.BoltStore
 	ln        net.Listener
-	stream    *raftStream
-	dialer    dialer       // dials other nodes' controller listeners
-	serverTLS *tls.Config  // nil: PLAINTEXT controller listener
-	advertise string       // this node's raft and RPC address
-	close     func() error // runs once
+	stream    *listener.StreamLayer
+	dialer    listener.Dialer        // dials other nodes' controller listeners
+	auth      listener.Authenticator // the zero value: PLAINTEXT controller listener
+	advertise string                 // this node's raft and RPC address
+	close     func() error           // runs once
 
 	// ctx is cancelled by Close; every goroutine the Store owns stops
 	// when it is, and wg waits for them.
@@ -343,8 +344,8 @@ func Open(cfg Config) (*Store, error) {
 	if cfg.wrapListener != nil {
 		ln = cfg.wrapListener(ln)
 	}
-	dial := dialer{tls: cfg.ClientTLS, sasl: cfg.SASL}
-	stream := newRaftStream(adv, dial)
+	dial := listener.Dialer{TLS: cfg.ClientTLS, SASL: cfg.SASL}
+	stream := listener.NewStreamLayer(adv, dial)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: transportMaxPool,
@@ -406,7 +407,8 @@ func Open(cfg Config) (*Store, error) {
 		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
 	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String(),
-		dialer: dial, serverTLS: serverTLS(cfg.ServerTLS, cfg.SASL != nil), committed: make(chan struct{}, 1)}
+		dialer: dial, committed: make(chan struct{}, 1),
+		auth: listener.Authenticator{TLS: listener.ServerTLS(cfg.ServerTLS, cfg.SASL != nil), SASL: cfg.SASL, AuthorizePeer: cfg.AuthorizePeer}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = map[net.Conn]struct{}{}
 	s.close = sync.OnceValue(func() error {
@@ -488,7 +490,7 @@ func (s *Store) untrack(c net.Conn) {
 // lives. Each dial resolves the name again.
 func advertiseAddr(cfg Config) (net.Addr, error) {
 	if cfg.AdvertiseAddr != "" {
-		a, err := parseHostPort(cfg.AdvertiseAddr)
+		a, err := listener.ParseAddr(cfg.AdvertiseAddr)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: advertise address %q: %w", cfg.AdvertiseAddr, err)
 		}
@@ -498,7 +500,7 @@ func advertiseAddr(cfg Config) (net.Addr, error) {
 		if v.ID != cfg.NodeID || v.Addr == "" || v.Addr == cfg.BindAddr {
 			continue
 		}
-		a, err := parseHostPort(v.Addr)
+		a, err := listener.ParseAddr(v.Addr)
 		if err != nil {
 			return nil, fmt.Errorf("metadata: voter %d address %q: %w", v.ID, v.Addr, err)
 		}
@@ -508,33 +510,6 @@ func advertiseAddr(cfg Config) (net.Addr, error) {
 		return a, nil
 	}
 	return nil, nil
-}
-
-// hostPortAddr is a TCP address as configured: "host:port", where host
-// may be a name.
-type hostPortAddr string
-
-func (a hostPortAddr) Network() string { return "tcp" }
-func (a hostPortAddr) String() string  { return string(a) }
-
-// parseHostPort checks that addr is host:port with a host and a port
-// number; nil for port 0.
-func parseHostPort(addr string) (net.Addr, error) {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	if host == "" {
-		return nil, errors.New("no host")
-	}
-	p, err := strconv.ParseUint(port, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("port %q: %w", port, err)
-	}
-	if p == 0 {
-		return nil, nil
-	}
-	return hostPortAddr(addr), nil
 }
 
 func serverID(id int32) raft.ServerID { return raft.ServerID(strconv.Itoa(int(id))) }

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"log/slog"
 	"math/big"
 	"net"
@@ -20,6 +19,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
+	"github.com/kbroker/kbroker/metadata/listener"
 
 	"github.com/hashicorp/raft"
 )
@@ -147,14 +149,14 @@ func TestTLSQuorum(t *testing.T) {
 	deleteOrders, _ := json.Marshal([]string{"orders"})
 	for _, tc := range []struct {
 		name string
-		d    dialer
+		d    listener.Dialer
 	}{
-		{"plaintext", dialer{}},
-		{"no client certificate", dialer{tls: ca.clientTLS(nil)}},
-		{"certificate of another CA", dialer{tls: ca.clientTLS(&strangerCert)}},
-		{"certificate AuthorizePeer refuses", dialer{tls: ca.clientTLS(&unauthorized)}},
+		{"plaintext", listener.Dialer{}},
+		{"no client certificate", listener.Dialer{TLS: ca.clientTLS(nil)}},
+		{"certificate of another CA", listener.Dialer{TLS: ca.clientTLS(&strangerCert)}},
+		{"certificate AuthorizePeer refuses", listener.Dialer{TLS: ca.clientTLS(&unauthorized)}},
 	} {
-		if _, err := tc.d.call(ctx, leaderAddr, opDeleteTopics.name, deleteOrders); err == nil {
+		if _, err := remoteCall(ctx, tc.d, leaderAddr, opDeleteTopics.name, deleteOrders); err == nil {
 			t.Errorf("%s: DeleteTopics answered", tc.name)
 		}
 	}
@@ -164,7 +166,7 @@ func TestTLSQuorum(t *testing.T) {
 	forged, _ := encodeRecord(recDeleteTopic, &deleteTopicRecord{TopicID: topicID})
 	st := l.RaftStatus()
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: newRaftStream(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, dialer{}), MaxPool: 1, Timeout: 2 * time.Second,
+		Stream: listener.NewStreamLayer(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, listener.Dialer{}), MaxPool: 1, Timeout: 2 * time.Second,
 	})
 	defer trans.Close()
 	var resp raft.AppendEntriesResponse
@@ -192,7 +194,7 @@ func TestTLSQuorum(t *testing.T) {
 
 	// Node 2's certificate is node 2: it cannot act for broker 1.
 	cert2 := ca.issue(t, "node-2")
-	as2 := dialer{tls: ca.clientTLS(&cert2)}
+	as2 := listener.Dialer{TLS: ca.clientTLS(&cert2)}
 	epoch1 := l.Image().Brokers[1].Epoch
 	hb1, _ := json.Marshal(brokerAtEpoch{BrokerID: 1, Epoch: epoch1})
 	reg1, _ := json.Marshal(BrokerRegistration{ID: 1, IncarnationID: "impostor"})
@@ -219,12 +221,12 @@ func TestTLSQuorum(t *testing.T) {
 		{opChangePartition.name, alter},
 		{opAddNonvoter.name, join5},
 	} {
-		if _, err := as2.call(ctx, leaderAddr, tc.op, tc.payload); !errors.Is(err, ErrNotAuthorized) {
+		if _, err := remoteCall(ctx, as2, leaderAddr, tc.op, tc.payload); !errors.Is(err, ErrNotAuthorized) {
 			t.Errorf("node 2 sends %s for broker 1: %v, want ErrNotAuthorized", tc.op, err)
 		}
 	}
 	hb2, _ := json.Marshal(brokerAtEpoch{BrokerID: 2, Epoch: l.Image().Brokers[2].Epoch})
-	if _, err := as2.call(ctx, leaderAddr, opHeartbeat.name, hb2); err != nil {
+	if _, err := remoteCall(ctx, as2, leaderAddr, opHeartbeat.name, hb2); err != nil {
 		t.Fatalf("node 2 heartbeats as itself: %v", err)
 	}
 	img := c.converged()
@@ -250,7 +252,7 @@ func TestTLSQuorum(t *testing.T) {
 	}, "node 4 joins as a non-voter")
 	cert4 := ca.issue(t, "node-4")
 	trans4 := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: newRaftStream(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, dialer{tls: ca.clientTLS(&cert4)}), MaxPool: 1, Timeout: 2 * time.Second,
+		Stream: listener.NewStreamLayer(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)}, listener.Dialer{TLS: ca.clientTLS(&cert4)}), MaxPool: 1, Timeout: 2 * time.Second,
 	})
 	defer trans4.Close()
 	var vote raft.RequestVoteResponse

@@ -1,4 +1,4 @@
-package metadata
+package listener
 
 import (
 	"bufio"
@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// With Config.SASL set (a SASL_PLAINTEXT or SASL_SSL controller listener)
+// With SASL set (a SASL_PLAINTEXT or SASL_SSL controller listener)
 // every connection runs a SASL exchange right after the TCP connect (and
 // the TLS handshake with SASL_SSL), before the preamble: raft and the
 // controller RPC only ever see authenticated peers. The exchange is not
@@ -28,32 +28,32 @@ import (
 // server-final, follows and the client verifies it) or saslFailed (a
 // message safe to show follows; the listener closes the connection).
 
-// SASLServerSession is the server half of one exchange (package
+// ServerSession is the server half of one exchange (package
 // security/sasl's ServerSession, which metadata does not import).
-type SASLServerSession interface {
+type ServerSession interface {
 	Mechanism() string
 	Step(ctx context.Context, response []byte) (challenge []byte, err error)
 	Done() bool
 	Username() string
 }
 
-// SASLClientSession is the client half of one exchange (security/sasl's
+// ClientSession is the client half of one exchange (security/sasl's
 // ClientSession).
-type SASLClientSession interface {
+type ClientSession interface {
 	Mechanism() string
 	Start() ([]byte, error)
 	Step(challenge []byte) (response []byte, done bool, err error)
 }
 
-// ControllerSASL authenticates the controller listener's connections with
-// SASL (see Config.SASL).
-type ControllerSASL struct {
+// SASL authenticates the controller listener's connections with SASL
+// (metadata's Config.SASL, ControllerSASL there).
+type SASL struct {
 	// Start begins the server side of an exchange for the mechanism the
 	// peer names; an error (a mechanism not enabled) refuses the peer.
-	Start func(mechanism string) (SASLServerSession, error)
+	Start func(mechanism string) (ServerSession, error)
 	// Client starts this node's own exchange when it dials another node
 	// (sasl.mechanism.controller.protocol and its JAAS username/password).
-	Client func() SASLClientSession
+	Client func() ClientSession
 	// AuthorizeUser decides whether an authenticated user may speak on
 	// the controller listener (super.users) and which node it is: bound
 	// true with the node id for a principal that names one node, bound
@@ -111,35 +111,35 @@ func readSASLFrame(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// saslAccept runs the server side of the exchange on c (deadline set by
+// accept runs the server side of the exchange on c (deadline set by
 // the caller) and returns who the peer is.
-func (cs *ControllerSASL) saslAccept(ctx context.Context, c net.Conn) (peerIdentity, error) {
+func (cs *SASL) accept(ctx context.Context, c net.Conn) (Peer, error) {
 	// Buffered reads would swallow the preamble that follows the last
 	// client message; the exchange has few small frames, read them raw.
 	mech, err := readSASLFrame(c)
 	if err != nil {
-		return peerIdentity{}, fmt.Errorf("SASL mechanism: %w", err)
+		return Peer{}, fmt.Errorf("SASL mechanism: %w", err)
 	}
 	session, err := cs.Start(string(mech))
 	if err != nil {
 		_ = writeSASLFrame(c, []byte{saslFailed}, []byte("unsupported SASL mechanism"))
-		return peerIdentity{}, fmt.Errorf("%w: %w", errSASLRefused, err)
+		return Peer{}, fmt.Errorf("%w: %w", errSASLRefused, err)
 	}
 	for range maxSASLRounds {
 		msg, err := readSASLFrame(c)
 		if err != nil {
-			return peerIdentity{}, fmt.Errorf("SASL %s: %w", session.Mechanism(), err)
+			return Peer{}, fmt.Errorf("SASL %s: %w", session.Mechanism(), err)
 		}
 		reply, err := session.Step(ctx, msg)
 		if err != nil {
 			// The detail stays in this node's log: the peer is told
 			// nothing that would help it probe users.
 			_ = writeSASLFrame(c, []byte{saslFailed}, []byte("authentication failed with SASL mechanism "+session.Mechanism()))
-			return peerIdentity{}, fmt.Errorf("%w: %w", errSASLRefused, err)
+			return Peer{}, fmt.Errorf("%w: %w", errSASLRefused, err)
 		}
 		if !session.Done() {
 			if err := writeSASLFrame(c, []byte{saslContinue}, reply); err != nil {
-				return peerIdentity{}, err
+				return Peer{}, err
 			}
 			continue
 		}
@@ -147,25 +147,25 @@ func (cs *ControllerSASL) saslAccept(ctx context.Context, c net.Conn) (peerIdent
 		node, bound, ok := cs.AuthorizeUser(user)
 		if !ok {
 			_ = writeSASLFrame(c, []byte{saslFailed}, []byte("User:"+user+" may not use the controller listener"))
-			return peerIdentity{}, fmt.Errorf("%w: User:%s is not a node (not in super.users)", errSASLRefused, user)
+			return Peer{}, fmt.Errorf("%w: User:%s is not a node (not in super.users)", errSASLRefused, user)
 		}
 		if err := writeSASLFrame(c, []byte{saslOK}, reply); err != nil {
-			return peerIdentity{}, err
+			return Peer{}, err
 		}
 		if !bound {
 			// A principal all nodes share: authenticated, but it may act
 			// for any node.
-			return peerIdentity{}, nil
+			return Peer{}, nil
 		}
-		return peerIdentity{verified: true, node: node}, nil
+		return Peer{Verified: true, Node: node}, nil
 	}
 	_ = writeSASLFrame(c, []byte{saslFailed}, []byte("too many SASL rounds"))
-	return peerIdentity{}, fmt.Errorf("%w: SASL %s: more than %d rounds", errSASLRefused, session.Mechanism(), maxSASLRounds)
+	return Peer{}, fmt.Errorf("%w: SASL %s: more than %d rounds", errSASLRefused, session.Mechanism(), maxSASLRounds)
 }
 
-// saslDial runs the client side of the exchange on a fresh connection to
+// dial runs the client side of the exchange on a fresh connection to
 // addr; ctx bounds it.
-func (cs *ControllerSASL) saslDial(ctx context.Context, c net.Conn, addr string) error {
+func (cs *SASL) dial(ctx context.Context, c net.Conn, addr string) error {
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
 		defer c.SetDeadline(time.Time{})

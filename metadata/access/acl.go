@@ -1,4 +1,4 @@
-package metadata
+package access
 
 import (
 	"cmp"
@@ -24,7 +24,8 @@ const ACLWildcard = "*"
 // ACL is one access control entry (Kafka's AccessControlEntryRecord): a
 // resource pattern (type, name, literal or prefixed), a principal
 // ("User:alice", or "User:*" for everybody), a host ("*" for any), an
-// operation and ALLOW or DENY. ID is chosen by the controller.
+// operation and ALLOW or DENY. ID is chosen by the controller. Its JSON is
+// the payload of the AccessControlEntry record and of snapshots.
 type ACL struct {
 	ID           [16]byte `json:"id"`
 	ResourceType int8     `json:"resourceType"`
@@ -63,7 +64,11 @@ type ACLs struct {
 	prefixLens map[int8][]int
 }
 
-var emptyACLs = newACLs(nil)
+// IndexACLs returns the index of the ACLs of byID, which it keeps: the
+// caller must not modify the map nor the ACLs afterwards.
+func IndexACLs(byID map[[16]byte]*ACL) *ACLs {
+	return newACLs(byID)
+}
 
 func newACLs(byID map[[16]byte]*ACL) *ACLs {
 	a := &ACLs{byID: byID, byPattern: map[aclPattern][]*ACL{}, prefixLens: map[int8][]int{}}
@@ -145,8 +150,8 @@ func (a *ACLs) OfType(resourceType int8) []*ACL {
 	return out
 }
 
-// find returns the ACL equal to acl but for its id.
-func (a *ACLs) find(acl *ACL) (*ACL, bool) {
+// Find returns the ACL equal to acl but for its id.
+func (a *ACLs) Find(acl *ACL) (*ACL, bool) {
 	for _, x := range a.byPattern[aclPattern{acl.ResourceType, acl.PatternType, acl.ResourceName}] {
 		if x.sameEntry(acl) {
 			return x, true
@@ -155,15 +160,15 @@ func (a *ACLs) find(acl *ACL) (*ACL, bool) {
 	return nil, false
 }
 
-// with returns a copy holding acl too.
-func (a *ACLs) with(acl *ACL) *ACLs {
+// With returns a copy holding acl too; a is unchanged.
+func (a *ACLs) With(acl *ACL) *ACLs {
 	m := maps.Clone(a.byID)
 	m[acl.ID] = acl
 	return newACLs(m)
 }
 
-// without returns a copy without the ACL of this id.
-func (a *ACLs) without(id [16]byte) *ACLs {
+// Without returns a copy without the ACL of this id; a is unchanged.
+func (a *ACLs) Without(id [16]byte) *ACLs {
 	m := maps.Clone(a.byID)
 	delete(m, id)
 	return newACLs(m)
