@@ -8,16 +8,14 @@
 //     between the layers: the replica manager's hooks wake the produce and
 //     fetch purgatories and the group coordinator; the effective topic
 //     config is resolved against the image's dynamic defaults.
-//   - The connection layer (server.go, conn.go): an acceptor per listener,
-//     a reader and a writer goroutine per connection, responses written in
-//     request order, at most 64 requests in flight per connection. A fetch
-//     reads its records into pooled buffers (storage.ReadBuffers) that its
-//     slot gives back after the writer encoded the response
-//     (RequestContext.afterWrite, slot.release); a write of large fetch
-//     responses is encoded into a pooled buffer too, and a Produce
-//     request's frame is read into one given back when its handler
-//     returns (pooledFrame). The pools are wire.GetBuf's.
-//   - Listener security (security.go, conn_auth.go, the SaslHandshake and
+//   - The wiring of the connection layer (package cluster/server): the
+//     node builds the server's Config from its own, hands it the API
+//     table (apis.go) and the listeners' security, and installs the
+//     client quota engine (package cluster/quotas) and the authorizer.
+//     A fetch's pooled reads are given back after the writer encoded its
+//     response (RequestContext.AfterWrite).
+//   - Listener security (security.go; the connection side is
+//     cluster/server's conn_auth.go, reached by the SaslHandshake and
 //     SaslAuthenticate handlers): the TLS handshake before a connection's
 //     first request, SASL before anything but ApiVersions, the principal
 //     on every RequestContext, KIP-368 re-authentication; the follower
@@ -30,7 +28,7 @@
 //     ApiVersions. Dispatch decodes the body with kmsg, runs the
 //     cross-cutting steps (metrics; authorization belongs here) and calls
 //     the handler with a RequestContext.
-//   - Authorization (authz.go, authz_acl.go): each API declares the
+//   - Authorization (cluster/server/authz.go, authz_acl.go): each API declares the
 //     actions it needs and checks what Kafka's KafkaApis checks; the
 //     Authorizer is AllowAll, or with authorizer.class.name the ACL
 //     authorizer of package cluster/acl over this node's metadata image.
