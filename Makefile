@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down lint bench bench-failover bench-rolling bench-newtopic bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
+.PHONY: build test fuzz image up down monitoring-image monitoring-up monitoring-down lint bench bench-failover bench-rolling bench-newtopic bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -23,6 +23,35 @@ up: image
 
 down:
 	docker compose -f deploy/docker-compose.yml down
+
+# Prometheus beside the compose cluster (deploy/docker-compose.monitoring.yml):
+# an image FROM scratch around the binary of Debian's prometheus package
+# (apt-get install prometheus), with the shared libraries ldd lists for it
+# and Debian's classic web UI (less moment-timezone's 200 MB of data
+# files), scraping kb1..kb3:9100 with deploy/prometheus/kbroker-rules.yml.
+PROMETHEUS_BIN ?= /usr/bin/prometheus
+PROMETHEUS_BUILD = deploy/build/prometheus
+COMPOSE ?= $(shell docker compose version >/dev/null 2>&1 && echo 'docker compose' || echo docker-compose)
+MONITORING = -f deploy/docker-compose.yml -f deploy/docker-compose.monitoring.yml
+
+monitoring-image:
+	@test -x $(PROMETHEUS_BIN) || { echo "$(PROMETHEUS_BIN) not found: apt-get install prometheus"; exit 1; }
+	rm -rf $(PROMETHEUS_BUILD)
+	mkdir -p $(PROMETHEUS_BUILD)/data $(PROMETHEUS_BUILD)/root/usr/share/prometheus
+	cp $(PROMETHEUS_BIN) $(PROMETHEUS_BUILD)/prometheus
+	for lib in $$(ldd $(PROMETHEUS_BIN) | grep -o '/[^ ]*'); do \
+		mkdir -p $(PROMETHEUS_BUILD)/root$$(dirname $$lib) && cp -L $$lib $(PROMETHEUS_BUILD)/root$$lib || exit 1; \
+	done
+	if [ -d /usr/share/prometheus/web ]; then \
+		tar -C /usr/share/prometheus -chf - --exclude=web/static/moment-timezone/data web | tar -C $(PROMETHEUS_BUILD)/root/usr/share/prometheus -xf -; \
+	fi
+	docker build -t kbroker-prometheus:latest -f deploy/prometheus/Dockerfile $(PROMETHEUS_BUILD)
+
+monitoring-up: image monitoring-image
+	$(COMPOSE) $(MONITORING) up -d
+
+monitoring-down:
+	$(COMPOSE) $(MONITORING) down
 
 # The secure cluster (deploy/docker-compose.secure.yml). Its certificates,
 # SCRAM credential and gossip key are made here, on the host, into
