@@ -50,6 +50,6 @@ func (n *Node) handleSyncGroup(_ context.Context, rc *RequestContext, kreq kmsg.
 	for _, a := range req.GroupAssignment {
 		sr.Assignments[a.MemberID] = a.MemberAssignment
 	}
-	n.groups.syncGroup(req.Group, sr, respond)
+	n.groups.SyncGroup(req.Group, sr, respond)
 	return nil, nil
 }

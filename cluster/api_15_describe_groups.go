@@ -49,7 +49,7 @@ func (n *Node) handleDescribeGroups(_ context.Context, rc *RequestContext, kreq 
 		if req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = rc.authorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
 		}
-		s, err := n.groups.describe(id)
+		s, err := n.groups.Describe(id)
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			// Unknown, or not a classic group: Dead without error
 			// before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).

@@ -101,7 +101,7 @@ func (n *Node) handleAddPartitionsToTxn(ctx context.Context, rc *RequestContext,
 		perPartition(nil, refused)
 		return resp, nil
 	}
-	perPartition(n.txns.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps), nil)
+	perPartition(n.txns.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps), nil)
 	return resp, nil
 }
 
@@ -123,7 +123,7 @@ func (n *Node) addPartitionsToTxnBatch(ctx context.Context, rc *RequestContext, 
 		}
 		var all error
 		if !t.VerifyOnly {
-			all = n.txns.addPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+			all = n.txns.AddPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
 		}
 		for _, tt := range t.Topics {
 			rtt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
@@ -133,7 +133,7 @@ func (n *Node) addPartitionsToTxnBatch(ctx context.Context, rc *RequestContext, 
 				rp.Partition = p
 				err := all
 				if t.VerifyOnly {
-					err = n.txns.verifyPartition(t.TransactionalID, t.ProducerID, t.ProducerEpoch, txn.TopicPartition{Topic: tt.Topic, Partition: p})
+					err = n.txns.VerifyPartition(t.TransactionalID, t.ProducerID, t.ProducerEpoch, txn.TopicPartition{Topic: tt.Topic, Partition: p})
 				}
 				rp.ErrorCode = errorCode(err)
 				rtt.Partitions = append(rtt.Partitions, rp)
