@@ -31,6 +31,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 )
 
@@ -64,7 +65,7 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *server.RequestContext, 
 			}
 		}
 	}
-	var offsets []partitionOffset
+	var offsets []groupcoord.PartitionOffset
 	// refused marks the partitions answered without committing them.
 	var refused []bool
 	for ti, t := range req.Topics {
@@ -87,7 +88,7 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *server.RequestContext, 
 			if rp.ErrorCode != 0 {
 				continue
 			}
-			po := partitionOffset{
+			po := groupcoord.PartitionOffset{
 				TP:          group.TopicPartition{Topic: t.Topic, Partition: p.Partition},
 				Offset:      p.Offset,
 				LeaderEpoch: -1,
@@ -103,8 +104,8 @@ func (n *Node) handleOffsetCommit(_ context.Context, rc *server.RequestContext, 
 	if !groupAllowed || (len(offsets) == 0 && len(refused) > 0) {
 		return resp, nil
 	}
-	by := commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation, Version: req.Version}
-	n.groups.commitOffsets(req.Group, by, offsets, func(errs []error) {
+	by := groupcoord.CommitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation, Version: req.Version}
+	n.groups.CommitOffsets(req.Group, by, offsets, func(errs []error) {
 		i, k := 0, 0
 		for ti := range resp.Topics {
 			ps := resp.Topics[ti].Partitions

@@ -20,6 +20,7 @@ package cluster
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -34,26 +35,26 @@ func init() {
 // DESCRIBE on each topic: a requested topic the principal may not
 // describe gets TOPIC_AUTHORIZATION_FAILED for its partitions, and when
 // all topics are asked for such topics are left out.
-func (n *Node) fetchOffsetsAuthorized(rc *server.RequestContext, groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
+func (n *Node) fetchOffsetsAuthorized(rc *server.RequestContext, groupID string, topics map[string][]int32, order []string) ([]groupcoord.FetchedTopic, error) {
 	if !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, groupID) {
 		return nil, kerr.GroupAuthorizationFailed
 	}
-	got, err := n.groups.fetchOffsets(groupID, topics, order)
+	got, err := n.groups.FetchOffsets(groupID, topics, order)
 	if err != nil {
 		return got, err
 	}
 	out := got[:0]
 	for _, ft := range got {
-		if !rc.AuthorizedTopic(kmsg.ACLOperationDescribe, ft.topic) {
+		if !rc.AuthorizedTopic(kmsg.ACLOperationDescribe, ft.Topic) {
 			if topics == nil {
 				continue
 			}
-			ps := make([]fetchedOffset, len(ft.partitions))
-			for i, fo := range ft.partitions {
-				ps[i] = fetchedOffset{partition: fo.partition, err: kerr.TopicAuthorizationFailed}
-				ps[i].offset.Offset, ps[i].offset.LeaderEpoch = -1, -1
+			ps := make([]groupcoord.FetchedOffset, len(ft.Partitions))
+			for i, fo := range ft.Partitions {
+				ps[i] = groupcoord.FetchedOffset{Partition: fo.Partition, Err: kerr.TopicAuthorizationFailed}
+				ps[i].Offset.Offset, ps[i].Offset.LeaderEpoch = -1, -1
 			}
-			ft.partitions = ps
+			ft.Partitions = ps
 		}
 		out = append(out, ft)
 	}
@@ -90,21 +91,21 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *server.RequestContext, k
 			}
 			got, err := n.fetchOffsetsAuthorized(rc, rg.Group, topics, order)
 			if err == nil && req.Version >= 9 {
-				if err = n.groups.validateFetchMember(rg.Group, deref(rg.MemberID), rg.MemberEpoch); err != nil {
+				if err = n.groups.ValidateFetchMember(rg.Group, deref(rg.MemberID), rg.MemberEpoch); err != nil {
 					got = nil
 				}
 			}
 			if req.RequireStable {
-				n.groups.markUnstable(rg.Group, got)
+				n.groups.MarkUnstable(rg.Group, got)
 			}
 			out := kmsg.NewOffsetFetchResponseGroup()
 			out.Group = rg.Group
 			out.ErrorCode = errorCode(err)
 			for _, ft := range got {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
-				rt.Topic = ft.topic
+				rt.Topic = ft.Topic
 				if req.Version >= 10 {
-					it, ok := img.Topics[ft.topic]
+					it, ok := img.Topics[ft.Topic]
 					if !ok {
 						// Offsets of a deleted topic have no id to
 						// name them by.
@@ -112,14 +113,14 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *server.RequestContext, k
 					}
 					rt.TopicID = it.ID
 				}
-				for _, fo := range ft.partitions {
+				for _, fo := range ft.Partitions {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-					rp.Partition = fo.partition
-					rp.Offset = fo.offset.Offset
-					rp.LeaderEpoch = fo.offset.LeaderEpoch
-					md := fo.offset.Metadata
+					rp.Partition = fo.Partition
+					rp.Offset = fo.Offset.Offset
+					rp.LeaderEpoch = fo.Offset.LeaderEpoch
+					md := fo.Offset.Metadata
 					rp.Metadata = &md
-					rp.ErrorCode = errorCode(fo.err)
+					rp.ErrorCode = errorCode(fo.Err)
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				out.Topics = append(out.Topics, rt)
@@ -155,7 +156,7 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *server.RequestContext, k
 	}
 	got, err := n.fetchOffsetsAuthorized(rc, req.Group, topics, order)
 	if req.Version >= 7 && req.RequireStable {
-		n.groups.markUnstable(req.Group, got)
+		n.groups.MarkUnstable(req.Group, got)
 	}
 	if err != nil && req.Version < 2 {
 		// v1 has no top-level error: every partition carries it.
@@ -176,15 +177,15 @@ func (n *Node) handleOffsetFetch(_ context.Context, rc *server.RequestContext, k
 	resp.ErrorCode = errorCode(err)
 	for _, ft := range got {
 		rt := kmsg.NewOffsetFetchResponseTopic()
-		rt.Topic = ft.topic
-		for _, fo := range ft.partitions {
+		rt.Topic = ft.Topic
+		for _, fo := range ft.Partitions {
 			rp := kmsg.NewOffsetFetchResponseTopicPartition()
-			rp.Partition = fo.partition
-			rp.Offset = fo.offset.Offset
-			rp.LeaderEpoch = fo.offset.LeaderEpoch
-			md := fo.offset.Metadata
+			rp.Partition = fo.Partition
+			rp.Offset = fo.Offset.Offset
+			rp.LeaderEpoch = fo.Offset.LeaderEpoch
+			md := fo.Offset.Metadata
 			rp.Metadata = &md
-			rp.ErrorCode = errorCode(fo.err)
+			rp.ErrorCode = errorCode(fo.Err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -76,7 +76,7 @@ func (n *Node) handleFindCoordinator(ctx context.Context, rc *server.RequestCont
 		case rt == kmsg.ACLResourceTypeTransactionalId && key == "":
 			return -1, "", -1, kerr.InvalidRequest
 		case rt == kmsg.ACLResourceTypeTransactionalId:
-			id, ep, err := n.txns.topic.coordinatorFor(ctx, key, rc.Listener)
+			id, ep, err := n.txns.Topic().CoordinatorFor(ctx, key, rc.Listener)
 			return id, ep.Host, ep.Port, err
 		case !rc.Authorized(kmsg.ACLOperationDescribe, rt, key):
 			return -1, "", -1, kerr.GroupAuthorizationFailed
@@ -84,7 +84,7 @@ func (n *Node) handleFindCoordinator(ctx context.Context, rc *server.RequestCont
 		if key == "" {
 			return -1, "", -1, kerr.InvalidRequest
 		}
-		id, ep, err := n.groups.topic.coordinatorFor(ctx, key, rc.Listener)
+		id, ep, err := n.groups.Topic().CoordinatorFor(ctx, key, rc.Listener)
 		if err != nil {
 			return -1, "", -1, err
 		}

@@ -79,7 +79,7 @@ func (n *Node) handleJoinGroup(_ context.Context, rc *server.RequestContext, kre
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	n.groups.join(req.Group, jr, respond)
+	n.groups.Join(req.Group, jr, respond)
 	return nil, nil
 }
 

@@ -27,7 +27,7 @@ func (n *Node) handleHeartbeat(_ context.Context, rc *server.RequestContext, kre
 		resp.ErrorCode = kerr.GroupAuthorizationFailed.Code
 		return resp, nil
 	}
-	err := n.groups.heartbeat(req.Group, req.MemberID, deref(req.InstanceID), req.Generation)
+	err := n.groups.Heartbeat(req.Group, req.MemberID, deref(req.InstanceID), req.Generation)
 	resp.ErrorCode = errorCode(err)
 	return resp, nil
 }

@@ -36,7 +36,7 @@ func (n *Node) handleLeaveGroup(_ context.Context, rc *server.RequestContext, kr
 			leaving = append(leaving, group.LeaveMember{MemberID: m.MemberID, InstanceID: deref(m.InstanceID)})
 		}
 	}
-	errs, groupErr := n.groups.leave(req.Group, leaving)
+	errs, groupErr := n.groups.Leave(req.Group, leaving)
 	if req.Version < 3 {
 		if groupErr == nil {
 			groupErr = errs[0]

@@ -51,6 +51,6 @@ func (n *Node) handleSyncGroup(_ context.Context, rc *server.RequestContext, kre
 	for _, a := range req.GroupAssignment {
 		sr.Assignments[a.MemberID] = a.MemberAssignment
 	}
-	n.groups.syncGroup(req.Group, sr, respond)
+	n.groups.SyncGroup(req.Group, sr, respond)
 	return nil, nil
 }

@@ -50,7 +50,7 @@ func (n *Node) handleDescribeGroups(_ context.Context, rc *server.RequestContext
 		if req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
 		}
-		s, err := n.groups.describe(id)
+		s, err := n.groups.Describe(id)
 		if errors.Is(err, kerr.GroupIDNotFound) {
 			// Unknown, or not a classic group: Dead without error
 			// before v6, GROUP_ID_NOT_FOUND from v6 (KIP-1043).

@@ -35,7 +35,7 @@ func (n *Node) handleListGroups(_ context.Context, rc *server.RequestContext, kr
 	// DESCRIBE on the cluster lists every group; without it, the groups
 	// the principal may DESCRIBE.
 	all := rc.AuthorizedCluster(kmsg.ACLOperationDescribe)
-	for _, g := range n.groups.list() {
+	for _, g := range n.groups.List() {
 		if !matches(req.StatesFilter, g.State) || !matches(req.TypesFilter, g.Type) {
 			continue
 		}

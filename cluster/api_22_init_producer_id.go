@@ -71,7 +71,7 @@ func (n *Node) initTransactionalProducerID(ctx context.Context, req *kmsg.InitPr
 	if req.Version >= 3 {
 		ireq.ProducerID, ireq.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 	}
-	id, epoch, err := n.txns.initProducerID(ctx, ireq)
+	id, epoch, err := n.txns.InitProducerID(ctx, ireq)
 	if err != nil {
 		resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 4))
 		return

@@ -102,7 +102,7 @@ func (n *Node) handleAddPartitionsToTxn(ctx context.Context, rc *server.RequestC
 		perPartition(nil, refused)
 		return resp, nil
 	}
-	perPartition(n.txns.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps), nil)
+	perPartition(n.txns.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, tps), nil)
 	return resp, nil
 }
 
@@ -124,7 +124,7 @@ func (n *Node) addPartitionsToTxnBatch(ctx context.Context, rc *server.RequestCo
 		}
 		var all error
 		if !t.VerifyOnly {
-			all = n.txns.addPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
+			all = n.txns.AddPartitions(ctx, t.TransactionalID, t.ProducerID, t.ProducerEpoch, tps)
 		}
 		for _, tt := range t.Topics {
 			rtt := kmsg.NewAddPartitionsToTxnResponseTransactionTopic()
@@ -134,7 +134,7 @@ func (n *Node) addPartitionsToTxnBatch(ctx context.Context, rc *server.RequestCo
 				rp.Partition = p
 				err := all
 				if t.VerifyOnly {
-					err = n.txns.verifyPartition(t.TransactionalID, t.ProducerID, t.ProducerEpoch, txn.TopicPartition{Topic: tt.Topic, Partition: p})
+					err = n.txns.VerifyPartition(t.TransactionalID, t.ProducerID, t.ProducerEpoch, txn.TopicPartition{Topic: tt.Topic, Partition: p})
 				}
 				rp.ErrorCode = errorCode(err)
 				rtt.Partitions = append(rtt.Partitions, rp)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
 )
@@ -45,13 +46,13 @@ func (n *Node) handleAddOffsetsToTxn(ctx context.Context, rc *server.RequestCont
 		err = kerr.InvalidGroupID
 	default:
 		// The group's partition exists only once __consumer_offsets does.
-		if err = n.groups.topic.ensure(ctx); err != nil {
+		if err = n.groups.Topic().Ensure(ctx); err != nil {
 			n.logger.Warn("adding offsets to transaction", "group", req.Group, "err", err)
 			err = kerr.CoordinatorNotAvailable
 			break
 		}
-		tp := txn.TopicPartition{Topic: offsetsTopic, Partition: n.groups.partitionFor(req.Group)}
-		err = n.txns.addPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
+		tp := txn.TopicPartition{Topic: groupcoord.OffsetsTopic, Partition: n.groups.PartitionFor(req.Group)}
+		err = n.txns.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
 	}
 	resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 2))
 	return resp, nil

@@ -42,7 +42,7 @@ func (n *Node) handleEndTxn(ctx context.Context, rc *server.RequestContext, kreq
 	if !rc.Authorized(kmsg.ACLOperationWrite, kmsg.ACLResourceTypeTransactionalId, req.TransactionalID) {
 		err = kerr.TransactionalIDAuthorizationFailed
 	} else {
-		err = n.txns.endTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		err = n.txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	}
 	resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 2))
 	if err == nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -114,8 +115,8 @@ func (n *Node) writeTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarkersReq
 						setErr(kerr.RequestTimedOut)
 					}
 				}()
-				if tp.Topic == offsetsTopic {
-					n.groups.completeTxnOffsets(p, m.ProducerID, m.Committed)
+				if tp.Topic == groupcoord.OffsetsTopic {
+					n.groups.CompleteTxnOffsets(p, m.ProducerID, m.Committed)
 				}
 			}
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 )
 
@@ -54,7 +55,7 @@ func (n *Node) handleTxnOffsetCommit(_ context.Context, rc *server.RequestContex
 	case !rc.Authorized(kmsg.ACLOperationRead, kmsg.ACLResourceTypeGroup, req.Group):
 		all = kerr.GroupAuthorizationFailed
 	}
-	var offsets []partitionOffset
+	var offsets []groupcoord.PartitionOffset
 	var slots []*int16 // the response's error code of each entry of offsets
 	for _, t := range req.Topics {
 		rt := kmsg.NewTxnOffsetCommitResponseTopic()
@@ -69,7 +70,7 @@ func (n *Node) handleTxnOffsetCommit(_ context.Context, rc *server.RequestContex
 			case topicDenied:
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
-				po := partitionOffset{TP: group.TopicPartition{Topic: t.Topic, Partition: p.Partition}, Offset: p.Offset, LeaderEpoch: -1, Metadata: deref(p.Metadata)}
+				po := groupcoord.PartitionOffset{TP: group.TopicPartition{Topic: t.Topic, Partition: p.Partition}, Offset: p.Offset, LeaderEpoch: -1, Metadata: deref(p.Metadata)}
 				if req.Version >= 2 {
 					po.LeaderEpoch = p.LeaderEpoch
 				}
@@ -90,11 +91,11 @@ func (n *Node) handleTxnOffsetCommit(_ context.Context, rc *server.RequestContex
 	if len(offsets) == 0 {
 		return resp, nil
 	}
-	by := commitMember{Generation: -1}
+	by := groupcoord.CommitMember{Generation: -1}
 	if req.Version >= 3 {
-		by = commitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation}
+		by = groupcoord.CommitMember{MemberID: req.MemberID, InstanceID: deref(req.InstanceID), Generation: req.Generation}
 	}
-	n.groups.txnCommitOffsets(req.Group, req.ProducerID, req.ProducerEpoch, by, offsets, func(errs []error) {
+	n.groups.TxnCommitOffsets(req.Group, req.ProducerID, req.ProducerEpoch, by, offsets, func(errs []error) {
 		for i, err := range errs {
 			*slots[i] = errorCode(fencedForVersion(err, req.Version, 3))
 		}

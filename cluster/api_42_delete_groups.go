@@ -33,7 +33,7 @@ func (n *Node) handleDeleteGroups(_ context.Context, rc *server.RequestContext, 
 			allowed = append(allowed, id)
 		}
 	}
-	n.groups.deleteGroups(allowed, func(errs []error) {
+	n.groups.DeleteGroups(allowed, func(errs []error) {
 		i := 0
 		for _, id := range req.Groups {
 			rg := kmsg.NewDeleteGroupsResponseGroup()

@@ -43,7 +43,7 @@ func (n *Node) handleOffsetDelete(_ context.Context, rc *server.RequestContext, 
 			}
 		}
 	}
-	n.groups.deleteOffsets(req.Group, tps, func(partErrs []error, err error) {
+	n.groups.DeleteOffsets(req.Group, tps, func(partErrs []error, err error) {
 		resp.ErrorCode = errorCode(err)
 		if partErrs != nil {
 			i, k := 0, 0

@@ -41,7 +41,7 @@ func (n *Node) handleDescribeTransactions(_ context.Context, rc *server.RequestC
 			resp.TransactionStates = append(resp.TransactionStates, ts)
 			continue
 		}
-		m, err := n.txns.describe(id)
+		m, err := n.txns.Describe(id)
 		if err != nil {
 			ts.ErrorCode = errorCode(err)
 			resp.TransactionStates = append(resp.TransactionStates, ts)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
+	"github.com/kbroker/kbroker/cluster/txncoord"
 )
 
 func init() {
@@ -37,25 +38,25 @@ var txnStateByName = func() map[string]txn.State {
 func (n *Node) handleListTransactions(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ListTransactionsRequest)
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
-	f := txnListFilter{states: map[txn.State]bool{}, producerIDs: map[int64]bool{}, minDuration: -1}
+	f := txncoord.ListFilter{States: map[txn.State]bool{}, ProducerIDs: map[int64]bool{}, MinDuration: -1}
 	for _, name := range req.StateFilters {
 		s, ok := txnStateByName[name]
 		if !ok {
 			resp.UnknownStateFilters = append(resp.UnknownStateFilters, name)
 			continue
 		}
-		f.states[s] = true
+		f.States[s] = true
 	}
-	if len(req.StateFilters) > 0 && len(f.states) == 0 {
+	if len(req.StateFilters) > 0 && len(f.States) == 0 {
 		return resp, nil // only unknown states: nothing matches
 	}
 	for _, id := range req.ProducerIDFilters {
-		f.producerIDs[id] = true
+		f.ProducerIDs[id] = true
 	}
 	if req.Version >= 1 && req.DurationFilterMillis >= 0 {
-		f.minDuration = time.Duration(req.DurationFilterMillis) * time.Millisecond
+		f.MinDuration = time.Duration(req.DurationFilterMillis) * time.Millisecond
 	}
-	txns, err := n.txns.list(f, time.Now())
+	txns, err := n.txns.List(f, time.Now())
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		return resp, nil

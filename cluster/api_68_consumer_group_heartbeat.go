@@ -72,7 +72,7 @@ func (n *Node) handleConsumerGroupHeartbeat(_ context.Context, rc *server.Reques
 			hb.Owned[t.TopicID] = slices.Compact(append(hb.Owned[t.TopicID], ps...))
 		}
 	}
-	n.groups.consumerHeartbeat(req.Group, hb, func(res group.ConsumerResult, interval time.Duration, err error) {
+	n.groups.ConsumerHeartbeat(req.Group, hb, func(res group.ConsumerResult, interval time.Duration, err error) {
 		if err != nil {
 			resp.ErrorCode, resp.ErrorMessage = errorCode(err), groupErrorMessage(err)
 			rc.Respond(resp)

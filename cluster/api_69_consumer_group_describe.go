@@ -56,7 +56,7 @@ func (n *Node) handleConsumerGroupDescribe(_ context.Context, rc *server.Request
 		if req.IncludeAuthorizedOperations {
 			rg.AuthorizedOperations = rc.AuthorizedOperations(kmsg.ACLResourceTypeGroup, id, groupOperations)
 		}
-		d, err := n.groups.describeConsumer(id)
+		d, err := n.groups.DescribeConsumer(id)
 		if err != nil {
 			rg.ErrorCode, rg.ErrorMessage = errorCode(err), groupErrorMessage(err)
 			resp.Groups = append(resp.Groups, rg)

@@ -38,13 +38,13 @@
 //     written when the cluster is created.
 //   - The one mapping from internal errors to Kafka error codes
 //     (errors.go).
-//   - The group coordinator (groups.go) over __consumer_offsets, around
+//   - The group coordinator (groupcoord) over __consumer_offsets, around
 //     the pure state machine of package cluster/group; it holds
-//     transactional offsets until their marker (groups_txn_offsets.go).
-//   - The transaction coordinator (txns.go) over __transaction_state,
+//     transactional offsets until their marker (groupcoord/txn_offsets.go).
+//   - The transaction coordinator (txncoord) over __transaction_state,
 //     around the pure state machine of package cluster/txn: InitProducerId
 //     with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-//     the marker sender (txns_markers.go), timeouts, KIP-890 produce
+//     the marker sender (txncoord/markers.go), timeouts, KIP-890 produce
 //     verification (txns_verify.go); read_committed fetches read up to the
 //     last stable offset (fetch_committed.go); partition leaders describe
 //     their producers' state (api_61_describe_producers.go).
@@ -114,17 +114,17 @@
 // In the order they may be nested (see docs/LOCKING.md for every lock of
 // the broker and the code paths behind each nesting):
 //
-//	internalTopic.createMu                 one per coordinator's state topic
+//	coordinator.InternalTopic.createMu     one per coordinator's state topic
 //	producerIDAllocator.mu                 held across one controller call (10s at most)
 //	purgatory operation lock               held while TryComplete/OnExpire run
 //	delayedProduce.mu
-//	groupCoordinator.mu
+//	groupcoord.Coordinator.mu
 //	replication locks, then storage locks  (taken inside those packages)
 //	slot completion, Server.mu, Node.mu    leaves
 //
 // Rules: replication's hooks run without replication's locks, and may
-// take groupCoordinator.mu. Nothing is appended to a log and nothing is
-// added to or closed in a purgatory while groupCoordinator.mu is held,
+// take groupcoord.Coordinator.mu. Nothing is appended to a log and nothing is
+// added to or closed in a purgatory while groupcoord.Coordinator.mu is held,
 // because a write's completion takes that lock on the same goroutine.
 // RequestContext.Respond never blocks, so it may be called under any of
 // these locks.

@@ -1,21 +1,25 @@
 package cluster
 
-// The group coordinator's view of the Node (groupsHost), and of a
-// replica (offsetsReplica), as adapters: the coordinator sees these few
+// The group coordinator's view of the Node (groupcoord.Host), and of a
+// replica (coordinator.OffsetsReplica), as adapters: the coordinator sees these few
 // methods rather than the whole Node.
 
 import (
 	"context"
 	"errors"
+	"net"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/cluster/groupcoord"
+	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
-// groupsNodeHost is the groupsHost of a Node. The metadata store and the
+// groupsNodeHost is the groupcoord.Host of a Node. The metadata store and the
 // replica manager exist only once Run opened them; the coordinator uses
 // them only from then on (its hooks, its goroutine and the requests all
 // start after).
@@ -23,8 +27,8 @@ type groupsNodeHost struct{ n *Node }
 
 func (h groupsNodeHost) Image() *metadata.Image { return h.n.store.Image() }
 
-func (h groupsNodeHost) OffsetsReplica(p int32) (offsetsReplica, error) {
-	part, err := h.n.replicas.Partition(replication.TopicPartition{Topic: offsetsTopic, Partition: p})
+func (h groupsNodeHost) OffsetsReplica(p int32) (coordinator.OffsetsReplica, error) {
+	part, err := h.n.replicas.Partition(replication.TopicPartition{Topic: groupcoord.OffsetsTopic, Partition: p})
 	if err != nil {
 		return nil, err
 	}
@@ -45,8 +49,8 @@ func (h groupsNodeHost) CreateOffsetsTopic(ctx context.Context, spec metadata.To
 }
 
 // groupsConfigOf is the coordinator's part of a node's config.
-func groupsConfigOf(n *Node) groupsConfig {
-	return groupsConfig{
+func groupsConfigOf(n *Node) groupcoord.Config {
+	return groupcoord.Config{
 		OffsetsTopicNumPartitions:     n.cfg.OffsetsTopicNumPartitions,
 		OffsetsTopicReplicationFactor: n.cfg.OffsetsTopicReplicationFactor,
 		InitialRebalanceDelay:         time.Duration(n.cfg.GroupInitialRebalanceDelayMs) * time.Millisecond,
@@ -59,7 +63,7 @@ func groupsConfigOf(n *Node) groupsConfig {
 	}
 }
 
-// partitionReplica is the offsetsReplica of a replicated partition.
+// partitionReplica is the coordinator.OffsetsReplica of a replicated partition.
 type partitionReplica struct{ p *replication.Partition }
 
 func (r partitionReplica) IsLeader() bool        { return r.p.IsLeader() }
@@ -82,4 +86,25 @@ func (r partitionReplica) AppendAsLeader(batch record.Batch) (int64, error) {
 		return -1, err
 	}
 	return res.LastOffset, nil
+}
+
+// clientHost is the member's host as Kafka reports it ("/1.2.3.4").
+func clientHost(rc *server.RequestContext) string {
+	if rc.Remote == nil {
+		return ""
+	}
+	s := rc.Remote.String()
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		return "/" + h
+	}
+	return "/" + s
+}
+
+// groupErrorMessage is the message sent with a group request's error:
+// the explanation of a group.Error, else errorMessage's.
+func groupErrorMessage(err error) *string {
+	if ge, ok := errors.AsType[*group.Error](err); ok {
+		return &ge.Msg
+	}
+	return errorMessage(err)
 }

@@ -15,27 +15,6 @@ import (
 	"github.com/kbroker/kbroker/internal/testutil"
 )
 
-func TestGroupPartitionMatchesKafka(t *testing.T) {
-	// Java's String.hashCode, and Kafka's abs (x & 0x7fffffff) for the
-	// one hash whose Math.abs is negative.
-	for _, tt := range []struct {
-		id   string
-		hash int32
-	}{
-		{"", 0},
-		{"a", 97},
-		{"ab", 97*31 + 98},
-		{"polygenelubricants", -2147483648}, // Integer.MIN_VALUE: abs -> 0
-	} {
-		if got := javaStringHashCode(tt.id); got != tt.hash {
-			t.Errorf("hashCode(%q) = %d, want %d", tt.id, got, tt.hash)
-		}
-	}
-	if got := groupPartition("polygenelubricants", 50); got != 0 {
-		t.Errorf("partition of a MIN_VALUE hash = %d, want 0", got)
-	}
-}
-
 // groupConsumer is one franz-go group member that records what it reads
 // and commits after every poll, before it lets a rebalance happen.
 type groupConsumer struct {

@@ -17,8 +17,10 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/cluster/fetchsession"
+	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/quotas"
 	"github.com/kbroker/kbroker/cluster/server"
+	"github.com/kbroker/kbroker/cluster/txncoord"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/quota"
 	"github.com/kbroker/kbroker/metadata"
@@ -64,12 +66,12 @@ type Node struct {
 	// (session.go): a broker that lost it stops leading.
 	session brokerSession
 
-	// groups is the group coordinator (groups.go).
-	groups *groupCoordinator
-	// txns is the transaction coordinator (txns.go); txnClients are its
+	// groups is the group coordinator (package groupcoord).
+	groups *groupcoord.Coordinator
+	// txns is the transaction coordinator (package txncoord); txnClients are its
 	// marker sender's connections to other brokers.
-	txns       *txnCoordinator
-	txnClients *markerClients
+	txns       *txncoord.Coordinator
+	txnClients *txncoord.MarkerClients
 
 	// security is the listeners' TLS/SASL, the inter-broker client side
 	// and the controller listener's mutual TLS (security.go).
@@ -142,9 +144,9 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	}
 	n.producerIDs.controller = nodeController{n}
 	n.session.timeout = time.Duration(cfg.BrokerSessionTimeoutMs) * time.Millisecond
-	n.groups = newGroupCoordinator(groupsNodeHost{n}, groupsConfigOf(n), logger)
-	n.txnClients = &markerClients{dialer: n.security.dialer}
-	n.txns = newTxnCoordinator(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
+	n.groups = groupcoord.New(groupsNodeHost{n}, groupsConfigOf(n), logger)
+	n.txnClients = &txncoord.MarkerClients{Dialer: n.security.dialer}
+	n.txns = txncoord.New(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
 	n.metrics.Registry.MustRegister(newStateCollector(n))
 	scfg := server.ConfigFrom(&cfg)
 	scfg.FollowerGone = n.followerGone
@@ -311,15 +313,15 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		OnHighWatermark: func(tp replication.TopicPartition) {
 			n.produceWaiters.Check(tp)
 			n.fetchWaiters.Check(tp)
-			n.groups.onHighWatermark(tp)
-			n.txns.onHighWatermark(tp)
+			n.groups.OnHighWatermark(tp)
+			n.txns.OnHighWatermark(tp)
 		},
 		OnLogAppend: func(tp replication.TopicPartition) { n.fetchWaiters.Check(tp) },
 		OnRoleChange: func(tp replication.TopicPartition) {
 			n.produceWaiters.Check(tp)
 			n.fetchWaiters.Check(tp)
-			n.groups.onRoleChange(tp)
-			n.txns.onRoleChange(tp)
+			n.groups.OnRoleChange(tp)
+			n.txns.OnRoleChange(tp)
 		},
 		OnLeaderUnreachable: n.leaderUnreachable,
 		OnLeaderReachable:   n.leaderReachable,
@@ -346,8 +348,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	wg.Go(func() { n.reportUnreachable(bg) })
 	wg.Go(func() { n.logs.Run(bg) })
 	wg.Go(func() { n.watchCleanerConfigs(bg) })
-	wg.Go(func() { n.groups.run(bg) })
-	wg.Go(func() { n.txns.run(bg); n.txnClients.close() })
+	wg.Go(func() { n.groups.Run(bg) })
+	wg.Go(func() { n.txns.Run(bg); n.txnClients.Close() })
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)
 		if err != nil {
@@ -391,8 +393,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		stopServing()
 		n.produceWaiters.Close()
 		n.fetchWaiters.Close()
-		n.groups.close()
-		n.txns.close()
+		n.groups.Close()
+		n.txns.Close()
 	})
 	defer stopWatch()
 	// Every waiting request is answered above; this is the backstop for

@@ -106,11 +106,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.fetchSessions, float64(sessions))
 	gauge(c.fetchSessionPartitions, float64(cached))
 	ch <- prometheus.MustNewConstMetric(c.fetchSessionEvictions, prometheus.CounterValue, float64(evictions))
-	for state, count := range n.groups.groupCounts() {
+	for state, count := range n.groups.GroupCounts() {
 		gauge(c.groups, float64(count), state)
 	}
-	gauge(c.openTxns, float64(n.txns.openTransactions()))
-	ch <- prometheus.MustNewConstMetric(c.timedOutTxns, prometheus.CounterValue, float64(n.txns.timedOutAborts.Load()))
+	gauge(c.openTxns, float64(n.txns.OpenTransactions()))
+	ch <- prometheus.MustNewConstMetric(c.timedOutTxns, prometheus.CounterValue, float64(n.txns.TimedOutAborts()))
 	if n.store == nil {
 		return
 	}

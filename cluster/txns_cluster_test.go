@@ -16,7 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kbroker/kbroker/cluster/txn"
+	"github.com/kbroker/kbroker/cluster/txncoord"
 	"github.com/kbroker/kbroker/internal/testutil"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -160,7 +160,7 @@ func coordinatorOf(t *testing.T, adm *kadm.Client, ctx context.Context, id strin
 // election), which is not what they are about.
 func waitFullStateISR(t *testing.T, coord *testNode, id string) {
 	t.Helper()
-	tp := replication.TopicPartition{Topic: txnStateTopic, Partition: coord.txns.partitionFor(id)}
+	tp := replication.TopicPartition{Topic: txncoord.StateTopic, Partition: coord.txns.PartitionFor(id)}
 	testutil.Eventually(t, 60*time.Second, func() bool {
 		part, err := coord.hostedPartition(tp)
 		return err == nil && part.IsLeader() && len(part.State().ISR) == 3
@@ -223,15 +223,7 @@ func TestTransactionsRotationSurvivesFailover(t *testing.T) {
 	coord := coordinatorOf(t, adm, ctx, id)
 	c := nodes[coord-1].txns
 	exhausted := int16(math.MaxInt16 - 1)
-	e, d, err := c.decide(id, false, func(cur *txn.Metadata, pending bool) txn.Decision {
-		next := cur.Clone()
-		next.ProducerEpoch = exhausted
-		return txn.Decision{Next: next}
-	})
-	if err != nil || d.Next == nil {
-		t.Fatalf("seeding the epoch: %v", err)
-	}
-	if err := c.applyAndWait(ctx, id, e, d.Next, false); err != nil {
+	if err := c.SetProducerEpochForTesting(ctx, id, exhausted); err != nil {
 		t.Fatalf("seeding the epoch: %v", err)
 	}
 

@@ -205,7 +205,7 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	if got := consumeValues(t, node.addr, "txn-timeout", true, 1); !slices.Equal(got, []string{"after"}) {
 		t.Errorf("read_committed consumer got %q, want [after] once the open transaction timed out", got)
 	}
-	if n := node.txns.timedOutAborts.Load(); n != 1 {
+	if n := node.txns.TimedOutAborts(); n != 1 {
 		t.Errorf("%d transactions aborted by timeout, want 1", n)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/txn"
+	"github.com/kbroker/kbroker/cluster/txncoord"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
@@ -56,12 +57,12 @@ func (n *Node) verifyTxnProduce(ctx context.Context, part *replication.Partition
 // ongoing transaction.
 func (n *Node) verifyWithCoordinator(ctx context.Context, txnID string, pid int64, epoch int16, tp txn.TopicPartition) error {
 	img := n.store.Image()
-	mp, ok := img.Partition(txnStateTopic, n.txns.partitionFor(txnID))
+	mp, ok := img.Partition(txncoord.StateTopic, n.txns.PartitionFor(txnID))
 	switch {
 	case !ok || mp.Leader == metadata.NoLeader:
 		return kerr.CoordinatorNotAvailable
 	case mp.Leader == n.cfg.NodeID:
-		return n.txns.verifyPartition(txnID, pid, epoch, tp)
+		return n.txns.VerifyPartition(txnID, pid, epoch, tp)
 	}
 	ep, ok := img.BrokerEndpoint(mp.Leader, n.cfg.InterBrokerListenerName)
 	if !ok {
@@ -77,7 +78,7 @@ func (n *Node) verifyWithCoordinator(ctx context.Context, txnID string, pid int6
 	req.Transactions = append(req.Transactions, t)
 	ctx, cancel := context.WithTimeout(ctx, txnVerifyTimeout)
 	defer cancel()
-	kresp, err := n.txnClients.request(ctx, mp.Leader, ep, req)
+	kresp, err := n.txnClients.Request(ctx, mp.Leader, ep, req)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package groupcoord
 
 // The coordinator's side of the offset requests (OffsetCommit,
 // OffsetFetch, OffsetDelete) and the offsets.retention.minutes sweep.
@@ -20,9 +20,9 @@ import (
 // offsetMetadataMaxBytes is offset.metadata.max.bytes' default.
 const offsetMetadataMaxBytes = 4096
 
-// commitMember is who commits: a member of the group's current
+// CommitMember is who commits: a member of the group's current
 // generation, or a simple consumer (generation -1, no member id).
-type commitMember struct {
+type CommitMember struct {
 	MemberID, InstanceID string
 	Generation           int32
 	// Version is the OffsetCommit version (a consumer group member needs
@@ -30,22 +30,22 @@ type commitMember struct {
 	Version int16
 }
 
-// partitionOffset is one partition's offset in an OffsetCommit.
-type partitionOffset struct {
+// PartitionOffset is one partition's offset in an OffsetCommit.
+type PartitionOffset struct {
 	TP          group.TopicPartition
 	Offset      int64
 	LeaderEpoch int32
 	Metadata    string
 }
 
-// commitOffsets validates a commit and writes its offsets. done gets one
+// CommitOffsets validates a commit and writes its offsets. done gets one
 // error per entry of offsets once they are replicated (or failed):
 // OFFSET_METADATA_TOO_LARGE for an entry whose metadata is longer than
 // offset.metadata.max.bytes, the group's error for all of them when the
 // commit is refused, the write's error otherwise. It may run before
-// commitOffsets returns. A simple consumer may commit to a group without
+// CommitOffsets returns. A simple consumer may commit to a group without
 // members, which is created Empty if needed.
-func (c *groupCoordinator) commitOffsets(groupID string, by commitMember, offsets []partitionOffset, done func([]error)) {
+func (c *Coordinator) CommitOffsets(groupID string, by CommitMember, offsets []PartitionOffset, done func([]error)) {
 	errs := make([]error, len(offsets))
 	failAll := func(err error) {
 		for i := range errs {
@@ -79,7 +79,7 @@ func (c *groupCoordinator) commitOffsets(groupID string, by commitMember, offset
 		return
 	}
 	accepted, recs := offsetRecords(groupID, offsets, now, errs)
-	p := c.partitionFor(groupID)
+	p := c.PartitionFor(groupID)
 	c.mu.Unlock()
 	if len(recs) == 0 {
 		done(errs)
@@ -99,22 +99,22 @@ func (c *groupCoordinator) commitOffsets(groupID string, by commitMember, offset
 	})
 }
 
-// fetchedTopic is one topic of a group's answer.
-type fetchedTopic struct {
-	topic      string
-	partitions []fetchedOffset
+// FetchedTopic is one topic of a group's answer.
+type FetchedTopic struct {
+	Topic      string
+	Partitions []FetchedOffset
 }
 
-type fetchedOffset struct {
-	partition int32
-	offset    group.Offset
-	err       error
+type FetchedOffset struct {
+	Partition int32
+	Offset    group.Offset
+	Err       error
 }
 
-// fetchOffsets reads a group's offsets (replicated ones only) of topics
+// FetchOffsets reads a group's offsets (replicated ones only) of topics
 // in order; topics nil means all, by topic and partition. A partition
 // without an offset gets offset -1.
-func (c *groupCoordinator) fetchOffsets(groupID string, topics map[string][]int32, order []string) ([]fetchedTopic, error) {
+func (c *Coordinator) FetchOffsets(groupID string, topics map[string][]int32, order []string) ([]FetchedTopic, error) {
 	if groupID == "" {
 		return nil, kerr.InvalidGroupID
 	}
@@ -128,21 +128,21 @@ func (c *groupCoordinator) fetchOffsets(groupID string, topics map[string][]int3
 		if g == nil {
 			return nil, nil
 		}
-		byTopic := map[string][]fetchedOffset{}
+		byTopic := map[string][]FetchedOffset{}
 		for tp, o := range g.Offsets {
-			byTopic[tp.Topic] = append(byTopic[tp.Topic], fetchedOffset{partition: tp.Partition, offset: o})
+			byTopic[tp.Topic] = append(byTopic[tp.Topic], FetchedOffset{Partition: tp.Partition, Offset: o})
 		}
-		var out []fetchedTopic
+		var out []FetchedTopic
 		for _, t := range slices.Sorted(maps.Keys(byTopic)) {
 			ps := byTopic[t]
-			slices.SortFunc(ps, func(a, b fetchedOffset) int { return int(a.partition - b.partition) })
-			out = append(out, fetchedTopic{topic: t, partitions: ps})
+			slices.SortFunc(ps, func(a, b FetchedOffset) int { return int(a.Partition - b.Partition) })
+			out = append(out, FetchedTopic{Topic: t, Partitions: ps})
 		}
 		return out, nil
 	}
-	var out []fetchedTopic
+	var out []FetchedTopic
 	for _, t := range order {
-		ft := fetchedTopic{topic: t}
+		ft := FetchedTopic{Topic: t}
 		for _, p := range topics[t] {
 			o := group.Offset{Offset: -1, LeaderEpoch: -1}
 			if g != nil {
@@ -150,21 +150,21 @@ func (c *groupCoordinator) fetchOffsets(groupID string, topics map[string][]int3
 					o = got
 				}
 			}
-			ft.partitions = append(ft.partitions, fetchedOffset{partition: p, offset: o})
+			ft.Partitions = append(ft.Partitions, FetchedOffset{Partition: p, Offset: o})
 		}
 		out = append(out, ft)
 	}
 	return out, nil
 }
 
-// deleteOffsets deletes a group's offsets of partitions whose topics no
+// DeleteOffsets deletes a group's offsets of partitions whose topics no
 // member subscribes to (GROUP_SUBSCRIBED_TO_TOPIC for the others). done
-// is called exactly once, possibly before deleteOffsets returns: with
+// is called exactly once, possibly before DeleteOffsets returns: with
 // the group's error and no partition errors when the group refuses (not
 // found, NON_EMPTY_GROUP when its members' subscriptions cannot be read),
 // or with one error per entry of tps and the write's error once the
 // tombstones are replicated.
-func (c *groupCoordinator) deleteOffsets(groupID string, tps []group.TopicPartition, done func(partErrs []error, err error)) {
+func (c *Coordinator) DeleteOffsets(groupID string, tps []group.TopicPartition, done func(partErrs []error, err error)) {
 	if groupID == "" {
 		done(nil, kerr.InvalidGroupID)
 		return
@@ -201,7 +201,7 @@ func (c *groupCoordinator) deleteOffsets(groupID string, tps []group.TopicPartit
 			recs = append(recs, record.Record{Key: group.OffsetKey(groupID, tp)})
 		}
 	}
-	p := c.partitionFor(groupID)
+	p := c.PartitionFor(groupID)
 	c.mu.Unlock()
 	if len(recs) == 0 {
 		done(partErrs, nil)
@@ -211,13 +211,13 @@ func (c *groupCoordinator) deleteOffsets(groupID string, tps []group.TopicPartit
 }
 
 // expireOffsets is the offsets.retention.minutes sweep.
-func (c *groupCoordinator) expireOffsets(now time.Time) {
+func (c *Coordinator) expireOffsets(now time.Time) {
 	retention := c.cfg.OffsetsRetention
 	byPart := map[int32][]record.Record{}
 	c.mu.Lock()
 	for id, g := range c.mu.groups {
-		p := c.partitionFor(id)
-		if st, ok := c.mu.parts[p]; !ok || st.loading {
+		p := c.PartitionFor(id)
+		if st, ok := c.mu.Parts[p]; !ok || st.Loading {
 			continue
 		}
 		for _, tp := range g.ExpireOffsets(retention, now) {
@@ -243,10 +243,10 @@ func (c *groupCoordinator) expireOffsets(now time.Time) {
 	}
 }
 
-// validateFetchMember checks the member id and epoch of an OffsetFetch v9+
+// ValidateFetchMember checks the member id and epoch of an OffsetFetch v9+
 // of a consumer group (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID), as Kafka's
 // ConsumerGroup.validateOffsetFetch; other groups are not checked.
-func (c *groupCoordinator) validateFetchMember(groupID, memberID string, epoch int32) error {
+func (c *Coordinator) ValidateFetchMember(groupID, memberID string, epoch int32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, err := c.groupLocked(groupID, false)
@@ -259,7 +259,7 @@ func (c *groupCoordinator) validateFetchMember(groupID, memberID string, epoch i
 // offsetRecords turns a commit's offsets into the offsets to apply once
 // written and their __consumer_offsets records. An offset whose metadata
 // is too long is left out, with OFFSET_METADATA_TOO_LARGE in errs.
-func offsetRecords(groupID string, offsets []partitionOffset, now time.Time, errs []error) (map[group.TopicPartition]group.Offset, []record.Record) {
+func offsetRecords(groupID string, offsets []PartitionOffset, now time.Time, errs []error) (map[group.TopicPartition]group.Offset, []record.Record) {
 	accepted := make(map[group.TopicPartition]group.Offset, len(offsets))
 	recs := make([]record.Record, 0, len(offsets))
 	for i, po := range offsets {

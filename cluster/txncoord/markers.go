@@ -1,4 +1,4 @@
-package cluster
+package txncoord
 
 // The marker sender: for every transaction in PrepareCommit or
 // PrepareAbort, WriteTxnMarkers to the leader of each of its partitions
@@ -28,8 +28,8 @@ type markerJob struct {
 	remaining        map[txn.TopicPartition]struct{}
 }
 
-func (c *txnCoordinator) addMarkerJobLocked(id string, m *txn.Metadata) {
-	st, ok := c.mu.parts[c.partitionFor(id)]
+func (c *Coordinator) addMarkerJobLocked(id string, m *txn.Metadata) {
+	st, ok := c.mu.Parts[c.PartitionFor(id)]
 	if !ok {
 		return
 	}
@@ -37,11 +37,11 @@ func (c *txnCoordinator) addMarkerJobLocked(id string, m *txn.Metadata) {
 	for tp := range m.Partitions {
 		remaining[tp] = struct{}{}
 	}
-	c.mu.markers[id] = &markerJob{meta: m, coordinatorEpoch: st.leaderEpoch, remaining: remaining}
+	c.mu.markers[id] = &markerJob{meta: m, coordinatorEpoch: st.LeaderEpoch, remaining: remaining}
 }
 
 // sendMarkers runs rounds of marker writes until ctx ends.
-func (c *txnCoordinator) sendMarkers(ctx context.Context) {
+func (c *Coordinator) sendMarkers(ctx context.Context) {
 	t := time.NewTicker(txnMarkerRetry)
 	defer t.Stop()
 	for {
@@ -63,7 +63,7 @@ type markerTarget struct {
 
 // markerRound sends every pending marker once and completes the jobs
 // whose partitions all have theirs.
-func (c *txnCoordinator) markerRound(ctx context.Context) {
+func (c *Coordinator) markerRound(ctx context.Context) {
 	img := c.host.Image()
 	written := map[string][]txn.TopicPartition{}
 	targets := map[int32]*markerTarget{}
@@ -156,7 +156,7 @@ func markerDone(code int16) bool {
 
 // completeMarkers removes the written partitions of the jobs sent and
 // writes the Complete state of the jobs left without any.
-func (c *txnCoordinator) completeMarkers(sent map[string]*markerJob, written map[string][]txn.TopicPartition) {
+func (c *Coordinator) completeMarkers(sent map[string]*markerJob, written map[string][]txn.TopicPartition) {
 	type completion struct {
 		id   string
 		e    *txnEntry

@@ -1,14 +1,15 @@
-package cluster
+package txncoord
 
 // Writes to __transaction_state: one record per state change, appended as
 // leader with acks=all and acknowledged once the high watermark passes
-// it, as the group coordinator's writes (groups_store.go).
+// it, as the group coordinator's writes (package groupcoord).
 
 import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/txn"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
@@ -17,8 +18,8 @@ import (
 // store writes id's metadata m (nil: a tombstone) to partition p and
 // calls done once replicated, or with NOT_COORDINATOR or
 // COORDINATOR_NOT_AVAILABLE. The caller must not hold c.mu.
-func (c *txnCoordinator) store(p int32, id string, m *txn.Metadata, done func(error)) {
-	tp := replication.TopicPartition{Topic: txnStateTopic, Partition: p}
+func (c *Coordinator) store(p int32, id string, m *txn.Metadata, done func(error)) {
+	tp := replication.TopicPartition{Topic: StateTopic, Partition: p}
 	part, err := c.host.StateReplica(p)
 	if err != nil || !part.IsLeader() {
 		done(kerr.NotCoordinator)
@@ -40,9 +41,9 @@ func (c *txnCoordinator) store(p int32, id string, m *txn.Metadata, done func(er
 	lastOffset, err := part.AppendAsLeader(batch)
 	if err != nil {
 		c.logger.Debug("writing transaction state", "transactional.id", id, "err", err)
-		done(storeError(err))
+		done(coordinator.StoreError(err))
 		return
 	}
-	op := &delayedStore{part: part, lastOffset: lastOffset, done: done}
+	op := &coordinator.DelayedStore{Replica: part, LastOffset: lastOffset, Done: done}
 	c.waiters.TryCompleteElseWatch(op, now.Add(txnStateWriteTimeout), tp)
 }

@@ -1,4 +1,4 @@
-package cluster
+package groupcoord
 
 // Transactional offset commits (TxnOffsetCommit), as Kafka's
 // GroupMetadataManager: the offsets are written at once, acks=all, as a
@@ -18,17 +18,18 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
-// txnCommitOffsets validates a TxnOffsetCommit, writes its offsets as
+// TxnCommitOffsets validates a TxnOffsetCommit, writes its offsets as
 // producerID's transactional batch and, once replicated, holds them for
 // the transaction. done gets one error per entry of offsets; it may run
-// before txnCommitOffsets returns.
-func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, epoch int16, by commitMember, offsets []partitionOffset, done func([]error)) {
+// before TxnCommitOffsets returns.
+func (c *Coordinator) TxnCommitOffsets(groupID string, producerID int64, epoch int16, by CommitMember, offsets []PartitionOffset, done func([]error)) {
 	errs := make([]error, len(offsets))
 	failAll := func(err error) {
 		for i := range errs {
@@ -61,7 +62,7 @@ func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, ep
 		return
 	}
 	accepted, recs := offsetRecords(groupID, offsets, now, errs)
-	p := c.partitionFor(groupID)
+	p := c.PartitionFor(groupID)
 	c.mu.Unlock()
 	if len(recs) == 0 {
 		done(errs)
@@ -83,7 +84,7 @@ func (c *groupCoordinator) txnCommitOffsets(groupID string, producerID int64, ep
 }
 
 // addPendingLocked holds offsets of groupID for producerID's transaction.
-func (c *groupCoordinator) addPendingLocked(producerID int64, groupID string, offsets map[group.TopicPartition]group.Offset) {
+func (c *Coordinator) addPendingLocked(producerID int64, groupID string, offsets map[group.TopicPartition]group.Offset) {
 	if c.mu.pendingTxn == nil {
 		c.mu.pendingTxn = map[int64]map[string]map[group.TopicPartition]group.Offset{}
 	}
@@ -110,8 +111,8 @@ type producerStateReplica interface {
 // storeTxn appends recs to partition p as producerID's transactional
 // batch and calls done once replicated. Only the coordinator writes this
 // producer's batches to p, so the next sequence comes from the log.
-func (c *groupCoordinator) storeTxn(p int32, producerID int64, epoch int16, recs []record.Record, done func(error)) {
-	tp := replication.TopicPartition{Topic: offsetsTopic, Partition: p}
+func (c *Coordinator) storeTxn(p int32, producerID int64, epoch int16, recs []record.Record, done func(error)) {
+	tp := replication.TopicPartition{Topic: OffsetsTopic, Partition: p}
 	part, err := c.host.OffsetsReplica(p)
 	if err != nil || !part.IsLeader() {
 		done(kerr.NotCoordinator)
@@ -142,17 +143,17 @@ func (c *groupCoordinator) storeTxn(p int32, producerID int64, epoch int16, recs
 			done(kerr.ProducerFenced)
 			return
 		}
-		done(storeError(err))
+		done(coordinator.StoreError(err))
 		return
 	}
-	op := &delayedStore{part: part, lastOffset: lastOffset, done: done}
+	op := &coordinator.DelayedStore{Replica: part, LastOffset: lastOffset, Done: done}
 	c.waiters.TryCompleteElseWatch(op, now.Add(offsetCommitTimeout), tp)
 }
 
-// markUnstable sets UNSTABLE_OFFSET_COMMIT (and offset -1) on the
+// MarkUnstable sets UNSTABLE_OFFSET_COMMIT (and offset -1) on the
 // partitions of got whose offset a transaction of groupID holds (KIP-447:
 // a consumer asking with RequireStable waits until the marker decided).
-func (c *groupCoordinator) markUnstable(groupID string, got []fetchedTopic) {
+func (c *Coordinator) MarkUnstable(groupID string, got []FetchedTopic) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, byGroup := range c.mu.pendingTxn {
@@ -161,11 +162,11 @@ func (c *groupCoordinator) markUnstable(groupID string, got []fetchedTopic) {
 			continue
 		}
 		for ti := range got {
-			for pi := range got[ti].partitions {
-				fo := &got[ti].partitions[pi]
-				if _, ok := pending[group.TopicPartition{Topic: got[ti].topic, Partition: fo.partition}]; ok {
-					fo.err = kerr.UnstableOffsetCommit
-					fo.offset = group.Offset{Offset: -1, LeaderEpoch: -1}
+			for pi := range got[ti].Partitions {
+				fo := &got[ti].Partitions[pi]
+				if _, ok := pending[group.TopicPartition{Topic: got[ti].Topic, Partition: fo.Partition}]; ok {
+					fo.Err = kerr.UnstableOffsetCommit
+					fo.Offset = group.Offset{Offset: -1, LeaderEpoch: -1}
 				}
 			}
 		}
@@ -174,11 +175,11 @@ func (c *groupCoordinator) markUnstable(groupID string, got []fetchedTopic) {
 
 // dropPendingLocked forgets the transactional offsets of the groups of
 // partition p when this broker stops coordinating them.
-func (c *groupCoordinator) dropPendingLocked(p int32) {
+func (c *Coordinator) dropPendingLocked(p int32) {
 	n := c.numPartitions()
 	for pid, byGroup := range c.mu.pendingTxn {
 		for id := range byGroup {
-			if groupPartition(id, n) == p {
+			if coordinator.PartitionFor(id, n) == p {
 				delete(byGroup, id)
 			}
 		}
@@ -188,16 +189,16 @@ func (c *groupCoordinator) dropPendingLocked(p int32) {
 	}
 }
 
-// completeTxnOffsets applies producerID's marker, just written to
+// CompleteTxnOffsets applies producerID's marker, just written to
 // partition p, to the pending offsets of p's groups: a commit applies
 // them (they are in the log already), an abort drops them.
-func (c *groupCoordinator) completeTxnOffsets(p int32, producerID int64, commit bool) {
+func (c *Coordinator) CompleteTxnOffsets(p int32, producerID int64, commit bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := c.numPartitions()
 	byGroup := c.mu.pendingTxn[producerID]
 	for id, offsets := range byGroup {
-		if groupPartition(id, n) != p {
+		if coordinator.PartitionFor(id, n) != p {
 			continue
 		}
 		delete(byGroup, id)

@@ -1,4 +1,4 @@
-package cluster
+package groupcoord
 
 // Loading a __consumer_offsets partition when this broker becomes its
 // leader: the log is read without the coordinator's lock, and the groups
@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
@@ -21,7 +22,7 @@ import (
 // loadedPartition is what a partition's log says: the latest offsets and
 // metadata record of every group (a tombstone deletes), and the
 // transactional offsets whose transaction has no marker yet, by producer
-// id (groups_txn_offsets.go).
+// id (txn_offsets.go).
 type loadedPartition struct {
 	offsets map[string]map[group.TopicPartition]group.Offset
 	metas   map[string]*kmsg.GroupMetadataValue
@@ -33,7 +34,7 @@ type loadedPartition struct {
 
 // load reads partition p and installs its groups if p is still led under
 // token when done.
-func (c *groupCoordinator) load(ctx context.Context, p int32, part offsetsReplica, token uint64) {
+func (c *Coordinator) load(ctx context.Context, p int32, part coordinator.OffsetsReplica, token uint64) {
 	start := time.Now()
 	lp, err := c.readPartition(ctx, p, part)
 	if err != nil {
@@ -43,8 +44,8 @@ func (c *groupCoordinator) load(ctx context.Context, p int32, part offsetsReplic
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, ok := c.mu.parts[p]
-	if c.mu.closed || !ok || st.token != token || ctx.Err() != nil {
+	st, ok := c.mu.Parts[p]
+	if c.mu.closed || !ok || st.Token != token || ctx.Err() != nil {
 		return
 	}
 	ids := map[string]bool{}
@@ -80,13 +81,13 @@ func (c *groupCoordinator) load(ctx context.Context, p int32, part offsetsReplic
 			c.addPendingLocked(pid, id, offsets)
 		}
 	}
-	st.loading = false
+	st.Loading = false
 	c.logger.Info("loaded __consumer_offsets partition", "partition", p, "groups", len(ids), "records", lp.records, "took", time.Since(start))
 }
 
 // readPartition reads part from its log start to its log end, as it is
 // when the read starts, until ctx ends.
-func (c *groupCoordinator) readPartition(ctx context.Context, p int32, part offsetsReplica) (*loadedPartition, error) {
+func (c *Coordinator) readPartition(ctx context.Context, p int32, part coordinator.OffsetsReplica) (*loadedPartition, error) {
 	lp := &loadedPartition{
 		offsets:   map[string]map[group.TopicPartition]group.Offset{},
 		metas:     map[string]*kmsg.GroupMetadataValue{},
@@ -157,7 +158,7 @@ func (lp *loadedPartition) settle(b record.Batch) {
 
 // apply folds one record of partition p into lp; pid is the producer of a
 // transactional batch (-1 otherwise), whose offsets wait for its marker.
-func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record, pid int64) {
+func (lp *loadedPartition) apply(c *Coordinator, p int32, r *record.Record, pid int64) {
 	key := append([]byte(nil), r.Key...)
 	var value []byte
 	if r.Value != nil {
@@ -201,7 +202,7 @@ func (lp *loadedPartition) apply(c *groupCoordinator, p int32, r *record.Record,
 
 // applyConsumer folds a consumer group record into lp: the group exists
 // from its first record until its ConsumerGroupMetadata tombstone.
-func (lp *loadedPartition) applyConsumer(c *groupCoordinator, p int32, rec *group.ConsumerRecord) {
+func (lp *loadedPartition) applyConsumer(c *Coordinator, p int32, rec *group.ConsumerRecord) {
 	if rec.IsGroupTombstone() {
 		delete(lp.consumers, rec.Group)
 		return

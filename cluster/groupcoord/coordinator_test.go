@@ -1,4 +1,4 @@
-package cluster
+package groupcoord
 
 // Unit tests of the group coordinator against a fake host: a metadata
 // image built by hand and in-memory replicas of __consumer_offsets whose
@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
@@ -162,7 +163,7 @@ func (h *fakeGroupsHost) Image() *metadata.Image {
 	return h.img
 }
 
-func (h *fakeGroupsHost) OffsetsReplica(p int32) (offsetsReplica, error) {
+func (h *fakeGroupsHost) OffsetsReplica(p int32) (coordinator.OffsetsReplica, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r, ok := h.replicas[p]
@@ -189,7 +190,7 @@ func (h *fakeGroupsHost) addTopic(n int32) {
 }
 
 func (h *fakeGroupsHost) addTopicLocked(n int32) {
-	t := &metadata.Topic{Name: offsetsTopic}
+	t := &metadata.Topic{Name: OffsetsTopic}
 	for p := range n {
 		t.Partitions = append(t.Partitions, &metadata.Partition{ID: p, Replicas: []int32{1}, ISR: []int32{1}, Leader: 1})
 		if h.replicas[p] == nil {
@@ -197,7 +198,7 @@ func (h *fakeGroupsHost) addTopicLocked(n int32) {
 		}
 	}
 	img := *h.img
-	img.Topics = map[string]*metadata.Topic{offsetsTopic: t}
+	img.Topics = map[string]*metadata.Topic{OffsetsTopic: t}
 	h.img = &img
 }
 
@@ -208,42 +209,42 @@ func (h *fakeGroupsHost) replica(p int32) *fakeReplica {
 }
 
 // startCoordinator runs a coordinator on host until the test ends.
-func startCoordinator(t *testing.T, host groupsHost, cfg groupsConfig) *groupCoordinator {
+func startCoordinator(t *testing.T, host Host, cfg Config) *Coordinator {
 	t.Helper()
-	c := newGroupCoordinator(host, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c := New(host, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); c.run(ctx) }()
+	go func() { defer close(done); c.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
-		c.close()
+		c.Close()
 	})
 	return c
 }
 
-var testGroupsConfig = groupsConfig{
+var testConfig = Config{
 	OffsetsTopicNumPartitions:     1,
 	OffsetsTopicReplicationFactor: 3,
 	OffsetsRetention:              time.Hour,
 }
 
 // lead makes this broker leader of partition p in epoch and tells c.
-func lead(c *groupCoordinator, r *fakeReplica, p, epoch int32) {
+func lead(c *Coordinator, r *fakeReplica, p, epoch int32) {
 	r.setRole(true, epoch)
-	c.onRoleChange(replication.TopicPartition{Topic: offsetsTopic, Partition: p})
+	c.OnRoleChange(replication.TopicPartition{Topic: OffsetsTopic, Partition: p})
 }
 
 // waitLoaded waits until c answers for groupID.
-func waitLoaded(t *testing.T, c *groupCoordinator, groupID string) {
+func waitLoaded(t *testing.T, c *Coordinator, groupID string) {
 	t.Helper()
 	testutil.Eventually(t, 10*time.Second, func() bool {
-		_, err := c.fetchOffsets(groupID, nil, nil)
+		_, err := c.FetchOffsets(groupID, nil, nil)
 		return err == nil
 	}, "the coordinator to load")
 }
 
-// commitResult collects the errors of a commitOffsets.
+// commitResult collects the errors of a CommitOffsets.
 type commitResult struct {
 	mu   sync.Mutex
 	errs []error
@@ -263,26 +264,26 @@ func (r *commitResult) get() ([]error, int) {
 	return r.errs, r.n
 }
 
-func fetchOne(t *testing.T, c *groupCoordinator, groupID string, tp group.TopicPartition) group.Offset {
+func fetchOne(t *testing.T, c *Coordinator, groupID string, tp group.TopicPartition) group.Offset {
 	t.Helper()
-	got, err := c.fetchOffsets(groupID, map[string][]int32{tp.Topic: {tp.Partition}}, []string{tp.Topic})
+	got, err := c.FetchOffsets(groupID, map[string][]int32{tp.Topic: {tp.Partition}}, []string{tp.Topic})
 	if err != nil {
 		t.Fatalf("fetchOffsets(%s): %v", groupID, err)
 	}
-	return got[0].partitions[0].offset
+	return got[0].Partitions[0].Offset
 }
 
 func TestCoordinatorCommitThenFetch(t *testing.T) {
 	host := newFakeGroupsHost()
 	host.addTopic(1)
-	c := startCoordinator(t, host, testGroupsConfig)
+	c := startCoordinator(t, host, testConfig)
 	r := host.replica(0)
 	lead(c, r, 0, 1)
 	waitLoaded(t, c, "g")
 
 	tp0, tp1 := group.TopicPartition{Topic: "t", Partition: 0}, group.TopicPartition{Topic: "t", Partition: 1}
 	var res commitResult
-	c.commitOffsets("g", commitMember{Generation: -1}, []partitionOffset{
+	c.CommitOffsets("g", CommitMember{Generation: -1}, []PartitionOffset{
 		{TP: tp0, Offset: 42, LeaderEpoch: 3, Metadata: "md"},
 		{TP: tp1, Offset: 7, LeaderEpoch: -1, Metadata: strings.Repeat("x", offsetMetadataMaxBytes+1)},
 	}, res.done)
@@ -303,7 +304,7 @@ func TestCoordinatorCommitThenFetch(t *testing.T) {
 
 	// A member of no generation cannot commit to a group that does not exist.
 	var res2 commitResult
-	c.commitOffsets("other", commitMember{MemberID: "m", Generation: 3}, []partitionOffset{{TP: tp0, Offset: 1}}, res2.done)
+	c.CommitOffsets("other", CommitMember{MemberID: "m", Generation: 3}, []PartitionOffset{{TP: tp0, Offset: 1}}, res2.done)
 	if errs, _ := res2.get(); !errors.Is(errs[0], kerr.IllegalGeneration) {
 		t.Fatalf("commit of a member to an unknown group: %v", errs)
 	}
@@ -314,13 +315,13 @@ func TestCoordinatorCommitAcknowledgedWhenReplicated(t *testing.T) {
 	host.addTopic(1)
 	r := host.replica(0)
 	r.setReplicate(false)
-	c := startCoordinator(t, host, testGroupsConfig)
+	c := startCoordinator(t, host, testConfig)
 	lead(c, r, 0, 1)
 	waitLoaded(t, c, "g")
 
 	tp := group.TopicPartition{Topic: "t", Partition: 0}
 	var res commitResult
-	c.commitOffsets("g", commitMember{Generation: -1}, []partitionOffset{{TP: tp, Offset: 5, LeaderEpoch: -1}}, res.done)
+	c.CommitOffsets("g", CommitMember{Generation: -1}, []PartitionOffset{{TP: tp, Offset: 5, LeaderEpoch: -1}}, res.done)
 	if _, n := res.get(); n != 0 {
 		t.Fatal("the commit was acknowledged before the high watermark passed it")
 	}
@@ -328,7 +329,7 @@ func TestCoordinatorCommitAcknowledgedWhenReplicated(t *testing.T) {
 		t.Fatalf("an unreplicated offset is visible: %+v", o)
 	}
 	r.replicateAll()
-	c.onHighWatermark(replication.TopicPartition{Topic: offsetsTopic, Partition: 0})
+	c.OnHighWatermark(replication.TopicPartition{Topic: OffsetsTopic, Partition: 0})
 	if errs, n := res.get(); n != 1 || errs[0] != nil {
 		t.Fatalf("after replication: answered %d times with %v", n, errs)
 	}
@@ -339,14 +340,14 @@ func TestCoordinatorCommitAcknowledgedWhenReplicated(t *testing.T) {
 	// A write waiting when leadership moves fails with NOT_COORDINATOR,
 	// and the coordinator stops answering for the partition.
 	var res2 commitResult
-	c.commitOffsets("g", commitMember{Generation: -1}, []partitionOffset{{TP: tp, Offset: 6, LeaderEpoch: -1}}, res2.done)
+	c.CommitOffsets("g", CommitMember{Generation: -1}, []PartitionOffset{{TP: tp, Offset: 6, LeaderEpoch: -1}}, res2.done)
 	r.setRole(false, 2)
-	c.onRoleChange(replication.TopicPartition{Topic: offsetsTopic, Partition: 0})
+	c.OnRoleChange(replication.TopicPartition{Topic: OffsetsTopic, Partition: 0})
 	if errs, n := res2.get(); n != 1 || !errors.Is(errs[0], kerr.NotCoordinator) {
 		t.Fatalf("pending commit after losing leadership: answered %d times with %v", n, errs)
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
-		_, err := c.fetchOffsets("g", nil, nil)
+		_, err := c.FetchOffsets("g", nil, nil)
 		return errors.Is(err, kerr.NotCoordinator)
 	}, "NOT_COORDINATOR after losing leadership")
 }
@@ -354,37 +355,37 @@ func TestCoordinatorCommitAcknowledgedWhenReplicated(t *testing.T) {
 func TestCoordinatorNotCoordinatorWhenNotLeader(t *testing.T) {
 	host := newFakeGroupsHost()
 	host.addTopic(1)
-	c := startCoordinator(t, host, testGroupsConfig)
+	c := startCoordinator(t, host, testConfig)
 	// The replica follows: none of the requests is served here.
-	c.onRoleChange(replication.TopicPartition{Topic: offsetsTopic, Partition: 0})
+	c.OnRoleChange(replication.TopicPartition{Topic: OffsetsTopic, Partition: 0})
 
 	var joined *group.JoinResult
-	c.join("g", group.JoinRequest{ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range"}}, SessionTimeout: time.Second},
+	c.Join("g", group.JoinRequest{ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range"}}, SessionTimeout: time.Second},
 		func(r group.JoinResult) { joined = &r })
 	if joined == nil || !errors.Is(joined.Err, kerr.NotCoordinator) {
 		t.Fatalf("join: %+v", joined)
 	}
 	var synced *group.SyncResult
-	c.syncGroup("g", group.SyncRequest{MemberID: "m"}, func(r group.SyncResult) { synced = &r })
+	c.SyncGroup("g", group.SyncRequest{MemberID: "m"}, func(r group.SyncResult) { synced = &r })
 	if synced == nil || !errors.Is(synced.Err, kerr.NotCoordinator) {
 		t.Fatalf("sync: %+v", synced)
 	}
-	if err := c.heartbeat("g", "m", "", 1); !errors.Is(err, kerr.NotCoordinator) {
+	if err := c.Heartbeat("g", "m", "", 1); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("heartbeat: %v", err)
 	}
-	if _, err := c.leave("g", []group.LeaveMember{{MemberID: "m"}}); !errors.Is(err, kerr.NotCoordinator) {
+	if _, err := c.Leave("g", []group.LeaveMember{{MemberID: "m"}}); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("leave: %v", err)
 	}
-	if _, err := c.describe("g"); !errors.Is(err, kerr.NotCoordinator) {
+	if _, err := c.Describe("g"); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("describe: %v", err)
 	}
 	var res commitResult
-	c.commitOffsets("g", commitMember{Generation: -1}, []partitionOffset{{TP: group.TopicPartition{Topic: "t"}, Offset: 1}}, res.done)
+	c.CommitOffsets("g", CommitMember{Generation: -1}, []PartitionOffset{{TP: group.TopicPartition{Topic: "t"}, Offset: 1}}, res.done)
 	if errs, _ := res.get(); !errors.Is(errs[0], kerr.NotCoordinator) {
 		t.Fatalf("commit: %v", errs)
 	}
 	var delErrs []error
-	c.deleteGroups([]string{"g", ""}, func(errs []error) { delErrs = errs })
+	c.DeleteGroups([]string{"g", ""}, func(errs []error) { delErrs = errs })
 	if !errors.Is(delErrs[0], kerr.NotCoordinator) || !errors.Is(delErrs[1], kerr.InvalidGroupID) {
 		t.Fatalf("delete: %v", delErrs)
 	}
@@ -424,9 +425,9 @@ func TestCoordinatorLoadsOnBecomingLeader(t *testing.T) {
 	r.write(batchOf(t, offsetRec("a", 9), record.Record{Key: group.OffsetKey("b", tp)}))
 	r.write(batchOf(t, record.Record{Key: group.GroupKey("c"), Value: md.AppendTo(nil)}, offsetRec("c", 11)))
 
-	c := startCoordinator(t, host, testGroupsConfig)
-	c.onRoleChange(replication.TopicPartition{Topic: offsetsTopic, Partition: 0})
-	if _, err := c.fetchOffsets("a", nil, nil); !errors.Is(err, kerr.NotCoordinator) {
+	c := startCoordinator(t, host, testConfig)
+	c.OnRoleChange(replication.TopicPartition{Topic: OffsetsTopic, Partition: 0})
+	if _, err := c.FetchOffsets("a", nil, nil); !errors.Is(err, kerr.NotCoordinator) {
 		t.Fatalf("fetch as a follower: %v", err)
 	}
 	lead(c, r, 0, 1)
@@ -439,12 +440,12 @@ func TestCoordinatorLoadsOnBecomingLeader(t *testing.T) {
 			t.Errorf("group %s: offset %d, want %d", tt.group, o.Offset, tt.want)
 		}
 	}
-	s, err := c.describe("c")
+	s, err := c.Describe("c")
 	if err != nil || s.State != "Empty" || s.ProtocolType != "consumer" {
 		t.Fatalf("describe c: %+v %v", s, err)
 	}
 	var ids []string
-	for _, g := range c.list() {
+	for _, g := range c.List() {
 		ids = append(ids, g.ID)
 	}
 	if strings.Join(ids, ",") != "a,c" {
@@ -456,14 +457,14 @@ func TestCoordinatorGroupLifecycle(t *testing.T) {
 	host := newFakeGroupsHost()
 	host.addTopic(1)
 	r := host.replica(0)
-	c := startCoordinator(t, host, testGroupsConfig)
+	c := startCoordinator(t, host, testConfig)
 	lead(c, r, 0, 1)
 	waitLoaded(t, c, "g")
 
 	// One member joins (no KIP-394 round, no initial delay) and syncs as
 	// leader; its assignment is stored before it is answered.
 	var joined *group.JoinResult
-	c.join("g", group.JoinRequest{
+	c.Join("g", group.JoinRequest{
 		ProtocolType: "consumer", Protocols: []group.Protocol{{Name: "range", Metadata: []byte("sub")}},
 		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second,
 	}, func(res group.JoinResult) { joined = &res })
@@ -472,7 +473,7 @@ func TestCoordinatorGroupLifecycle(t *testing.T) {
 	}
 	r.setReplicate(false)
 	var synced *group.SyncResult
-	c.syncGroup("g", group.SyncRequest{
+	c.SyncGroup("g", group.SyncRequest{
 		MemberID: joined.MemberID, Generation: joined.Generation,
 		Assignments: map[string][]byte{joined.MemberID: []byte("assigned")},
 	}, func(res group.SyncResult) { synced = &res })
@@ -480,58 +481,58 @@ func TestCoordinatorGroupLifecycle(t *testing.T) {
 		t.Fatalf("sync answered before its assignment was replicated: %+v", synced)
 	}
 	r.replicateAll()
-	c.onHighWatermark(replication.TopicPartition{Topic: offsetsTopic, Partition: 0})
+	c.OnHighWatermark(replication.TopicPartition{Topic: OffsetsTopic, Partition: 0})
 	if synced == nil || synced.Err != nil || string(synced.Assignment) != "assigned" {
 		t.Fatalf("sync: %+v", synced)
 	}
 	r.setReplicate(true)
-	if err := c.heartbeat("g", joined.MemberID, "", joined.Generation); err != nil {
+	if err := c.Heartbeat("g", joined.MemberID, "", joined.Generation); err != nil {
 		t.Fatalf("heartbeat: %v", err)
 	}
-	s, err := c.describe("g")
+	s, err := c.Describe("g")
 	if err != nil || s.State != "Stable" || s.Protocol != "range" || len(s.Members) != 1 || string(s.Members[0].Assignment) != "assigned" {
 		t.Fatalf("describe the stable group: %+v %v", s, err)
 	}
 
 	// The group is not empty yet.
 	var delErrs []error
-	c.deleteGroups([]string{"g"}, func(errs []error) { delErrs = errs })
+	c.DeleteGroups([]string{"g"}, func(errs []error) { delErrs = errs })
 	if !errors.Is(delErrs[0], kerr.NonEmptyGroup) {
 		t.Fatalf("delete of a stable group: %v", delErrs)
 	}
 
 	// The last member leaves: the group is Empty and, as in Kafka, keeps
 	// its protocol type.
-	errs, err := c.leave("g", []group.LeaveMember{{MemberID: joined.MemberID}})
+	errs, err := c.Leave("g", []group.LeaveMember{{MemberID: joined.MemberID}})
 	if err != nil || errs[0] != nil {
 		t.Fatalf("leave: %v %v", errs, err)
 	}
-	s, _ = c.describe("g")
+	s, _ = c.Describe("g")
 	if s.State != "Empty" || s.ProtocolType != "consumer" || s.Protocol != "" {
 		t.Fatalf("describe the empty group: %+v", s)
 	}
-	if l := c.list(); len(l) != 1 || l[0] != (groupOverview{ID: "g", ProtocolType: "consumer", State: "Empty", Type: "classic"}) {
+	if l := c.List(); len(l) != 1 || l[0] != (GroupOverview{ID: "g", ProtocolType: "consumer", State: "Empty", Type: "classic"}) {
 		t.Fatalf("list: %+v", l)
 	}
 
 	delErrs = nil
-	c.deleteGroups([]string{"g", "g"}, func(errs []error) { delErrs = errs })
+	c.DeleteGroups([]string{"g", "g"}, func(errs []error) { delErrs = errs })
 	if delErrs[0] != nil || !errors.Is(delErrs[1], kerr.GroupIDNotFound) {
 		t.Fatalf("delete: %v", delErrs)
 	}
-	if s, _ := c.describe("g"); s.State != "Dead" {
+	if s, _ := c.Describe("g"); s.State != "Dead" {
 		t.Fatalf("describe after delete: %+v", s)
 	}
 }
 
 func TestCoordinatorCreatesOffsetsTopic(t *testing.T) {
 	host := newFakeGroupsHost()
-	c := startCoordinator(t, host, groupsConfig{OffsetsTopicNumPartitions: 3, OffsetsTopicReplicationFactor: 3})
-	id, ep, err := c.topic.coordinatorFor(context.Background(), "g", "PLAINTEXT")
+	c := startCoordinator(t, host, Config{OffsetsTopicNumPartitions: 3, OffsetsTopicReplicationFactor: 3})
+	id, ep, err := c.topic.CoordinatorFor(context.Background(), "g", "PLAINTEXT")
 	if err != nil || id != 1 || ep.Host != "broker1" || ep.Port != 9092 {
 		t.Fatalf("coordinatorFor: %d %+v %v", id, ep, err)
 	}
-	if _, _, err := c.topic.coordinatorFor(context.Background(), "g", "PLAINTEXT"); err != nil {
+	if _, _, err := c.topic.CoordinatorFor(context.Background(), "g", "PLAINTEXT"); err != nil {
 		t.Fatal(err)
 	}
 	// Created once, with the replication factor capped at the one live
@@ -543,7 +544,7 @@ func TestCoordinatorCreatesOffsetsTopic(t *testing.T) {
 	if spec.NumPartitions != 3 || spec.ReplicationFactor != 1 || spec.Configs["cleanup.policy"] != "compact" {
 		t.Fatalf("created %+v", spec)
 	}
-	if _, _, err := c.topic.coordinatorFor(context.Background(), "g", "OTHER"); !errors.Is(err, kerr.CoordinatorNotAvailable) {
+	if _, _, err := c.topic.CoordinatorFor(context.Background(), "g", "OTHER"); !errors.Is(err, kerr.CoordinatorNotAvailable) {
 		t.Fatalf("unknown listener: %v", err)
 	}
 }

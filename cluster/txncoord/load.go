@@ -1,4 +1,4 @@
-package cluster
+package txncoord
 
 // Loading a __transaction_state partition when this broker becomes its
 // leader: the latest record of every transactional id wins (a tombstone
@@ -11,21 +11,22 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/txn"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
-func (c *txnCoordinator) load(ctx context.Context, p int32, part offsetsReplica, token uint64) {
+func (c *Coordinator) load(ctx context.Context, p int32, part coordinator.OffsetsReplica, token uint64) {
 	start := time.Now()
 	loaded, err := c.readPartition(ctx, p, part)
 	if err != nil {
-		c.logger.Error("loading "+txnStateTopic, "partition", p, "err", err)
+		c.logger.Error("loading "+StateTopic, "partition", p, "err", err)
 		return
 	}
 	c.mu.Lock()
-	st, ok := c.mu.parts[p]
-	if c.mu.closed || !ok || st.token != token || ctx.Err() != nil {
+	st, ok := c.mu.Parts[p]
+	if c.mu.closed || !ok || st.Token != token || ctx.Err() != nil {
 		c.mu.Unlock()
 		return
 	}
@@ -37,19 +38,19 @@ func (c *txnCoordinator) load(ctx context.Context, p int32, part offsetsReplica,
 			prepared++
 		}
 	}
-	st.loading = false
+	st.Loading = false
 	c.mu.Unlock()
 	if prepared > 0 {
-		wake(c.markerKick)
+		coordinator.Wake(c.markerKick)
 	}
-	c.logger.Info("loaded "+txnStateTopic+" partition", "partition", p, "transactional.ids", len(loaded), "completing", prepared, "took", time.Since(start))
+	c.logger.Info("loaded "+StateTopic+" partition", "partition", p, "transactional.ids", len(loaded), "completing", prepared, "took", time.Since(start))
 }
 
-func (c *txnCoordinator) readPartition(ctx context.Context, p int32, part offsetsReplica) (map[string]*txn.Metadata, error) {
+func (c *Coordinator) readPartition(ctx context.Context, p int32, part coordinator.OffsetsReplica) (map[string]*txn.Metadata, error) {
 	out := map[string]*txn.Metadata{}
 	off, end := part.LogStartOffset(), part.LogEndOffset()
 	for off < end && ctx.Err() == nil {
-		data, err := part.ReadLog(off, offsetsLoadBufferSize, end)
+		data, err := part.ReadLog(off, stateLoadBufferSize, end)
 		if err != nil {
 			if errors.Is(err, storage.ErrOffsetOutOfRange) && off < part.LogStartOffset() {
 				off = part.LogStartOffset()
@@ -78,7 +79,7 @@ func (c *txnCoordinator) readPartition(ctx context.Context, p int32, part offset
 				id, m, err := txn.Decode(r.Key, value)
 				switch {
 				case err != nil:
-					c.logger.Debug("skipping "+txnStateTopic+" record", "partition", p, "err", err)
+					c.logger.Debug("skipping "+StateTopic+" record", "partition", p, "err", err)
 				case m == nil:
 					delete(out, id)
 				default:
@@ -86,7 +87,7 @@ func (c *txnCoordinator) readPartition(ctx context.Context, p int32, part offset
 				}
 				return nil
 			}); err != nil {
-				c.logger.Warn("skipping unreadable "+txnStateTopic+" batch", "partition", p, "offset", b.BaseOffset(), "err", err)
+				c.logger.Warn("skipping unreadable "+StateTopic+" batch", "partition", p, "offset", b.BaseOffset(), "err", err)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package cluster
+package txncoord
 
 // The coordinator's answers to DescribeTransactions and ListTransactions.
 
@@ -10,10 +10,10 @@ import (
 	"github.com/kbroker/kbroker/cluster/txn"
 )
 
-// describe returns a copy of id's state: TRANSACTIONAL_ID_NOT_FOUND when
+// Describe returns a copy of id's state: TRANSACTIONAL_ID_NOT_FOUND when
 // this coordinator has none, NOT_COORDINATOR or
 // COORDINATOR_LOAD_IN_PROGRESS as for the other requests.
-func (c *txnCoordinator) describe(id string) (*txn.Metadata, error) {
+func (c *Coordinator) Describe(id string) (*txn.Metadata, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, _, err := c.entryLocked(id)
@@ -26,24 +26,24 @@ func (c *txnCoordinator) describe(id string) (*txn.Metadata, error) {
 	return e.meta.Clone(), nil
 }
 
-// txnListFilter selects transactions for ListTransactions; empty sets
-// select everything, minDuration < 0 too.
-type txnListFilter struct {
-	states      map[txn.State]bool
-	producerIDs map[int64]bool
-	minDuration time.Duration
+// ListFilter selects transactions for ListTransactions; empty sets
+// select everything, MinDuration < 0 too.
+type ListFilter struct {
+	States      map[txn.State]bool
+	ProducerIDs map[int64]bool
+	MinDuration time.Duration
 }
 
-// list returns copies of the loaded transactions the filter selects, and
+// List returns copies of the loaded transactions the filter selects, and
 // COORDINATOR_LOAD_IN_PROGRESS while a partition loads, as Kafka.
-func (c *txnCoordinator) list(f txnListFilter, now time.Time) ([]*txn.Metadata, error) {
+func (c *Coordinator) List(f ListFilter, now time.Time) ([]*txn.Metadata, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.mu.closed {
 		return nil, kerr.NotCoordinator
 	}
-	for _, st := range c.mu.parts {
-		if st.loading {
+	for _, st := range c.mu.Parts {
+		if st.Loading {
 			return nil, kerr.CoordinatorLoadInProgress
 		}
 	}
@@ -52,9 +52,9 @@ func (c *txnCoordinator) list(f txnListFilter, now time.Time) ([]*txn.Metadata, 
 		m := e.meta
 		switch {
 		case m == nil:
-		case len(f.states) > 0 && !f.states[m.State]:
-		case len(f.producerIDs) > 0 && !f.producerIDs[m.ProducerID]:
-		case f.minDuration >= 0 && (m.Start.IsZero() || now.Sub(m.Start) < f.minDuration):
+		case len(f.States) > 0 && !f.States[m.State]:
+		case len(f.ProducerIDs) > 0 && !f.ProducerIDs[m.ProducerID]:
+		case f.MinDuration >= 0 && (m.Start.IsZero() || now.Sub(m.Start) < f.MinDuration):
 		default:
 			out = append(out, m.Clone())
 		}

@@ -1,4 +1,4 @@
-package cluster
+package groupcoord
 
 // The coordinator's side of the membership requests (JoinGroup,
 // SyncGroup, Heartbeat, LeaveGroup) and of the group admin requests
@@ -17,11 +17,11 @@ import (
 	"github.com/kbroker/kbroker/wire/record"
 )
 
-// join routes a JoinGroup to its group. respond is called exactly once:
+// Join routes a JoinGroup to its group. respond is called exactly once:
 // at once with the error when the group cannot be joined here, or when
 // the group completes the join phase. An unknown group is created only for
 // a member without a member id (UNKNOWN_MEMBER_ID otherwise).
-func (c *groupCoordinator) join(groupID string, req group.JoinRequest, respond func(group.JoinResult)) {
+func (c *Coordinator) Join(groupID string, req group.JoinRequest, respond func(group.JoinResult)) {
 	fail := func(err error) {
 		respond(group.JoinResult{Err: err, MemberID: req.MemberID, Generation: -1})
 	}
@@ -51,7 +51,7 @@ func (c *groupCoordinator) join(groupID string, req group.JoinRequest, respond f
 	default:
 		g.Join(req, time.Now(), respond)
 	}
-	p := c.partitionFor(groupID)
+	p := c.PartitionFor(groupID)
 	c.mu.Unlock()
 	if len(tombs) > 0 {
 		c.store(p, tombs, func(err error) {
@@ -62,11 +62,11 @@ func (c *groupCoordinator) join(groupID string, req group.JoinRequest, respond f
 	}
 }
 
-// syncGroup routes a SyncGroup to its group. respond is called exactly
+// SyncGroup routes a SyncGroup to its group. respond is called exactly
 // once. The leader's assignment is written to the group's partition, and
 // the members waiting for it are answered once the write is replicated
 // (or with its error).
-func (c *groupCoordinator) syncGroup(groupID string, req group.SyncRequest, respond func(group.SyncResult)) {
+func (c *Coordinator) SyncGroup(groupID string, req group.SyncRequest, respond func(group.SyncResult)) {
 	if groupID == "" {
 		respond(group.SyncResult{Err: kerr.InvalidGroupID})
 		return
@@ -87,7 +87,7 @@ func (c *groupCoordinator) syncGroup(groupID string, req group.SyncRequest, resp
 	}
 	gen := g.Generation()
 	rec := record.Record{Key: group.GroupKey(groupID), Value: g.MetadataValue()}
-	p := c.partitionFor(groupID)
+	p := c.PartitionFor(groupID)
 	c.mu.Unlock()
 
 	c.store(p, []record.Record{rec}, func(err error) {
@@ -99,9 +99,9 @@ func (c *groupCoordinator) syncGroup(groupID string, req group.SyncRequest, resp
 	})
 }
 
-// heartbeat keeps a member's session alive; the error tells it to rejoin
+// Heartbeat keeps a member's session alive; the error tells it to rejoin
 // or that it was fenced.
-func (c *groupCoordinator) heartbeat(groupID, memberID, instanceID string, generation int32) error {
+func (c *Coordinator) Heartbeat(groupID, memberID, instanceID string, generation int32) error {
 	if groupID == "" {
 		return kerr.InvalidGroupID
 	}
@@ -117,9 +117,9 @@ func (c *groupCoordinator) heartbeat(groupID, memberID, instanceID string, gener
 	return g.Heartbeat(memberID, instanceID, generation, time.Now())
 }
 
-// leave removes members from a group: the group's error, or one error
+// Leave removes members from a group: the group's error, or one error
 // per member.
-func (c *groupCoordinator) leave(groupID string, members []group.LeaveMember) ([]error, error) {
+func (c *Coordinator) Leave(groupID string, members []group.LeaveMember) ([]error, error) {
 	if groupID == "" {
 		return nil, kerr.InvalidGroupID
 	}
@@ -139,43 +139,43 @@ func (c *groupCoordinator) leave(groupID string, members []group.LeaveMember) ([
 	return g.Leave(members, time.Now()), nil
 }
 
-// groupSummary is a group as DescribeGroups shows it.
-type groupSummary struct {
+// GroupSummary is a group as DescribeGroups shows it.
+type GroupSummary struct {
 	State        string
 	ProtocolType string
 	// Protocol, and the members' Metadata and Assignment, are shown only
 	// when the group is Stable, as Kafka does.
 	Protocol string
-	Members  []memberSummary
+	Members  []MemberSummary
 }
 
-type memberSummary struct {
+type MemberSummary struct {
 	ID, InstanceID       string
 	ClientID, ClientHost string
 	Metadata, Assignment []byte
 }
 
-// describe summarizes a group. An unknown group is Dead, without error.
-func (c *groupCoordinator) describe(groupID string) (groupSummary, error) {
+// Describe summarises a group. An unknown group is Dead, without error.
+func (c *Coordinator) Describe(groupID string) (GroupSummary, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, err := c.groupLocked(groupID, false)
 	switch {
 	case err != nil:
-		return groupSummary{}, err
+		return GroupSummary{}, err
 	case g == nil || g.State() == group.Dead:
-		return groupSummary{State: group.Dead.String()}, &group.Error{Err: kerr.GroupIDNotFound, Msg: "group " + groupID + " not found"}
+		return GroupSummary{State: group.Dead.String()}, &group.Error{Err: kerr.GroupIDNotFound, Msg: "group " + groupID + " not found"}
 	}
 	if g.Consumer() != nil {
-		return groupSummary{State: group.Dead.String()}, &group.Error{Err: kerr.GroupIDNotFound, Msg: "group " + groupID + " is not a classic group"}
+		return GroupSummary{State: group.Dead.String()}, &group.Error{Err: kerr.GroupIDNotFound, Msg: "group " + groupID + " is not a classic group"}
 	}
-	s := groupSummary{State: g.State().String(), ProtocolType: g.ProtocolType()}
+	s := GroupSummary{State: g.State().String(), ProtocolType: g.ProtocolType()}
 	stable := g.State() == group.Stable
 	if stable {
 		s.Protocol = g.Protocol()
 	}
 	for _, m := range g.Members() {
-		ms := memberSummary{ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost}
+		ms := MemberSummary{ID: m.ID, InstanceID: m.InstanceID, ClientID: m.ClientID, ClientHost: m.ClientHost}
 		if stable {
 			ms.Metadata = m.Metadata(g.Protocol())
 			ms.Assignment = m.Assignment
@@ -185,32 +185,32 @@ func (c *groupCoordinator) describe(groupID string) (groupSummary, error) {
 	return s, nil
 }
 
-// groupOverview is a group as ListGroups shows it.
-type groupOverview struct {
+// GroupOverview is a group as ListGroups shows it.
+type GroupOverview struct {
 	ID, ProtocolType, State, Type string
 }
 
-// list returns the groups this broker coordinates (loaded ones, not
+// List returns the groups this broker coordinates (loaded ones, not
 // Dead), by id.
-func (c *groupCoordinator) list() []groupOverview {
+func (c *Coordinator) List() []GroupOverview {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]groupOverview, 0, len(c.mu.groups))
+	out := make([]GroupOverview, 0, len(c.mu.groups))
 	for _, id := range slices.Sorted(maps.Keys(c.mu.groups)) {
 		g := c.mu.groups[id]
 		if g.State() == group.Dead {
 			continue
 		}
-		out = append(out, groupOverview{ID: id, ProtocolType: g.ProtocolType(), State: g.StateName(), Type: g.Type()})
+		out = append(out, GroupOverview{ID: id, ProtocolType: g.ProtocolType(), State: g.StateName(), Type: g.Type()})
 	}
 	return out
 }
 
-// deleteGroups deletes groups without members: each becomes Dead at once
+// DeleteGroups deletes groups without members: each becomes Dead at once
 // and tombstones for its offsets and its metadata are written. done gets
 // one error per id once every write is replicated (or failed); it may
-// run before deleteGroups returns.
-func (c *groupCoordinator) deleteGroups(ids []string, done func([]error)) {
+// run before DeleteGroups returns.
+func (c *Coordinator) DeleteGroups(ids []string, done func([]error)) {
 	errs := make([]error, len(ids))
 	type write struct {
 		idx  int
@@ -248,7 +248,7 @@ func (c *groupCoordinator) deleteGroups(ids []string, done func([]error)) {
 		}
 		g.MarkDead(now)
 		delete(c.mu.groups, id)
-		writes = append(writes, write{idx: i, p: c.partitionFor(id), recs: recs})
+		writes = append(writes, write{idx: i, p: c.PartitionFor(id), recs: recs})
 	}
 	c.mu.Unlock()
 	if len(writes) == 0 {

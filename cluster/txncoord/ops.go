@@ -1,4 +1,4 @@
-package cluster
+package txncoord
 
 // The coordinator's side of InitProducerId, AddPartitionsToTxn,
 // AddOffsetsToTxn and EndTxn, and its own aborts of timed-out
@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/txn"
 )
 
@@ -19,8 +20,8 @@ import (
 // installs it once replicated; a Prepare state (markers) goes to the
 // marker sender. done gets the write's error; it may run on this
 // goroutine or on the purgatory's. The caller must not hold c.mu.
-func (c *txnCoordinator) apply(id string, e *txnEntry, next *txn.Metadata, markers bool, done func(error)) {
-	c.store(c.partitionFor(id), id, next, func(err error) {
+func (c *Coordinator) apply(id string, e *txnEntry, next *txn.Metadata, markers bool, done func(error)) {
+	c.store(c.PartitionFor(id), id, next, func(err error) {
 		c.mu.Lock()
 		if c.mu.txns[id] == e {
 			e.pending = false
@@ -39,7 +40,7 @@ func (c *txnCoordinator) apply(id string, e *txnEntry, next *txn.Metadata, marke
 		}
 		c.mu.Unlock()
 		if markers && err == nil {
-			wake(c.markerKick)
+			coordinator.Wake(c.markerKick)
 		}
 		done(err)
 	})
@@ -47,7 +48,7 @@ func (c *txnCoordinator) apply(id string, e *txnEntry, next *txn.Metadata, marke
 
 // applyAndWait is apply for a request handler: it waits for the write,
 // or for ctx.
-func (c *txnCoordinator) applyAndWait(ctx context.Context, id string, e *txnEntry, next *txn.Metadata, markers bool) error {
+func (c *Coordinator) applyAndWait(ctx context.Context, id string, e *txnEntry, next *txn.Metadata, markers bool) error {
 	ch := make(chan error, 1)
 	c.apply(id, e, next, markers, func(err error) { ch <- err })
 	select {
@@ -60,7 +61,7 @@ func (c *txnCoordinator) applyAndWait(ctx context.Context, id string, e *txnEntr
 
 // decide runs f on id's current state under the lock and, when it asks
 // for a write, marks the id pending and returns the entry to write for.
-func (c *txnCoordinator) decide(id string, create bool, f func(cur *txn.Metadata, pending bool) txn.Decision) (*txnEntry, txn.Decision, error) {
+func (c *Coordinator) decide(id string, create bool, f func(cur *txn.Metadata, pending bool) txn.Decision) (*txnEntry, txn.Decision, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, _, err := c.entryLocked(id)
@@ -87,14 +88,14 @@ func (c *txnCoordinator) decide(id string, create bool, f func(cur *txn.Metadata
 	return e, d, nil
 }
 
-// initProducerID serves InitProducerId with a transactional id.
-func (c *txnCoordinator) initProducerID(ctx context.Context, req txn.InitRequest) (int64, int16, error) {
+// InitProducerID serves InitProducerId with a transactional id.
+func (c *Coordinator) InitProducerID(ctx context.Context, req txn.InitRequest) (int64, int16, error) {
 	if req.Timeout <= 0 || req.Timeout > c.cfg.MaxTimeout {
 		return -1, -1, kerr.InvalidTransactionTimeout
 	}
 	// A client that skipped FindCoordinator still creates the topic on
 	// first use; it learns the coordinator from NOT_COORDINATOR.
-	if err := c.topic.ensure(ctx); err != nil {
+	if err := c.topic.Ensure(ctx); err != nil {
 		c.logger.Warn("initializing a transactional producer id", "transactional.id", req.TransactionalID, "err", err)
 		return -1, -1, kerr.CoordinatorNotAvailable
 	}
@@ -130,9 +131,9 @@ func (c *txnCoordinator) initProducerID(ctx context.Context, req txn.InitRequest
 	}
 }
 
-// addPartitions serves AddPartitionsToTxn and AddOffsetsToTxn (the
+// AddPartitions serves AddPartitionsToTxn and AddOffsetsToTxn (the
 // group's partition of __consumer_offsets).
-func (c *txnCoordinator) addPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []txn.TopicPartition) error {
+func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID int64, epoch int16, tps []txn.TopicPartition) error {
 	e, d, err := c.decide(id, false, func(cur *txn.Metadata, pending bool) txn.Decision {
 		return txn.AddPartitions(cur, pending, producerID, epoch, tps, time.Now())
 	})
@@ -145,9 +146,9 @@ func (c *txnCoordinator) addPartitions(ctx context.Context, id string, producerI
 	return c.applyAndWait(ctx, id, e, d.Next, false)
 }
 
-// endTxn serves EndTxn: the answer comes once PrepareCommit or
+// EndTxn serves EndTxn: the answer comes once PrepareCommit or
 // PrepareAbort is written; the markers follow.
-func (c *txnCoordinator) endTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) error {
+func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool) error {
 	e, d, err := c.decide(id, false, func(cur *txn.Metadata, pending bool) txn.Decision {
 		return txn.EndTxn(cur, pending, producerID, epoch, commit, time.Now())
 	})
@@ -160,9 +161,9 @@ func (c *txnCoordinator) endTxn(ctx context.Context, id string, producerID int64
 	return c.applyAndWait(ctx, id, e, d.Next, true)
 }
 
-// verifyPartition reports whether producerID's ongoing transaction
+// VerifyPartition reports whether producerID's ongoing transaction
 // holds tp (KIP-890's verification of a transactional produce).
-func (c *txnCoordinator) verifyPartition(id string, producerID int64, epoch int16, tp txn.TopicPartition) error {
+func (c *Coordinator) VerifyPartition(id string, producerID int64, epoch int16, tp txn.TopicPartition) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, _, err := c.entryLocked(id)
@@ -181,7 +182,7 @@ func (c *txnCoordinator) verifyPartition(id string, producerID int64, epoch int1
 
 // abortTimedOut aborts the Ongoing transactions older than their
 // timeout, fencing their producer with a bumped epoch.
-func (c *txnCoordinator) abortTimedOut(now time.Time) {
+func (c *Coordinator) abortTimedOut(now time.Time) {
 	type abort struct {
 		id   string
 		e    *txnEntry
@@ -213,7 +214,7 @@ func (c *txnCoordinator) abortTimedOut(now time.Time) {
 
 // expireIDs removes transactional ids idle for
 // transactional.id.expiration.ms (a tombstone).
-func (c *txnCoordinator) expireIDs(now time.Time) {
+func (c *Coordinator) expireIDs(now time.Time) {
 	var ids []string
 	var entries []*txnEntry
 	c.mu.Lock()
@@ -231,4 +232,22 @@ func (c *txnCoordinator) expireIDs(now time.Time) {
 			}
 		})
 	}
+}
+
+// SetProducerEpochForTesting writes id's state again with the producer
+// epoch set to epoch, as many aborts would have left it. Cluster's
+// failover tests use it on a running broker; nothing else may.
+func (c *Coordinator) SetProducerEpochForTesting(ctx context.Context, id string, epoch int16) error {
+	e, d, err := c.decide(id, false, func(cur *txn.Metadata, pending bool) txn.Decision {
+		next := cur.Clone()
+		next.ProducerEpoch = epoch
+		return txn.Decision{Next: next}
+	})
+	switch {
+	case err != nil:
+		return err
+	case d.Next == nil:
+		return d.Err
+	}
+	return c.applyAndWait(ctx, id, e, d.Next, false)
 }

@@ -1,4 +1,4 @@
-package cluster
+package groupcoord
 
 // The coordinator's side of consumer (KIP-848) groups: ConsumerGroupHeartbeat
 // and ConsumerGroupDescribe. The reconciliation is package group's
@@ -10,7 +10,6 @@ package cluster
 // its next change, so the log catches up with memory.
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -35,15 +34,6 @@ func consumerDefaults(cfg group.ConsumerConfig) group.ConsumerConfig {
 	return cfg
 }
 
-// groupErrorMessage is the message sent with a group request's error:
-// the explanation of a group.Error, else errorMessage's.
-func groupErrorMessage(err error) *string {
-	if ge, ok := errors.AsType[*group.Error](err); ok {
-		return &ge.Msg
-	}
-	return errorMessage(err)
-}
-
 func kvRecords(kvs []group.KV) []record.Record {
 	out := make([]record.Record, len(kvs))
 	for i, kv := range kvs {
@@ -64,7 +54,7 @@ func imageTopics(img *metadata.Image) group.Topics {
 // imageTopicsLocked is imageTopics(img), built once per image: every
 // heartbeat of every consumer asks for it, and building it is a pass over
 // every topic.
-func (c *groupCoordinator) imageTopicsLocked(img *metadata.Image) group.Topics {
+func (c *Coordinator) imageTopicsLocked(img *metadata.Image) group.Topics {
 	if img != c.mu.topicsImage {
 		c.mu.topicsImage, c.mu.topics = img, imageTopics(img)
 	}
@@ -73,7 +63,7 @@ func (c *groupCoordinator) imageTopicsLocked(img *metadata.Image) group.Topics {
 
 // refreshConsumerMetadataLocked lets the consumer groups see a new
 // metadata image: a subscribed topic that changed bumps the group epoch.
-func (c *groupCoordinator) refreshConsumerMetadataLocked() {
+func (c *Coordinator) refreshConsumerMetadataLocked() {
 	img := c.host.Image()
 	if img == c.mu.lastImage {
 		return
@@ -92,7 +82,7 @@ func (c *groupCoordinator) refreshConsumerMetadataLocked() {
 
 // consumerWriteFailed makes a consumer group write all of itself next
 // time.
-func (c *groupCoordinator) consumerWriteFailed(g *group.Group) {
+func (c *Coordinator) consumerWriteFailed(g *group.Group) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.isCurrentLocked(g) && g.Consumer() != nil {
@@ -103,7 +93,7 @@ func (c *groupCoordinator) consumerWriteFailed(g *group.Group) {
 // consumerGroupLocked finds the consumer group of a heartbeat. join
 // (epoch 0) creates it, or converts an empty classic group (whose
 // metadata tombstone is then returned to write first).
-func (c *groupCoordinator) consumerGroupLocked(id string, join bool, now time.Time) (*group.Group, []record.Record, error) {
+func (c *Coordinator) consumerGroupLocked(id string, join bool, now time.Time) (*group.Group, []record.Record, error) {
 	g, err := c.groupLocked(id, false)
 	if err != nil {
 		return nil, nil, err
@@ -127,9 +117,9 @@ func (c *groupCoordinator) consumerGroupLocked(id string, join bool, now time.Ti
 	return nil, nil, &group.Error{Err: kerr.GroupIDNotFound, Msg: fmt.Sprintf("group %s is not a consumer group", id)}
 }
 
-// consumerHeartbeat handles a ConsumerGroupHeartbeat. respond is called
+// ConsumerHeartbeat handles a ConsumerGroupHeartbeat. respond is called
 // exactly once, possibly after the heartbeat's records are replicated.
-func (c *groupCoordinator) consumerHeartbeat(groupID string, req group.ConsumerHeartbeat, respond func(group.ConsumerResult, time.Duration, error)) {
+func (c *Coordinator) ConsumerHeartbeat(groupID string, req group.ConsumerHeartbeat, respond func(group.ConsumerResult, time.Duration, error)) {
 	if groupID == "" {
 		respond(group.ConsumerResult{}, 0, &group.Error{Err: kerr.InvalidRequest, Msg: "GroupId can't be empty."})
 		return
@@ -151,7 +141,7 @@ func (c *groupCoordinator) consumerHeartbeat(groupID string, req group.ConsumerH
 	g.SyncConsumerState(now)
 	interval := cg.HeartbeatInterval()
 	recs := append(pre, kvRecords(cg.TakeRecords())...)
-	p := c.partitionFor(groupID)
+	p := c.PartitionFor(groupID)
 	c.mu.Unlock()
 	if len(recs) == 0 {
 		respond(res, interval, err)
@@ -167,39 +157,39 @@ func (c *groupCoordinator) consumerHeartbeat(groupID string, req group.ConsumerH
 	})
 }
 
-// consumerDescription is a consumer group as ConsumerGroupDescribe shows
+// ConsumerDescription is a consumer group as ConsumerGroupDescribe shows
 // it.
-type consumerDescription struct {
+type ConsumerDescription struct {
 	State           string
 	Epoch           int32
 	AssignmentEpoch int32
 	Assignor        string
-	Members         []consumerMemberDescription
+	Members         []ConsumerMemberDescription
 }
 
-type consumerMemberDescription struct {
+type ConsumerMemberDescription struct {
 	group.ConsumerMember
 	Target group.Assignment
 }
 
-// describeConsumer describes a consumer group (GROUP_ID_NOT_FOUND for an
+// DescribeConsumer describes a consumer group (GROUP_ID_NOT_FOUND for an
 // unknown or classic group, as Kafka).
-func (c *groupCoordinator) describeConsumer(groupID string) (consumerDescription, error) {
+func (c *Coordinator) DescribeConsumer(groupID string) (ConsumerDescription, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, err := c.groupLocked(groupID, false)
 	switch {
 	case err != nil:
-		return consumerDescription{}, err
+		return ConsumerDescription{}, err
 	case g == nil || g.State() == group.Dead:
-		return consumerDescription{}, &group.Error{Err: kerr.GroupIDNotFound, Msg: fmt.Sprintf("group %s not found", groupID)}
+		return ConsumerDescription{}, &group.Error{Err: kerr.GroupIDNotFound, Msg: fmt.Sprintf("group %s not found", groupID)}
 	case g.Consumer() == nil:
-		return consumerDescription{}, &group.Error{Err: kerr.GroupIDNotFound, Msg: fmt.Sprintf("group %s is not a consumer group", groupID)}
+		return ConsumerDescription{}, &group.Error{Err: kerr.GroupIDNotFound, Msg: fmt.Sprintf("group %s is not a consumer group", groupID)}
 	}
 	cg := g.Consumer()
-	d := consumerDescription{State: cg.ConsumerState(), Epoch: cg.GroupEpoch, AssignmentEpoch: cg.AssignmentEpoch, Assignor: cg.AssignorName()}
+	d := ConsumerDescription{State: cg.ConsumerState(), Epoch: cg.GroupEpoch, AssignmentEpoch: cg.AssignmentEpoch, Assignor: cg.AssignorName()}
 	for _, m := range cg.Members() {
-		md := consumerMemberDescription{ConsumerMember: *m, Target: cg.Target(m.ID).Clone()}
+		md := ConsumerMemberDescription{ConsumerMember: *m, Target: cg.Target(m.ID).Clone()}
 		md.Assigned = m.Assigned.Clone()
 		d.Members = append(d.Members, md)
 	}
