@@ -30,7 +30,7 @@ var aclSets = []string{
 func principalsByClientID(n *Node) {
 	a := n.server.Authorizer().(*aclAuthorizer)
 	a.principalOf = func(rc *server.RequestContext) server.Principal {
-		if id, ok := strings.CutPrefix(deref(rc.Header.ClientID), "as-"); ok {
+		if id, ok := strings.CutPrefix(clientID(rc), "as-"); ok {
 			return server.Principal{Type: "User", Name: id}
 		}
 		return rc.Principal
@@ -288,4 +288,12 @@ func checkAliceScram(ctx context.Context, t *testing.T, n *Node, adm *kadm.Clien
 	if string(want.StoredKey) != string(cred.StoredKey) || string(want.ServerKey) != string(cred.ServerKey) {
 		t.Fatal("stored SCRAM keys do not match the password")
 	}
+}
+
+// clientID is the request's client id, "" when it has none.
+func clientID(rc *server.RequestContext) string {
+	if rc.Header.ClientID == nil {
+		return ""
+	}
+	return *rc.Header.ClientID
 }

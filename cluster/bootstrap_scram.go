@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/kbroker/kbroker/cluster/kafkaapi"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/security/sasl"
 )
@@ -21,18 +22,6 @@ func (n *Node) SetBootstrapScram(creds []BootstrapScram) {
 	n.bootstrapScramInput = creds
 	n.bootstrapScram = make([]metadata.ScramCredential, 0, len(creds))
 	for _, c := range creds {
-		n.bootstrapScram = append(n.bootstrapScram, metadataScram(c.User, c.Credential))
-	}
-}
-
-// metadataScram is the record form of a SCRAM credential.
-func metadataScram(user string, c sasl.ScramCredential) metadata.ScramCredential {
-	return metadata.ScramCredential{
-		User:       user,
-		Mechanism:  c.Mechanism.Type,
-		Salt:       c.Salt,
-		StoredKey:  c.StoredKey,
-		ServerKey:  c.ServerKey,
-		Iterations: int32(c.Iterations),
+		n.bootstrapScram = append(n.bootstrapScram, kafkaapi.MetadataScram(c.User, c.Credential))
 	}
 }

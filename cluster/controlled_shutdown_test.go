@@ -50,7 +50,7 @@ func TestControlledShutdownDrainsClients(t *testing.T) {
 	defer cancel()
 	createPartitionOn(ctx, t, cl, tp.Topic, replicas...)
 	testutil.Eventually(t, 30*time.Second, func() bool {
-		part, err := stopping.hostedPartition(tp)
+		part, err := stopping.replicas.Partition(tp)
 		if err != nil || !part.IsLeader() {
 			return false
 		}

@@ -4,54 +4,40 @@
 //
 // # What it owns
 //
+// A thin node that wires the rooms of the broker together:
+//
 //   - Node (node.go): construction from a config.Config, Run, and the glue
 //     between the layers: the replica manager's hooks wake the produce and
-//     fetch purgatories and the group coordinator; the effective topic
-//     config is resolved against the image's dynamic defaults.
+//     fetch purgatories and the coordinators; the effective topic config
+//     is resolved against the image's dynamic defaults; producer id blocks
+//     come from the controller.
 //   - The wiring of the connection layer (package cluster/server): the
 //     node builds the server's Config from its own, hands it the API
-//     table (apis.go) and the listeners' security, and installs the
-//     client quota engine (package cluster/quotas) and the authorizer.
-//     A fetch's pooled reads are given back after the writer encoded its
-//     response (RequestContext.AfterWrite).
-//   - Listener security (security.go; the connection side is
-//     cluster/server's conn_auth.go, reached by the SaslHandshake and
-//     SaslAuthenticate handlers): the TLS handshake before a connection's
-//     first request, SASL before anything but ApiVersions, the principal
-//     on every RequestContext, KIP-368 re-authentication; the follower
-//     fetchers' TLS/SASL client side, broker principals for follower
-//     fetches, and the controller listener's mutual TLS handed to
-//     metadata. SCRAM credentials come from scram_store.go.
-//   - Dispatch and the API registry: each handler file
-//     api_NN_name.go (NN the API key) serves one Kafka API; the registry
-//     of served APIs and their version ranges is the single source of
-//     ApiVersions. Dispatch decodes the body with kmsg, runs the
-//     cross-cutting steps (metrics; authorization belongs here) and calls
-//     the handler with a RequestContext.
-//   - Authorization (cluster/server/authz.go, authz_acl.go): each API declares the
-//     actions it needs and checks what Kafka's KafkaApis checks; the
-//     Authorizer is AllowAll, or with authorizer.class.name the ACL
-//     authorizer of package cluster/acl over this node's metadata image.
-//     The ACL and SCRAM APIs (api_29-31, api_50-51, acls.go) manage the
-//     ACL and SCRAM records, and scram_store.go serves SCRAM credentials
-//     from the image; bootstrap credentials (SetBootstrapScram) are
-//     written when the cluster is created.
-//   - The one mapping from internal errors to Kafka error codes
-//     (errors.go).
-//   - The group coordinator (groupcoord) over __consumer_offsets, around
-//     the pure state machine of package cluster/group; it holds
-//     transactional offsets until their marker (groupcoord/txn_offsets.go).
-//   - The transaction coordinator (txncoord) over __transaction_state,
-//     around the pure state machine of package cluster/txn: InitProducerId
-//     with a transactional id, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
-//     the marker sender (txncoord/markers.go), timeouts, KIP-890 produce
-//     verification (txns_verify.go); read_committed fetches read up to the
-//     last stable offset (fetch_committed.go); partition leaders describe
-//     their producers' state (api_61_describe_producers.go).
-//   - Liveness (liveness.go): the heartbeat loop, memberlist deaths turned
-//     into fencing, the controlled shutdown.
-//   - Metrics and the admin HTTP server (metrics.go, state_metrics.go,
-//     admin.go).
+//     table of package cluster/kafkaapi (the Kafka API handlers, one file
+//     per API) and the listeners' security, and installs the client quota
+//     engine (package cluster/quotas) and the authorizer.
+//   - Listener security (security.go): the TLS/SASL settings of each
+//     client listener (the connection side is cluster/server's), the
+//     follower fetchers' TLS/SASL client side, broker principals for
+//     follower fetches, and the controller listener's mutual TLS handed to
+//     metadata. SCRAM credentials come from the image (scram_store.go);
+//     bootstrap credentials (SetBootstrapScram) are written when the
+//     cluster is created.
+//   - The authorizer (authz_acl.go): AllowAll, or with
+//     authorizer.class.name the ACL authorizer of package cluster/acl
+//     over this node's metadata image.
+//   - The coordinators' hosts (groups_host.go, txns_host.go): the node's
+//     side of the host interfaces of packages cluster/groupcoord and
+//     cluster/txncoord (their state topics' replicas, creating the
+//     topics, producer ids, markers written locally).
+//   - Liveness (liveness.go, session.go): the heartbeat loop and the
+//     broker's controller session, memberlist deaths turned into
+//     fencing, brokers whose listeners refused this node's fetchers, the
+//     controlled shutdown; the handlers ask it through kafkaapi.Liveness.
+//   - Log dir failures (logdirs.go), the partition capacity and file
+//     limits (capacity.go), the dynamic cleaner keys (dynamic_cleaner.go),
+//     the ISR change limiter (isr_limit.go).
+//   - Metrics and the admin HTTP server (state_metrics.go, admin.go).
 //
 // It decides nothing the layers below decide: leadership, the high
 // watermark, validation of batches and metadata changes stay in

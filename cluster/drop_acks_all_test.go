@@ -66,7 +66,7 @@ func TestClientCloseDropsParkedAcksAllProduce(t *testing.T) {
 	createPartitionOn(ctx, t, cl, tp.Topic, 1, 2)
 	var part *replication.Partition
 	testutil.Eventually(t, 20*time.Second, func() bool {
-		part, err = leader.hostedPartition(tp)
+		part, err = leader.replicas.Partition(tp)
 		return err == nil && part.IsLeader() && len(part.State().ISR) == 2
 	}, "node 1 to lead with ISR [1 2]")
 

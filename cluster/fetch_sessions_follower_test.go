@@ -321,7 +321,7 @@ func TestFollowerFetchWithoutSessionSlots(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, 10*time.Second, func() bool {
-		part, err := follower.hostedPartition(tp)
+		part, err := follower.replicas.Partition(tp)
 		return err == nil && part.HighWatermark() == 5
 	}, "the follower to replicate the five acks=all records")
 	st := follower.replicas.FollowerFetchStats()

@@ -7,13 +7,11 @@ package cluster
 import (
 	"context"
 	"errors"
-	"net"
 	"time"
 
 	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
-	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
@@ -86,25 +84,4 @@ func (r partitionReplica) AppendAsLeader(batch record.Batch) (int64, error) {
 		return -1, err
 	}
 	return res.LastOffset, nil
-}
-
-// clientHost is the member's host as Kafka reports it ("/1.2.3.4").
-func clientHost(rc *server.RequestContext) string {
-	if rc.Remote == nil {
-		return ""
-	}
-	s := rc.Remote.String()
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		return "/" + h
-	}
-	return "/" + s
-}
-
-// groupErrorMessage is the message sent with a group request's error:
-// the explanation of a group.Error, else errorMessage's.
-func groupErrorMessage(err error) *string {
-	if ge, ok := errors.AsType[*group.Error](err); ok {
-		return &ge.Msg
-	}
-	return errorMessage(err)
 }

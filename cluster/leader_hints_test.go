@@ -34,7 +34,7 @@ func TestLeaderHints(t *testing.T) {
 	createPartitionOn(ctx, t, cl, tp.Topic, 1, 2)
 	var epoch int32
 	testutil.Eventually(t, 20*time.Second, func() bool {
-		part, err := leader.hostedPartition(tp)
+		part, err := leader.replicas.Partition(tp)
 		if err != nil || !part.IsLeader() {
 			return false
 		}

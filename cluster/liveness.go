@@ -557,3 +557,20 @@ func (n *Node) reportOfflineReplicas(ctx context.Context, s heartbeatStore, brok
 		n.logger.Info("controller moved partitions away from this broker's offline replicas", "partitions", changed)
 	}
 }
+
+// nodeLiveness answers the handlers' liveness questions (kafkaapi.Liveness)
+// from the node's session and refusing brokers.
+type nodeLiveness struct{ n *Node }
+
+func (l nodeLiveness) LeaderCheck() error        { return l.n.leaderCheck() }
+func (l nodeLiveness) SessionLost() bool         { return l.n.sessionLost() }
+func (l nodeLiveness) AnyRefusing() bool         { return l.n.refusing.any() }
+func (l nodeLiveness) NoteRedirect(leader int32) { l.n.noteRedirect(leader) }
+
+func (l nodeLiveness) RefusingLeader(img *metadata.Image, leader int32, now time.Time) bool {
+	return l.n.refusingLeader(img, leader, now)
+}
+
+func (l nodeLiveness) AwaitFailover(ctx context.Context, req *kmsg.MetadataRequest) *metadata.Image {
+	return l.n.awaitFailover(ctx, req)
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/fetchsession"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
+	"github.com/kbroker/kbroker/cluster/kafkaapi"
 	"github.com/kbroker/kbroker/cluster/quotas"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txncoord"
@@ -53,6 +54,8 @@ type Node struct {
 	logFS    storage.FS
 	replicas *replication.Manager
 	server   *server.Server
+	// handlers are the Kafka API handlers the server dispatches to.
+	handlers *kafkaapi.Handlers
 	metrics  *server.Metrics
 
 	// Delayed operations, keyed by partition.
@@ -151,7 +154,14 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	scfg := server.ConfigFrom(&cfg)
 	scfg.FollowerGone = n.followerGone
 	scfg.Listeners = n.security.listeners
-	n.server = server.New(logger, n.apis(), scfg, n.metrics)
+	n.handlers = kafkaapi.New(kafkaapi.Deps{
+		Config: &n.cfg, Logger: logger, Metrics: n.metrics, Liveness: nodeLiveness{n},
+		ProduceWaiters: n.produceWaiters, FetchWaiters: n.fetchWaiters,
+		FetchSessions: n.fetchSessions, ProducerIDs: &n.producerIDs,
+		Groups: n.groups, Txns: n.txns, TxnClients: n.txnClients,
+		FetchPeer: n.fetchPeer,
+	})
+	n.server = server.New(logger, n.handlers.APIs(), scfg, n.metrics)
 	n.server.Quotas = quotas.New(quota.Config{
 		Samples: int(cfg.QuotaWindowNum),
 		Window:  time.Duration(cfg.QuotaWindowSizeSeconds) * time.Second,
@@ -327,6 +337,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		OnLeaderReachable:   n.leaderReachable,
 		OnLogDirFailure:     n.onLogDirFailure,
 	})
+	n.handlers.Attach(n.store, n.logs, n.replicas)
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		// Replicas whose logs cannot open (a failed disk, descriptors
 		// exhausted by something else) are offline, not fatal:
@@ -585,7 +596,7 @@ type producerIDAllocator struct {
 	end        int64 // exclusive
 }
 
-func (a *producerIDAllocator) allocate(ctx context.Context) (int64, error) {
+func (a *producerIDAllocator) Allocate(ctx context.Context) (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.next >= a.end {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/testutil"
 	dto "github.com/prometheus/client_model/go"
@@ -201,11 +200,4 @@ func hasLabel(pairs []*dto.LabelPair, name, value string) bool {
 		}
 	}
 	return false
-}
-
-// defaultServerConfig is the connection layer's config of a node with
-// every key at its default.
-func defaultServerConfig() server.Config {
-	cfg := config.Default()
-	return server.ConfigFrom(&cfg)
 }

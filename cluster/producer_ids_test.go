@@ -28,7 +28,7 @@ func TestProducerIDAllocatorUsesWholeBlocks(t *testing.T) {
 	a := producerIDAllocator{controller: blocks}
 	var got []int64
 	for range 5 {
-		id, err := a.allocate(context.Background())
+		id, err := a.Allocate(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,14 +47,14 @@ func TestProducerIDAllocatorUsesWholeBlocks(t *testing.T) {
 	// A failed allocation is returned and asked again next time.
 	blocks.err = errors.New("no controller")
 	// The last id of the block needs no controller.
-	if id, err := a.allocate(context.Background()); err != nil || id != 1025 {
+	if id, err := a.Allocate(context.Background()); err != nil || id != 1025 {
 		t.Fatalf("last id of the block: %d, %v; want 1025", id, err)
 	}
-	if _, err := a.allocate(context.Background()); !errors.Is(err, blocks.err) {
+	if _, err := a.Allocate(context.Background()); !errors.Is(err, blocks.err) {
 		t.Fatalf("allocate without a controller: %v", err)
 	}
 	blocks.err = nil
-	if id, err := a.allocate(context.Background()); err != nil || id != 1036 {
+	if id, err := a.Allocate(context.Background()); err != nil || id != 1036 {
 		t.Fatalf("after the controller is back: %d %v", id, err)
 	}
 }

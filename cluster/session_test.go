@@ -82,7 +82,7 @@ func TestLeaderWithoutSessionRefusesProduce(t *testing.T) {
 	defer cancel()
 	createPartitionOn(ctx, t, cl, tp.Topic, 1, 2)
 	testutil.Eventually(t, 20*time.Second, func() bool {
-		part, err := leader.hostedPartition(tp)
+		part, err := leader.replicas.Partition(tp)
 		return err == nil && part.IsLeader() && len(part.State().ISR) == 2
 	}, "node 1 to lead with ISR [1 2]")
 

@@ -162,7 +162,7 @@ func waitFullStateISR(t *testing.T, coord *testNode, id string) {
 	t.Helper()
 	tp := replication.TopicPartition{Topic: txncoord.StateTopic, Partition: coord.txns.PartitionFor(id)}
 	testutil.Eventually(t, 60*time.Second, func() bool {
-		part, err := coord.hostedPartition(tp)
+		part, err := coord.replicas.Partition(tp)
 		return err == nil && part.IsLeader() && len(part.State().ISR) == 3
 	}, "the coordinator's state partition to have its full ISR")
 }

@@ -44,12 +44,12 @@ func (h txnsNodeHost) CreateStateTopic(ctx context.Context, spec metadata.TopicS
 }
 
 func (h txnsNodeHost) AllocateProducerID(ctx context.Context) (int64, error) {
-	return h.n.producerIDs.allocate(ctx)
+	return h.n.producerIDs.Allocate(ctx)
 }
 
 func (h txnsNodeHost) WriteTxnMarkers(ctx context.Context, broker int32, req *kmsg.WriteTxnMarkersRequest) (*kmsg.WriteTxnMarkersResponse, error) {
 	if broker == h.n.cfg.NodeID {
-		return h.n.writeTxnMarkers(ctx, req), nil
+		return h.n.handlers.WriteTxnMarkers(ctx, req), nil
 	}
 	ep, ok := h.n.store.Image().BrokerEndpoint(broker, h.n.cfg.InterBrokerListenerName)
 	if !ok {
