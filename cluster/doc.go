@@ -114,4 +114,8 @@
 // because a write's completion takes that lock on the same goroutine.
 // RequestContext.Respond never blocks, so it may be called under any of
 // these locks.
+//
+// It imports every room below it (its subpackages, replication, storage,
+// metadata, security, config) and prometheus; only the binary and the
+// tests import it. It must never import cmd, itest or deploy.
 package cluster

@@ -42,4 +42,8 @@
 //
 // The package is pure: it reads no environment variable and no file except
 // the ones Load is handed, and starts no goroutines.
+//
+// It imports the standard library only, and must never import a kbroker
+// package: the layers below it take their own config types, which
+// package cluster fills in from it.
 package config

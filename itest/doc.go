@@ -12,4 +12,9 @@
 //
 // Tests that need kcat or a Python module skip when it is missing;
 // `go test -short ./itest/` runs smaller workloads.
+//
+// Its tests import only internal/clustercheck, internal/testutil,
+// security (certificates) and wire/record besides the clients; they must
+// never import cluster, replication, metadata or storage: the broker is
+// the built binary.
 package itest

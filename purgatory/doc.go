@@ -68,4 +68,7 @@
 // operation mutex (held during TryComplete) → shard mutex → operation's
 // watch-list mutex. No shard mutex is held while TryComplete or OnExpire
 // runs.
+//
+// It imports the standard library only, and must never import a kbroker
+// package: it knows nothing Kafka-specific.
 package purgatory

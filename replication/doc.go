@@ -119,4 +119,8 @@
 // storage).
 // Partition.mu is held shared across leader and follower appends and
 // truncations, exclusively by role updates.
+//
+// It imports storage, metadata, wire/record, config, internal/quota and
+// franz-go's client (the follower fetchers); it must never import cluster
+// or purgatory: delayed requests are the handlers'.
 package replication

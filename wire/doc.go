@@ -42,4 +42,7 @@
 //
 // Nothing here does I/O beyond ReadFrame's reads, keeps state other than
 // those pools, or starts goroutines.
+//
+// It imports kmsg only, and must never import any other kbroker
+// package.
 package wire

@@ -39,4 +39,8 @@
 // cache holds at most maxCached decisions and maxCachedBytes of names;
 // past either it is dropped, so that clients naming many (or long)
 // resources cannot grow it without bound.
+//
+// It imports metadata (the image's ACLs) and kmsg only, and must never
+// import cluster or its other subpackages: the principal and the request
+// are the connection layer's.
 package acl

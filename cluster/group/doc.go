@@ -46,4 +46,7 @@
 //   - Members that got a JoinGroup response and never send SyncGroup are
 //     removed by their session timeout (they must heartbeat), not by
 //     Kafka 2.8's separate pending-sync timer.
+//
+// It imports kmsg, kerr and kbin only, and must never import any kbroker
+// package: it does no I/O and holds no timers or locks.
 package group

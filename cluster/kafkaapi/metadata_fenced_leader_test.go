@@ -17,7 +17,7 @@ func TestMetadataNeverNamesAFencedLeader(t *testing.T) {
 		1: {ID: 1, Fenced: true},
 		2: {ID: 2},
 	}}
-	lv := leaderLiveness{n: &Handlers{}, img: img, now: time.Now()}
+	lv := leaderLiveness{n: &Handlers{liveness: refusingBrokers{}}, img: img, now: time.Now()}
 	for _, tc := range []struct {
 		name       string
 		leader     int32

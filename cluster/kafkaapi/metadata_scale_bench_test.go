@@ -73,7 +73,7 @@ func scaleImage(partitions int, shape scaleShape) *metadata.Image {
 }
 
 func scaleNode() *Handlers {
-	return &Handlers{cfg: &config.Config{MaxRequestPartitionSizeLimit: 2000}}
+	return &Handlers{cfg: &config.Config{MaxRequestPartitionSizeLimit: 2000}, liveness: refusingBrokers{}}
 }
 
 func scaleRequestContext() *server.RequestContext {

@@ -70,4 +70,7 @@
 //
 // memberlist's log lines are routed to the slog.Logger of the Config:
 // [DEBUG] is dropped, [INFO], [WARN] and [ERR] map to Info, Warn and Error.
+//
+// It imports hashicorp/memberlist only, and must never import any
+// kbroker package: what a death means is the controller's.
 package membership

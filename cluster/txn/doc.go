@@ -17,4 +17,7 @@
 //
 // A transactional id has at most one write in flight (Pending): every
 // request that finds one gets CONCURRENT_TRANSACTIONS and retries.
+//
+// It imports kmsg and kerr only, and must never import any kbroker
+// package: it does no I/O and holds no timers or locks.
 package txn

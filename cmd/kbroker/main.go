@@ -1,9 +1,3 @@
-// Command kbroker runs a Kafka-protocol broker.
-//
-//	kbroker [serve] [--config server.properties] [--set key=value]...
-//
-// With no arguments it starts a single-node broker and controller that
-// listens on localhost:9092 and keeps its data under ./data.
 package main
 
 import (

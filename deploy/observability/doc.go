@@ -8,4 +8,8 @@
 // metric the node does not export, as after a rename. With promtool on
 // PATH they also have Prometheus check the rules, the configuration and
 // every dashboard expression.
+//
+// It builds and runs the binary and sees it as a client and a scraper
+// does; it must never import the broker's packages (cluster,
+// replication, metadata, storage).
 package observability

@@ -16,4 +16,8 @@
 //
 // It is a regular (non-test) package because deploy/chaos is a main
 // package; it imports storage, wire/record and franz-go, never the broker.
+//
+// It sees brokers as a client does (franz-go) and reads replica files
+// through storage; it must never import cluster, replication or
+// metadata.
 package clustercheck

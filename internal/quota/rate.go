@@ -1,7 +1,3 @@
-// Package quota measures rates the way Kafka's quota managers do (a
-// SampledStat Rate, and the TokenBucket of the controller mutation
-// quota) and turns a rate over its bound into a throttle time. It is
-// shared by the client quotas and the replication throttles.
 package quota
 
 import (

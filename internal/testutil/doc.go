@@ -14,4 +14,7 @@
 //
 // It does not import package testing, so the chaos harness (a main
 // package) can use Poll and ReservePorts; *testing.T satisfies TB.
+//
+// It imports the standard library only, and must never import a kbroker
+// package, so the tests of every package may use it.
 package testutil

@@ -13,4 +13,8 @@
 //
 // Credentials are derived exactly as Kafka stores them (DeriveScramCredential)
 // and the kafka-storage "--add-scram" argument form is parsed by ParseAddScram.
+//
+// It imports the standard library only, and must never import a kbroker
+// package: where credentials are stored is the caller's
+// (CredentialStore).
 package sasl
