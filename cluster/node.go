@@ -298,45 +298,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	n.mu.advertised = endpoints
 	n.mu.Unlock()
 
-	n.replicas = replication.NewManager(replication.ManagerConfig{
-		NodeID:               cfg.NodeID,
-		Logs:                 n.logs,
-		Logger:               n.logger.With("component", "replication"),
-		TopicConfig:          n.resolveTopic,
-		InterBrokerListener:  cfg.InterBrokerListenerName,
-		ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
-		PartitionCapacity:    capacity,
-		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
-		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
-		Dialer:               n.security.dialer,
-		ISR:                  newISRLimiter(n.store, maxISRChangesInFlight),
-		Current:              current,
-		MetadataLogDir:       n.metadataConfig().Dir,
-		ThrottledRates: func(img *metadata.Image) (int64, int64) {
-			return cfg.ReplicationThrottledRates(img.DynamicBrokerConfigs(cfg.NodeID))
-		},
-		ReplicationQuota: quota.Config{
-			Samples: int(cfg.ReplicationQuotaWindowNum),
-			Window:  time.Duration(cfg.ReplicationQuotaWindowSizeSeconds) * time.Second,
-		},
-		// Wake the requests waiting on a partition when it changes.
-		OnHighWatermark: func(tp replication.TopicPartition) {
-			n.produceWaiters.Check(tp)
-			n.fetchWaiters.Check(tp)
-			n.groups.OnHighWatermark(tp)
-			n.txns.OnHighWatermark(tp)
-		},
-		OnLogAppend: func(tp replication.TopicPartition) { n.fetchWaiters.Check(tp) },
-		OnRoleChange: func(tp replication.TopicPartition) {
-			n.produceWaiters.Check(tp)
-			n.fetchWaiters.Check(tp)
-			n.groups.OnRoleChange(tp)
-			n.txns.OnRoleChange(tp)
-		},
-		OnLeaderUnreachable: n.leaderUnreachable,
-		OnLeaderReachable:   n.leaderReachable,
-		OnLogDirFailure:     n.onLogDirFailure,
-	})
+	n.replicas = replication.NewManager(n.replicationConfig(capacity, current))
 	n.handlers.Attach(n.store, n.logs, n.replicas)
 	if err := n.replicas.Apply(n.store.Image()); err != nil {
 		// Replicas whose logs cannot open (a failed disk, descriptors
@@ -431,6 +393,52 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	wg.Wait()
 	n.logger.Info("kbroker stopped", "node.id", cfg.NodeID)
 	return nil
+}
+
+// replicationConfig is the replica manager's share of the node's config,
+// with the hooks that wake the purgatories and the coordinators when a
+// partition changes.
+func (n *Node) replicationConfig(capacity int64, current func(*metadata.Image) bool) replication.ManagerConfig {
+	cfg := &n.cfg
+	return replication.ManagerConfig{
+		NodeID:               cfg.NodeID,
+		Logs:                 n.logs,
+		Logger:               n.logger.With("component", "replication"),
+		TopicConfig:          n.resolveTopic,
+		InterBrokerListener:  cfg.InterBrokerListenerName,
+		ReplicaFetchMaxBytes: cfg.ReplicaFetchMaxBytes,
+		PartitionCapacity:    capacity,
+		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
+		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
+		Dialer:               n.security.dialer,
+		ISR:                  newISRLimiter(n.store, maxISRChangesInFlight),
+		Current:              current,
+		MetadataLogDir:       n.metadataConfig().Dir,
+		ThrottledRates: func(img *metadata.Image) (int64, int64) {
+			return cfg.ReplicationThrottledRates(img.DynamicBrokerConfigs(cfg.NodeID))
+		},
+		ReplicationQuota: quota.Config{
+			Samples: int(cfg.ReplicationQuotaWindowNum),
+			Window:  time.Duration(cfg.ReplicationQuotaWindowSizeSeconds) * time.Second,
+		},
+		// Wake the requests waiting on a partition when it changes.
+		OnHighWatermark: func(tp replication.TopicPartition) {
+			n.produceWaiters.Check(tp)
+			n.fetchWaiters.Check(tp)
+			n.groups.OnHighWatermark(tp)
+			n.txns.OnHighWatermark(tp)
+		},
+		OnLogAppend: func(tp replication.TopicPartition) { n.fetchWaiters.Check(tp) },
+		OnRoleChange: func(tp replication.TopicPartition) {
+			n.produceWaiters.Check(tp)
+			n.fetchWaiters.Check(tp)
+			n.groups.OnRoleChange(tp)
+			n.txns.OnRoleChange(tp)
+		},
+		OnLeaderUnreachable: n.leaderUnreachable,
+		OnLeaderReachable:   n.leaderReachable,
+		OnLogDirFailure:     n.onLogDirFailure,
+	}
 }
 
 // bindListeners binds every non-controller listener and returns the
