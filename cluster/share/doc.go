@@ -1,0 +1,22 @@
+// Package share is the delivery state of share groups (KIP-932, queues
+// for Kafka): for one topic partition as one share group consumes it,
+// which records are available, acquired by a member until a lock ends,
+// acknowledged or archived, how often each was delivered, and the
+// share-partition start offset below which everything is done (Kafka's
+// SharePartition). Time is passed in.
+//
+// The rules it keeps: a record is delivered to one member at a time;
+// an acknowledgement names only records its member holds, and a request
+// with one that does not is refused whole (INVALID_RECORD_STATE); a
+// record released, or whose lock ran out, is delivered again until
+// group.share.delivery.count.limit deliveries, then archived; the
+// in-flight records never exceed group.share.partition.max.record.locks;
+// the persisted state (Snapshot) keeps delivery counts but no locks, so
+// after a failover held records are delivered again and the count still
+// bounds them.
+//
+// It is a pure state machine, like cluster/group and cluster/txn: no
+// I/O, timers, goroutines or locks; its owner serialises every call. It
+// imports the standard library only, and must never import any kbroker
+// package.
+package share
