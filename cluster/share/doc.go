@@ -1,5 +1,8 @@
-// Package share is the delivery state of share groups (KIP-932, queues
-// for Kafka): for one topic partition as one share group consumes it,
+// Package share is the state of share groups (KIP-932, queues for
+// Kafka): the membership of a group (Group: members, subscriptions, the
+// group epoch and an assignment in which several members may share a
+// partition), and for one topic partition as one share group consumes it
+// (Partition),
 // which records are available, acquired by a member until a lock ends,
 // acknowledged or archived, how often each was delivered, and the
 // share-partition start offset below which everything is done (Kafka's
