@@ -2,11 +2,10 @@
 // Kafka): the membership of a group (Group: members, subscriptions, the
 // group epoch and an assignment in which several members may share a
 // partition), and for one topic partition as one share group consumes it
-// (Partition),
-// which records are available, acquired by a member until a lock ends,
-// acknowledged or archived, how often each was delivered, and the
-// share-partition start offset below which everything is done (Kafka's
-// SharePartition). Time is passed in.
+// (Partition, Kafka's SharePartition) which records are available,
+// acquired by a member until a lock ends, acknowledged or archived, how
+// often each was delivered, and the share-partition start offset below
+// which everything is done. Time is passed in.
 //
 // The rules it keeps: a record is delivered to one member at a time;
 // an acknowledgement names only records its member holds, and a request
