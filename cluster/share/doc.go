@@ -18,7 +18,9 @@
 // bounds them.
 //
 // It is a pure state machine, like cluster/group and cluster/txn: no
-// I/O, timers, goroutines or locks; its owner serialises every call. It
-// imports the standard library only, and must never import any kbroker
-// package.
+// I/O, timers, goroutines or locks; its owner serialises every call.
+// records.go encodes the persisted state as versioned records (the shape
+// of Kafka's ShareSnapshotKey and ShareSnapshotValue); a version this
+// build does not know is refused. It imports kbin only, and must never
+// import any kbroker package.
 package share
