@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // errStaleProducerIDBlock: a ProducerIDBlock record whose first id is not
@@ -43,7 +45,9 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 			return next, r.FirstProducerID
 		}
 	case *setClusterIDRecord:
-		err = applySetClusterID(next, r)
+		if err = applySetClusterID(next, r); err == nil && r.Features != nil {
+			next.features, next.featuresEpoch = r.Features, int64(index)
+		}
 	case *createPartitionsRecord:
 		err = applyCreatePartitions(next, r)
 	case *accessControlEntryRecord:
@@ -62,6 +66,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyUnregisterBroker(next, r)
 	case *brokerConfigChangeRecord:
 		err = applyBrokerConfigChange(next, r)
+	case *featureLevelRecord:
+		err = applyFeatureLevel(next, index, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.
@@ -74,6 +80,9 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 	if r.BrokerID < 0 {
 		return fmt.Errorf("%w: broker id %d", ErrUnknownBroker, r.BrokerID)
 	}
+	if err := features.Check(img.Features(), r.Features); err != nil {
+		return fmt.Errorf("broker %d: %w", r.BrokerID, err)
+	}
 	b := &Broker{
 		ID:            r.BrokerID,
 		IncarnationID: r.IncarnationID,
@@ -82,6 +91,7 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 		Rack:          r.Rack,
 
 		PartitionCapacity: r.PartitionCapacity,
+		Features:          r.Features,
 	}
 	old, ok := img.Brokers[r.BrokerID]
 	switch {

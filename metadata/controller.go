@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // The controller operations below run on the active controller (raft
@@ -37,6 +38,10 @@ type BrokerRegistration struct {
 	// host (its file-descriptor budget, capped by max.broker.partitions);
 	// 0 is not reported. Placement refuses to exceed it (limits.go).
 	PartitionCapacity int64
+	// Features are the levels the broker supports (Kafka's
+	// BrokerRegistrationRequest Features); RegisterBroker fills in this
+	// build's when nil.
+	Features map[string]features.Range
 }
 
 // TopicSpec is one topic of a CreateTopics request.
@@ -72,6 +77,9 @@ func (s *Store) RegisterBroker(ctx context.Context, reg BrokerRegistration) erro
 	if reg.ID < 0 {
 		return fmt.Errorf("metadata: register broker: id %d must be >= 0", reg.ID)
 	}
+	if reg.Features == nil {
+		reg.Features = features.Supported()
+	}
 	_, err := call(ctx, s, opRegisterBroker, reg)
 	return err
 }
@@ -86,10 +94,14 @@ func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) erro
 	if reg.ID < 0 {
 		return fmt.Errorf("metadata: register broker: id %d must be >= 0", reg.ID)
 	}
+	// Kafka refuses a broker that does not support a finalized level.
+	if err := features.Check(s.Image().Features(), reg.Features); err != nil {
+		return fmt.Errorf("register broker %d: %w", reg.ID, err)
+	}
 	s.sessions.beat(reg.ID, time.Now()) // a registration starts a session
 	if b, ok := s.Image().Brokers[reg.ID]; ok && b.IncarnationID == reg.IncarnationID &&
 		b.Rack == reg.Rack && slices.Equal(b.Endpoints, reg.Endpoints) &&
-		b.PartitionCapacity == reg.PartitionCapacity {
+		b.PartitionCapacity == reg.PartitionCapacity && maps.Equal(b.Features, reg.Features) {
 		return nil // already registered exactly so
 	}
 	_, err := s.propose(ctx, recRegisterBroker, &registerBrokerRecord{
@@ -99,6 +111,7 @@ func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) erro
 		Rack:          reg.Rack,
 
 		PartitionCapacity: reg.PartitionCapacity,
+		Features:          reg.Features,
 	})
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", reg.ID, err)

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // Image is one immutable version of the cluster metadata: the result of
@@ -33,6 +35,10 @@ type Image struct {
 	Scram map[ScramKey]*ScramCredential
 	// Quotas holds the client quota values by entity (quotas.go).
 	Quotas map[QuotaEntity]map[string]float64
+	// features are the finalized levels (nil: features.Implied) and
+	// featuresEpoch the index of their last change (feature_levels.go).
+	features      map[string]int16
+	featuresEpoch int64
 
 	// Indexes derived from Topics, so that no record and no request
 	// needs a pass over every partition (or a sort of every name) for
@@ -94,6 +100,9 @@ type Broker struct {
 	// PartitionCapacity is the partition replicas the broker registered it
 	// can host (0: not reported).
 	PartitionCapacity int64 `json:",omitempty"`
+	// Features are the levels it registered it supports (nil: a build
+	// before feature levels, features.Baseline).
+	Features map[string]features.Range `json:",omitempty"`
 }
 
 // Topic is a topic and its partitions; Partitions[i].ID == i.

@@ -3,6 +3,8 @@ package metadata
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // recordType names the kind of a metadata record. The numbers are part of
@@ -71,7 +73,8 @@ type registerBrokerRecord struct {
 	Endpoints     []Endpoint `json:"endpoints"`
 	Rack          string     `json:"rack,omitempty"`
 
-	PartitionCapacity int64 `json:"partitionCapacity,omitempty"`
+	PartitionCapacity int64                     `json:"partitionCapacity,omitempty"`
+	Features          map[string]features.Range `json:"features,omitempty"`
 }
 
 // fenceBrokerRecord is the payload of both FenceBroker and UnfenceBroker;
@@ -153,6 +156,9 @@ type producerIDBlockRecord struct {
 type setClusterIDRecord struct {
 	ClusterID string             `json:"clusterId"`
 	Scram     []*ScramCredential `json:"scram,omitempty"`
+	// Features: a new cluster's finalized levels (features.Bootstrap),
+	// applied with the id so that no image has one without the other.
+	Features map[string]int16 `json:"features,omitempty"`
 }
 
 // accessControlEntryRecord adds one ACL (Kafka's AccessControlEntryRecord);
@@ -226,6 +232,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &unregisterBrokerRecord{}
 	case recBrokerConfigChange:
 		p = &brokerConfigChangeRecord{}
+	case recFeatureLevel:
+		p = &featureLevelRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}
