@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/kbroker/kbroker/metadata/decisions"
 	"github.com/kbroker/kbroker/metadata/features"
 )
 
@@ -112,7 +113,7 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 		img.withBroker(&gone)
 		alive := aliveIn(img)
 		img.updatePartitions(func(_ *Topic, p *Partition) *Partition {
-			return fencePartition(p, r.BrokerID, alive, false)
+			return decisions.Fence(p, r.BrokerID, alive, false)
 		})
 	}
 	img.withBroker(b)
@@ -145,7 +146,7 @@ func applyFence(img *Image, r *fenceBrokerRecord, fenced bool) error {
 		}
 		alive := aliveIn(img)
 		img.updatePartitions(func(t *Topic, p *Partition) *Partition {
-			return fencePartition(p, r.BrokerID, alive, unclean[t.ID])
+			return decisions.Fence(p, r.BrokerID, alive, unclean[t.ID])
 		})
 	} else {
 		electOnUnfence(img, r.BrokerID)
@@ -158,7 +159,7 @@ func applyFence(img *Image, r *fenceBrokerRecord, fenced bool) error {
 func electOnUnfence(img *Image, broker int32) {
 	alive := aliveIn(img)
 	img.updatePartitions(func(_ *Topic, p *Partition) *Partition {
-		return unfencePartition(p, broker, alive)
+		return decisions.Unfence(p, broker, alive)
 	})
 }
 
@@ -397,4 +398,12 @@ func applySetClusterID(img *Image, r *setClusterIDRecord) error {
 	}
 	img.ClusterID = r.ClusterID
 	return nil
+}
+
+// aliveIn reports whether a broker is registered and unfenced in img.
+func aliveIn(img *Image) func(int32) bool {
+	return func(id int32) bool {
+		b, ok := img.Brokers[id]
+		return ok && !b.Fenced
+	}
 }

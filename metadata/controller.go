@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/decisions"
 	"github.com/kbroker/kbroker/metadata/features"
 )
 
@@ -126,7 +127,7 @@ type brokerAtEpoch struct {
 }
 
 // FenceBroker fences a broker at its current epoch: every partition it
-// leads elects a new leader (electLeader; unclean only where the topic's
+// leads elects a new leader (decisions.ElectLeader; unclean only where the topic's
 // effective unclean.leader.election.enable is true), and it leaves every
 // ISR it is not the last member of.
 func (s *Store) FenceBroker(ctx context.Context, id int32, epoch int64) error {
@@ -676,7 +677,7 @@ func (pl planner) plan(sp TopicSpec, id [16]byte, start int) (*createTopicRecord
 			return nil, fmt.Errorf("%w: %q: replication factor %d, %d unfenced brokers",
 				ErrInvalidReplicationFactor, sp.Name, rf, len(brokers))
 		}
-		assignment = placeReplicas(brokers, n, rf, start%len(brokers))
+		assignment = decisions.PlaceReplicas(brokers, n, rf, start%len(brokers))
 	}
 	if pl.validate != nil && len(sp.Configs) > 0 {
 		if err := pl.validate(sp.Configs); err != nil {
@@ -793,7 +794,7 @@ func (s *Store) createPartitions(ctx context.Context, r createPartitionsRequest)
 			return fmt.Errorf("%w: %q: replication factor %d, %d unfenced brokers",
 				ErrInvalidReplicationFactor, r.Topic, rf, len(brokers))
 		}
-		assignment = placeReplicas(brokers, r.TotalCount, int16(rf), mrand.IntN(len(brokers)))[cur:]
+		assignment = decisions.PlaceReplicas(brokers, r.TotalCount, int16(rf), mrand.IntN(len(brokers)))[cur:]
 	}
 	lim := s.limits()
 	if err := countPartitions(img).check(lim, fmt.Sprintf("create partitions of %q", r.Topic), assignment); err != nil {

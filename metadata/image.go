@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/kbroker/kbroker/metadata/decisions"
 	"github.com/kbroker/kbroker/metadata/features"
 )
 
@@ -113,25 +114,11 @@ type Topic struct {
 	Configs    map[string]string // overrides of the broker defaults only
 }
 
-// Partition is the replica set, leader and ISR of one partition.
-//
-// LeaderEpoch is bumped on every leader change; PartitionEpoch on every
-// change of the partition (leader or ISR), and a change proposed against an
-// older PartitionEpoch is rejected.
-type Partition struct {
-	ID             int32
-	Replicas, ISR  []int32
-	Leader         int32 // NoLeader if none
-	LeaderEpoch    int32
-	PartitionEpoch int32
-	// A reassignment in progress (reassign.go): the replicas being added
-	// and those being removed once the target is in the ISR.
-	AddingReplicas   []int32 `json:",omitempty"`
-	RemovingReplicas []int32 `json:",omitempty"`
-}
+// Partition and NoLeader are package decisions'.
+type Partition = decisions.Partition
 
 // NoLeader is the Leader of a partition without one.
-const NoLeader int32 = -1
+const NoLeader = decisions.NoLeader
 
 func emptyImage() *Image {
 	return &Image{

@@ -81,11 +81,11 @@ type registerBrokerRecord struct {
 // BrokerEpoch must be the broker's current epoch.
 //
 // Applying a FenceBroker re-elects the leaders of the partitions the broker
-// led and removes it from ISRs (fencePartition); UncleanTopics lists the
+// led and removes it from ISRs (decisions.Fence); UncleanTopics lists the
 // topics (by id) whose effective unclean.leader.election.enable was true
 // when the controller proposed the record, so that the FSM need not know
 // the broker defaults. Applying an UnfenceBroker elects leaders of offline
-// partitions whose ISR holds the broker (unfencePartition).
+// partitions whose ISR holds the broker (decisions.Unfence).
 type fenceBrokerRecord struct {
 	BrokerID      int32      `json:"brokerId"`
 	BrokerEpoch   int64      `json:"brokerEpoch"`
