@@ -160,9 +160,12 @@ func checkSnapshots(snaps raft.SnapshotStore, dir string) error {
 			err = dec.Decode(&v)
 		}
 		rc.Close()
-		if err != nil || v < snapshotVersionBaseline || v > snapshotVersion {
-			return fmt.Errorf("metadata: snapshot %s has format %d (%v), this build reads %d-%d: %w",
-				path, v, err, snapshotVersionBaseline, snapshotVersion, ErrUnsupportedRecord)
+		if err != nil {
+			return fmt.Errorf("metadata: snapshot %s: no format version: %w", path, err)
+		}
+		if v < snapshotVersionBaseline || v > snapshotVersion {
+			return fmt.Errorf("metadata: snapshot %s has format %d, this build reads %d-%d: %w",
+				path, v, snapshotVersionBaseline, snapshotVersion, ErrUnsupportedRecord)
 		}
 	}
 	return nil
