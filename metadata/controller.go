@@ -81,6 +81,7 @@ func (s *Store) RegisterBroker(ctx context.Context, reg BrokerRegistration) erro
 	if reg.Features == nil {
 		reg.Features = features.Supported()
 	}
+	s.registration.Store(&reg)
 	_, err := call(ctx, s, opRegisterBroker, reg)
 	return err
 }
@@ -214,6 +215,12 @@ func (s *Store) Heartbeat(ctx context.Context, brokerID int32, brokerEpoch int64
 // yet may have moved its leaderships away (it was fenced while cut off).
 func (s *Store) BrokerHeartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (HeartbeatResult, error) {
 	res, err := call(ctx, s, opHeartbeat, brokerAtEpoch{brokerID, brokerEpoch})
+	// A controller before feature levels registered this incarnation
+	// without its ranges (a rolling upgrade): register them again.
+	reg, b := s.registration.Load(), s.Image().Brokers[brokerID]
+	if err == nil && reg != nil && b != nil && b.Features == nil && b.IncarnationID == reg.IncarnationID {
+		_ = s.RegisterBroker(ctx, *reg) // else at the next heartbeat
+	}
 	return HeartbeatResult{Fenced: res.Fenced, MetadataOffset: res.Offset}, err
 }
 

@@ -96,7 +96,8 @@
 // stay in format 1) until an operator raises metadata.version to 2; a
 // cluster created by this build starts there (metadata/features). A
 // RegisterBroker carries the broker's supported ranges ("features"; none
-// from an older build: features.Baseline); the FSM refuses a broker that
+// from an older build: features.Baseline; one an older controller dropped
+// is sent again with the next heartbeat); the FSM refuses a broker that
 // does not support a finalized level, and a FeatureLevel some broker does
 // not support.
 //

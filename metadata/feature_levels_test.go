@@ -168,7 +168,7 @@ func TestRefuseUnsupportedLevel(t *testing.T) {
 
 // TestUpdateFeaturesCluster: three voters of a cluster created before
 // feature levels, brokers registering on them. An old broker blocks the
-// upgrade with Kafka's error; once it runs this build, metadata.version
+// upgrade with Kafka's error; once it registers its ranges, metadata.version
 // goes to 2 and the other features up and down, forwarded from a
 // follower, on every node, through a snapshot and a restart.
 func TestUpdateFeaturesCluster(t *testing.T) {
@@ -223,9 +223,17 @@ func TestUpdateFeaturesCluster(t *testing.T) {
 	expect(update(false, mv2), "Invalid update version 2 for feature metadata.version. broker 3 only supports versions 1")
 	levels(features.Implied())
 
-	// Broker 3 restarts on this build.
-	if err := via.RegisterBroker(ctx, BrokerRegistration{ID: 3, IncarnationID: "new"}); err != nil {
+	// Broker 3 ran this build all along, but registered through a
+	// controller before feature levels, which dropped its ranges: its
+	// next heartbeat registers them again, in the same incarnation.
+	old.Features = features.Supported()
+	via.registration.Store(&old)
+	epoch := via.Image().Brokers[3].Epoch
+	if _, err := via.BrokerHeartbeat(ctx, 3, epoch); err != nil {
 		t.Fatal(err)
+	}
+	if b := c.converged().Brokers[3]; !maps.Equal(b.Features, features.Supported()) || b.Epoch != epoch {
+		t.Fatalf("broker 3 after its heartbeat: features %v epoch %d (was %d)", b.Features, b.Epoch, epoch)
 	}
 	expect(update(true, mv2), "")
 	levels(features.Implied())

@@ -293,9 +293,9 @@ type Store struct {
 
 	// pidMu serializes AllocateProducerIDs on this node, so that its
 	// proposals do not race each other for the same block.
-	pidMu sync.Mutex
-	// featuresMu serializes UpdateFeatures on this node.
-	featuresMu sync.Mutex
+	pidMu        sync.Mutex
+	featuresMu   sync.Mutex                         // serializes UpdateFeatures here
+	registration atomic.Pointer[BrokerRegistration] // this node's, for BrokerHeartbeat
 
 	// quorumMu serializes changes of raft's configuration on this node
 	// (AddVoter, RemoveVoter, AddNonvoter): each is checked against the
