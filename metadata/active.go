@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 // The active controller's background duties: broker sessions (fence a
@@ -321,7 +322,7 @@ func (s *Store) electPreferredLeaders() {
 	for _, name := range img.SortedTopicNames() {
 		t := img.Topics[name]
 		for _, p := range t.Partitions {
-			leader, ok := preferredLeader(p, alive)
+			leader, ok := decisions.PreferredLeader(p, alive)
 			if !ok {
 				continue
 			}

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // errStaleProducerIDBlock: a ProducerIDBlock record whose first id is not
@@ -43,7 +46,9 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 			return next, r.FirstProducerID
 		}
 	case *setClusterIDRecord:
-		err = applySetClusterID(next, r)
+		if err = applySetClusterID(next, r); err == nil && r.Features != nil {
+			next.features, next.featuresEpoch = r.Features, int64(index)
+		}
 	case *createPartitionsRecord:
 		err = applyCreatePartitions(next, r)
 	case *accessControlEntryRecord:
@@ -62,6 +67,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyUnregisterBroker(next, r)
 	case *brokerConfigChangeRecord:
 		err = applyBrokerConfigChange(next, r)
+	case *featureLevelRecord:
+		err = applyFeatureLevel(next, index, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.
@@ -74,6 +81,9 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 	if r.BrokerID < 0 {
 		return fmt.Errorf("%w: broker id %d", ErrUnknownBroker, r.BrokerID)
 	}
+	if err := features.Check(img.Features(), r.Features); err != nil {
+		return fmt.Errorf("broker %d: %w", r.BrokerID, err)
+	}
 	b := &Broker{
 		ID:            r.BrokerID,
 		IncarnationID: r.IncarnationID,
@@ -82,6 +92,7 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 		Rack:          r.Rack,
 
 		PartitionCapacity: r.PartitionCapacity,
+		Features:          r.Features,
 	}
 	old, ok := img.Brokers[r.BrokerID]
 	switch {
@@ -102,7 +113,7 @@ func applyRegisterBroker(img *Image, index uint64, r *registerBrokerRecord) erro
 		img.withBroker(&gone)
 		alive := aliveIn(img)
 		img.updatePartitions(func(_ *Topic, p *Partition) *Partition {
-			return fencePartition(p, r.BrokerID, alive, false)
+			return decisions.Fence(p, r.BrokerID, alive, false)
 		})
 	}
 	img.withBroker(b)
@@ -135,7 +146,7 @@ func applyFence(img *Image, r *fenceBrokerRecord, fenced bool) error {
 		}
 		alive := aliveIn(img)
 		img.updatePartitions(func(t *Topic, p *Partition) *Partition {
-			return fencePartition(p, r.BrokerID, alive, unclean[t.ID])
+			return decisions.Fence(p, r.BrokerID, alive, unclean[t.ID])
 		})
 	} else {
 		electOnUnfence(img, r.BrokerID)
@@ -148,7 +159,7 @@ func applyFence(img *Image, r *fenceBrokerRecord, fenced bool) error {
 func electOnUnfence(img *Image, broker int32) {
 	alive := aliveIn(img)
 	img.updatePartitions(func(_ *Topic, p *Partition) *Partition {
-		return unfencePartition(p, broker, alive)
+		return decisions.Unfence(p, broker, alive)
 	})
 }
 
@@ -387,4 +398,12 @@ func applySetClusterID(img *Image, r *setClusterIDRecord) error {
 	}
 	img.ClusterID = r.ClusterID
 	return nil
+}
+
+// aliveIn reports whether a broker is registered and unfenced in img.
+func aliveIn(img *Image) func(int32) bool {
+	return func(id int32) bool {
+		b, ok := img.Brokers[id]
+		return ok && !b.Fenced
+	}
 }

@@ -72,7 +72,7 @@ type brokerConfigChangeRecord struct {
 // incarnation registered, in between). Partitions that list it as a
 // replica keep it listed, as Kafka does; it is fenced, so it already
 // leads nothing and is in no ISR but as a last member, and without a
-// registration it is never alive again (electLeader, placement) until a
+// registration it is never alive again (decisions.ElectLeader, placement) until a
 // process with its id registers anew.
 func applyUnregisterBroker(img *Image, r *unregisterBrokerRecord) error {
 	b, ok := img.Brokers[r.BrokerID]

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/decisions"
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // The controller operations below run on the active controller (raft
@@ -37,6 +39,10 @@ type BrokerRegistration struct {
 	// host (its file-descriptor budget, capped by max.broker.partitions);
 	// 0 is not reported. Placement refuses to exceed it (limits.go).
 	PartitionCapacity int64
+	// Features are the levels the broker supports (Kafka's
+	// BrokerRegistrationRequest Features); RegisterBroker fills in this
+	// build's when nil.
+	Features map[string]features.Range
 }
 
 // TopicSpec is one topic of a CreateTopics request.
@@ -72,6 +78,10 @@ func (s *Store) RegisterBroker(ctx context.Context, reg BrokerRegistration) erro
 	if reg.ID < 0 {
 		return fmt.Errorf("metadata: register broker: id %d must be >= 0", reg.ID)
 	}
+	if reg.Features == nil {
+		reg.Features = features.Supported()
+	}
+	s.registration.Store(&reg)
 	_, err := call(ctx, s, opRegisterBroker, reg)
 	return err
 }
@@ -86,10 +96,14 @@ func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) erro
 	if reg.ID < 0 {
 		return fmt.Errorf("metadata: register broker: id %d must be >= 0", reg.ID)
 	}
+	// Kafka refuses a broker that does not support a finalized level.
+	if err := features.Check(s.Image().Features(), reg.Features); err != nil {
+		return fmt.Errorf("register broker %d: %w", reg.ID, err)
+	}
 	s.sessions.beat(reg.ID, time.Now()) // a registration starts a session
 	if b, ok := s.Image().Brokers[reg.ID]; ok && b.IncarnationID == reg.IncarnationID &&
 		b.Rack == reg.Rack && slices.Equal(b.Endpoints, reg.Endpoints) &&
-		b.PartitionCapacity == reg.PartitionCapacity {
+		b.PartitionCapacity == reg.PartitionCapacity && maps.Equal(b.Features, reg.Features) {
 		return nil // already registered exactly so
 	}
 	_, err := s.propose(ctx, recRegisterBroker, &registerBrokerRecord{
@@ -99,6 +113,7 @@ func (s *Store) registerBroker(ctx context.Context, reg BrokerRegistration) erro
 		Rack:          reg.Rack,
 
 		PartitionCapacity: reg.PartitionCapacity,
+		Features:          reg.Features,
 	})
 	if err != nil {
 		return fmt.Errorf("register broker %d: %w", reg.ID, err)
@@ -113,7 +128,7 @@ type brokerAtEpoch struct {
 }
 
 // FenceBroker fences a broker at its current epoch: every partition it
-// leads elects a new leader (electLeader; unclean only where the topic's
+// leads elects a new leader (decisions.ElectLeader; unclean only where the topic's
 // effective unclean.leader.election.enable is true), and it leaves every
 // ISR it is not the last member of.
 func (s *Store) FenceBroker(ctx context.Context, id int32, epoch int64) error {
@@ -200,6 +215,12 @@ func (s *Store) Heartbeat(ctx context.Context, brokerID int32, brokerEpoch int64
 // yet may have moved its leaderships away (it was fenced while cut off).
 func (s *Store) BrokerHeartbeat(ctx context.Context, brokerID int32, brokerEpoch int64) (HeartbeatResult, error) {
 	res, err := call(ctx, s, opHeartbeat, brokerAtEpoch{brokerID, brokerEpoch})
+	// A controller before feature levels registered this incarnation
+	// without its ranges (a rolling upgrade): register them again.
+	reg, b := s.registration.Load(), s.Image().Brokers[brokerID]
+	if err == nil && reg != nil && b != nil && b.Features == nil && b.IncarnationID == reg.IncarnationID {
+		_ = s.RegisterBroker(ctx, *reg) // else at the next heartbeat
+	}
 	return HeartbeatResult{Fenced: res.Fenced, MetadataOffset: res.Offset}, err
 }
 
@@ -663,7 +684,7 @@ func (pl planner) plan(sp TopicSpec, id [16]byte, start int) (*createTopicRecord
 			return nil, fmt.Errorf("%w: %q: replication factor %d, %d unfenced brokers",
 				ErrInvalidReplicationFactor, sp.Name, rf, len(brokers))
 		}
-		assignment = placeReplicas(brokers, n, rf, start%len(brokers))
+		assignment = decisions.PlaceReplicas(brokers, n, rf, start%len(brokers))
 	}
 	if pl.validate != nil && len(sp.Configs) > 0 {
 		if err := pl.validate(sp.Configs); err != nil {
@@ -780,7 +801,7 @@ func (s *Store) createPartitions(ctx context.Context, r createPartitionsRequest)
 			return fmt.Errorf("%w: %q: replication factor %d, %d unfenced brokers",
 				ErrInvalidReplicationFactor, r.Topic, rf, len(brokers))
 		}
-		assignment = placeReplicas(brokers, r.TotalCount, int16(rf), mrand.IntN(len(brokers)))[cur:]
+		assignment = decisions.PlaceReplicas(brokers, r.TotalCount, int16(rf), mrand.IntN(len(brokers)))[cur:]
 	}
 	lim := s.limits()
 	if err := countPartitions(img).check(lim, fmt.Sprintf("create partitions of %q", r.Topic), assignment); err != nil {

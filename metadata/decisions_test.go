@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 func aliveSet(ids ...int32) func(int32) bool {
@@ -31,7 +33,7 @@ func TestElectLeader(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Partition{Replicas: tc.replicas, ISR: tc.isr}
-			if got := electLeader(p, aliveSet(tc.alive...), tc.unclean); got != tc.want {
+			if got := decisions.ElectLeader(p, aliveSet(tc.alive...), tc.unclean); got != tc.want {
 				t.Fatalf("got %d, want %d", got, tc.want)
 			}
 		})
@@ -71,7 +73,7 @@ func TestFencePartition(t *testing.T) {
 			p := &Partition{Replicas: tc.replicas, ISR: tc.isr, Leader: tc.leader, LeaderEpoch: tc.leaderEp, PartitionEpoch: tc.partEpoch}
 			before := *p
 			beforeISR := slices.Clone(p.ISR)
-			got := fencePartition(p, tc.fenced, aliveSet(tc.alive...), tc.unclean)
+			got := decisions.Fence(p, tc.fenced, aliveSet(tc.alive...), tc.unclean)
 			if !reflect.DeepEqual(*p, before) || !slices.Equal(p.ISR, beforeISR) {
 				t.Fatal("input modified")
 			}
@@ -108,7 +110,7 @@ func TestUnfencePartition(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Partition{Replicas: []int32{1, 2, 3}, ISR: tc.isr, Leader: tc.leader, LeaderEpoch: 3, PartitionEpoch: 4}
-			got := unfencePartition(p, tc.unfenced, aliveSet(tc.alive...))
+			got := decisions.Unfence(p, tc.unfenced, aliveSet(tc.alive...))
 			if tc.wantLeader == NoLeader {
 				if got != nil {
 					t.Fatalf("got %+v, want no change", got)
@@ -139,7 +141,7 @@ func TestPreferredLeader(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Partition{Replicas: []int32{1, 2}, ISR: tc.isr, Leader: tc.leader}
-			got, ok := preferredLeader(p, aliveSet(tc.alive...))
+			got, ok := decisions.PreferredLeader(p, aliveSet(tc.alive...))
 			if got != tc.want || ok != tc.ok {
 				t.Fatalf("got %d %v, want %d %v", got, ok, tc.want, tc.ok)
 			}

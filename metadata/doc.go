@@ -4,7 +4,7 @@
 //
 // # Subpackages
 //
-// Two parts live in packages of their own, which never import this one:
+// Four parts live in packages of their own, which never import this one:
 //
 //   - metadata/listener: the controller listener's transport, both ends:
 //     accepting (with the accept loop's backoff), TLS and the SASL
@@ -17,6 +17,12 @@
 //     values. Their records, applying them and the operations that
 //     propose them stay here; ACL, ScramCredential, QuotaEntity and the
 //     rest are aliases (access.go), so callers keep their names.
+//   - metadata/decisions: the controller's pure decisions about partitions
+//     (election, fencing, reassignment, placement) and Partition (aliased).
+//   - metadata/features: feature levels as values: this build's ranges
+//     (Supported), the level numbering, UpdateFeatures' validation (Plan)
+//     and the check of a finalized level (Check). Its record, the image's
+//     levels and the operation stay here (feature_levels.go).
 //
 // # The image
 //
@@ -26,7 +32,8 @@
 // epoch, partition epoch) and config overrides, and the next free producer
 // id, the ACLs (an index by resource pattern, see ACLs.Matching, and
 // ACLVersion, the raft index of their last change) and the SCRAM
-// credentials by user and mechanism. Image.Offset is the raft index of the
+// credentials by user and mechanism, and the finalized feature levels
+// (Image.Features, FeaturesEpoch). Image.Offset is the raft index of the
 // last record applied.
 //
 // Every applied record builds a new Image copy-on-write: the maps and
@@ -66,7 +73,8 @@
 //	   6  PartitionChange        1  new leader and ISR, based on the current leader and partition epochs
 //	   7  ConfigChange           1  set/remove topic config overrides
 //	   8  ProducerIDBlock        1  hand out [first, first+count); first must be the next free id
-//	   9  SetClusterID           1  set the cluster id once (with the bootstrap SCRAM credentials)
+//	   9  SetClusterID           1  set the cluster id once (with the bootstrap SCRAM credentials
+//	                                and, in a new cluster, the levels of features.Bootstrap)
 //	  10  CreatePartitions       1  add partitions to a topic, numbered on from its count
 //	  11  AccessControlEntry     1  add an ACL: id, resource type/name/pattern, principal, host,
 //	                                operation, permission (Kafka's codes); an equal entry is a no-op
@@ -77,10 +85,21 @@
 //	  40  AlterReassignment      1  start, replace or cancel a partition reassignment (reassign.go)
 //	  44  BrokerConfigChange     1  set/remove the per-broker dynamic configs of one broker id (brokers.go)
 //	  48  ClientQuota            1  set/remove client quota values of one entity (quotas.go)
+//	  57  FeatureLevel           1  {"name": "metadata.version", "level": 2}: finalize a feature
+//	                                (level 0 removes it); metadata.version 2 and up only
 //	  64  UnregisterBroker       1  remove a fenced broker's registration at its current epoch (brokers.go)
 //
 // Type numbers are never reused. A record of an unknown type or a version
-// above the one this code knows is rejected (ErrUnsupportedRecord).
+// above the one this code knows is rejected (ErrUnsupportedRecord): the
+// image moves only its Offset. A build before feature levels would thus
+// skip a FeatureLevel record unawares, so none is written (and snapshots
+// stay in format 1) until an operator raises metadata.version to 2; a
+// cluster created by this build starts there (metadata/features). A
+// RegisterBroker carries the broker's supported ranges ("features"; none
+// from an older build: features.Baseline; one an older controller dropped
+// is sent again with the next heartbeat); the FSM refuses a broker that
+// does not support a finalized level, and a FeatureLevel some broker does
+// not support.
 //
 // Applying is deterministic: no clock, no randomness, no dependence on map
 // iteration order. Whatever is random (topic ids, the cluster id, the
@@ -121,9 +140,13 @@
 // "clusterConfigs", "brokerConfigs" by broker id, "acls" sorted by
 // resource pattern and id,
 // "aclVersion", "scram" sorted by user and mechanism, "quotas" sorted by
-// entity}; the ACL index and the image's topic indexes (partition
-// counts, sorted names) are rebuilt on restore, not stored. The
-// log and raft's stable state live in <Dir>/raft.db (raft-boltdb/v2).
+// entity, and in format 2 "features", "featuresEpoch"}; the ACL index and
+// the image's topic indexes are rebuilt on restore, not stored. A format
+// other than 1 or 2 is refused: by Restore, and by Open for any retained
+// snapshot, naming its file. The log and raft's stable state live in
+// <Dir>/raft.db (raft-boltdb/v2): bbolt's meta pages carry its format
+// version and raft's log entries their own, and both refuse one they do
+// not know.
 //
 // # Controller operations
 //
@@ -132,7 +155,7 @@
 // UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
 // CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
 // (quotas.go), UnregisterBroker and AlterBrokerConfigs (brokers.go),
-// ElectLeaders (elect.go),
+// ElectLeaders (elect.go), UpdateFeatures (feature_levels.go),
 // AlterPartitionReassignments (reassign.go), and DescribeQuorum,
 // AddVoter and RemoveVoter (quorum.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
@@ -263,6 +286,7 @@
 //	AddVoter             {id, addr}                                -
 //	RemoveVoter          {id}                                      -
 //	ReadIndex            {}                                        {index}
+//	UpdateFeatures       {updates, validateOnly}                   [error|null, ...]
 //	CreateACLs           [ACL, ...]                                [error|null, ...]
 //	DeleteACLs           [ACLFilter, ...]                          [{deleted: [ACL, ...], error}, ...]
 //	AlterScramCredentials [{delete, credential}, ...]              [error|null, ...]
@@ -320,7 +344,9 @@
 //
 // WaitReady, on any node, waits for a known leader, a cluster id (the
 // leader sets a random one) and for this node's image to reach the
-// leader's image offset after a raft barrier (ReadIndex) as of the call.
+// leader's image offset after a raft barrier (ReadIndex) as of the call,
+// then fails with ErrUnsupportedFeature if the image finalized a level
+// this build does not support (CheckSupported).
 //
 // # Capacity limits
 //
@@ -343,12 +369,10 @@
 //
 // # Controller decisions
 //
-// The decisions are pure functions in decisions.go:
+// The decisions are pure functions of package metadata/decisions:
 //
-//   - electLeader: the first replica in assignment order that is in the
-//     ISR and alive (registered, unfenced); if none and unclean election
-//     is allowed, the first alive replica (whose ISR then becomes just
-//     itself); else NoLeader.
+//   - ElectLeader: the first alive ISR member in assignment order; if none
+//     and unclean election is allowed, the first alive replica.
 //   - fencing (FenceBroker, by FenceBroker, a session timeout,
 //     ReportBrokerDead or ControlledShutdown): each partition the broker
 //     leads elects a new leader, and the broker leaves every ISR unless it

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 // ElectLeaders is Kafka's ElectLeaders on the controller: an operator asks
@@ -16,40 +17,21 @@ import (
 // concurrent change made stale; the controller then decides again on the
 // newer image, a bounded number of times.
 
-// ElectionType is Kafka's ElectionType.
-type ElectionType int8
-
-const (
-	// ElectPreferred moves leadership to the first replica when it is
-	// alive and in the ISR.
-	ElectPreferred ElectionType = 0
-	// ElectUnclean elects a leader for a partition without one: an alive
-	// ISR member if there is one, else any alive replica, whose ISR then
-	// becomes just itself (acknowledged records may be lost, as the
-	// operator asked).
-	ElectUnclean ElectionType = 1
+// ElectionType and ElectionOutcome are package decisions'.
+type (
+	ElectionType    = decisions.ElectionType
+	ElectionOutcome = decisions.ElectionOutcome
 )
 
-// ElectionOutcome is what became of one partition's election. The
-// cluster layer maps each to Kafka's error code of the same name.
-type ElectionOutcome int8
-
 const (
-	// Elected: the election was committed.
-	Elected ElectionOutcome = iota
-	// ElectionNotNeeded: the preferred replica already leads (preferred),
-	// or the partition has a leader (unclean).
-	ElectionNotNeeded
-	// PreferredLeaderNotAvailable: the first replica is fenced,
-	// unregistered or out of the ISR.
-	PreferredLeaderNotAvailable
-	// EligibleLeadersNotAvailable: no alive replica can lead.
-	EligibleLeadersNotAvailable
-	// ElectionUnknownPartition: no such topic or partition.
-	ElectionUnknownPartition
-	// ElectionFailed: the record kept being rejected by concurrent
-	// changes, or raft failed; Message says why.
-	ElectionFailed
+	ElectPreferred              = decisions.ElectPreferred
+	ElectUnclean                = decisions.ElectUnclean
+	Elected                     = decisions.Elected
+	ElectionNotNeeded           = decisions.ElectionNotNeeded
+	PreferredLeaderNotAvailable = decisions.PreferredLeaderNotAvailable
+	EligibleLeadersNotAvailable = decisions.EligibleLeadersNotAvailable
+	ElectionUnknownPartition    = decisions.ElectionUnknownPartition
+	ElectionFailed              = decisions.ElectionFailed
 )
 
 // TopicPartitions names some partitions of a topic.
@@ -138,7 +120,7 @@ func (s *Store) electLeaders(ctx context.Context, r electLeadersRequest) ([]Elec
 				continue
 			}
 			p := topic.Partitions[t.partition]
-			leader, isr, outcome := decideElection(p, r.Type, alive)
+			leader, isr, outcome := decisions.Elect(p, r.Type, alive)
 			results[i].Outcome = outcome
 			if outcome != Elected {
 				continue
@@ -179,33 +161,4 @@ func (s *Store) electLeaders(ctx context.Context, r electLeadersRequest) ([]Elec
 		results = slices.DeleteFunc(results, func(e ElectionResult) bool { return e.Outcome == ElectionNotNeeded })
 	}
 	return results, nil
-}
-
-// decideElection decides an election of type typ for p: the new leader
-// and ISR when one is to be committed (outcome Elected), else why not.
-// It does not modify p.
-func decideElection(p *Partition, typ ElectionType, alive func(int32) bool) (leader int32, isr []int32, outcome ElectionOutcome) {
-	switch typ {
-	case ElectPreferred:
-		if len(p.Replicas) > 0 && p.Leader == p.Replicas[0] {
-			return NoLeader, nil, ElectionNotNeeded
-		}
-		pref, ok := preferredLeader(p, alive)
-		if !ok {
-			return NoLeader, nil, PreferredLeaderNotAvailable
-		}
-		return pref, slices.Clone(p.ISR), Elected
-	default: // ElectUnclean
-		if p.Leader != NoLeader {
-			return NoLeader, nil, ElectionNotNeeded
-		}
-		// An alive ISR member first: it has every acknowledged record.
-		if l := electLeader(p, alive, false); l != NoLeader {
-			return l, slices.Clone(p.ISR), Elected
-		}
-		if l := electLeader(p, alive, true); l != NoLeader {
-			return l, []int32{l}, Elected
-		}
-		return NoLeader, nil, EligibleLeadersNotAvailable
-	}
 }

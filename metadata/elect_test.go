@@ -3,6 +3,8 @@ package metadata
 import (
 	"slices"
 	"testing"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 func TestDecideElection(t *testing.T) {
@@ -30,7 +32,7 @@ func TestDecideElection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &Partition{Replicas: tc.replicas, ISR: tc.isr, Leader: tc.leader}
 			before := slices.Clone(p.ISR)
-			leader, isr, got := decideElection(p, tc.typ, aliveSet(tc.alive...))
+			leader, isr, got := decisions.Elect(p, tc.typ, aliveSet(tc.alive...))
 			if got != tc.want {
 				t.Fatalf("outcome %d, want %d", got, tc.want)
 			}

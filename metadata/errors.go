@@ -1,6 +1,10 @@
 package metadata
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
+)
 
 // Sentinel errors. Operations wrap them with context (%w); the request
 // handlers map them to Kafka error codes with errors.Is.
@@ -25,7 +29,7 @@ var (
 	// registered brokers. Kafka: INVALID_REPLICATION_FACTOR.
 	ErrInvalidReplicationFactor = errors.New("metadata: invalid replication factor")
 	// ErrInvalidReplicaAssignment: Kafka INVALID_REPLICA_ASSIGNMENT.
-	ErrInvalidReplicaAssignment = errors.New("metadata: invalid replica assignment")
+	ErrInvalidReplicaAssignment = decisions.ErrInvalidReplicaAssignment
 	// ErrInvalidConfig: Kafka INVALID_CONFIG. The wrapped text names the key.
 	ErrInvalidConfig = errors.New("metadata: invalid config")
 	// ErrUnknownBroker: the record names a broker that is not registered.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -137,8 +138,47 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 func (s *fsmSnapshot) Release() {}
 
-// snapshotVersion is the version of the snapshot format written.
-const snapshotVersion = 1
+// checkSnapshots refuses a retained snapshot whose format this build does
+// not read, naming it: raft would skip it for an older one (or fail
+// without saying which), and the node would run on older state.
+func checkSnapshots(snaps raft.SnapshotStore, dir string) error {
+	metas, err := snaps.List()
+	if err != nil {
+		return fmt.Errorf("metadata: list snapshots: %w", err)
+	}
+	for _, m := range metas {
+		path := filepath.Join(dir, "snapshots", m.ID, "state.bin")
+		_, rc, err := snaps.Open(m.ID)
+		if err != nil {
+			return fmt.Errorf("metadata: snapshot %s: %w", path, err)
+		}
+		// The version is the document's first field: no need to read on.
+		var v int
+		dec := json.NewDecoder(rc)
+		_, err = dec.Token()
+		if key, kerr := dec.Token(); err == nil && kerr == nil && key == "version" {
+			err = dec.Decode(&v)
+		}
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("metadata: snapshot %s: no format version: %w", path, err)
+		}
+		if v < snapshotVersionBaseline || v > snapshotVersion {
+			return fmt.Errorf("metadata: snapshot %s has format %d, this build reads %d-%d: %w",
+				path, v, snapshotVersionBaseline, snapshotVersion, ErrUnsupportedRecord)
+		}
+	}
+	return nil
+}
+
+// The snapshot formats: 2 adds the finalized feature levels, and is
+// written only once the cluster finalized some (metadata.version 2), so
+// that a build before feature levels reads the snapshots of a cluster it
+// can run. A format above snapshotVersion is refused.
+const (
+	snapshotVersionBaseline = 1
+	snapshotVersion         = 2
+)
 
 // snapshotFile is a snapshot: the whole image as one JSON document, with
 // brokers sorted by id and topics by name (so equal images give equal
@@ -162,11 +202,14 @@ type snapshotFile struct {
 	Scram      []*ScramCredential `json:"scram,omitempty"`
 	// Quotas sorted by entity: added later in version 1; absent means none.
 	Quotas []QuotaEntry `json:"quotas,omitempty"`
+	// Features and FeaturesEpoch: version 2 only.
+	Features      map[string]int16 `json:"features,omitempty"`
+	FeaturesEpoch int64            `json:"featuresEpoch,omitempty"`
 }
 
 func writeSnapshot(w io.Writer, img *Image) error {
 	sf := snapshotFile{
-		Version:        snapshotVersion,
+		Version:        snapshotVersionBaseline,
 		Offset:         img.Offset,
 		ClusterID:      img.ClusterID,
 		NextProducerID: img.NextProducerID,
@@ -180,6 +223,9 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		ACLVersion:     img.ACLVersion,
 		Scram:          img.ScramCredentials(),
 		Quotas:         img.QuotaEntries(),
+	}
+	if img.features != nil {
+		sf.Version, sf.Features, sf.FeaturesEpoch = snapshotVersion, img.features, img.featuresEpoch
 	}
 	if err := json.NewEncoder(w).Encode(&sf); err != nil {
 		return fmt.Errorf("metadata: write snapshot: %w", err)
@@ -202,10 +248,11 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	if err := json.NewDecoder(r).Decode(&sf); err != nil {
 		return nil, fmt.Errorf("metadata: read snapshot: %w", err)
 	}
-	if sf.Version != snapshotVersion {
-		return nil, fmt.Errorf("metadata: snapshot version %d: %w", sf.Version, ErrUnsupportedRecord)
+	if sf.Version < snapshotVersionBaseline || sf.Version > snapshotVersion {
+		return nil, fmt.Errorf("metadata: snapshot format %d, this build reads %d-%d: %w", sf.Version, snapshotVersionBaseline, snapshotVersion, ErrUnsupportedRecord)
 	}
 	img := emptyImage()
+	img.features, img.featuresEpoch = sf.Features, sf.FeaturesEpoch
 	img.Offset = sf.Offset
 	img.ClusterConfigs = sf.ClusterConfigs
 	img.BrokerConfigs = sf.BrokerConfigs

@@ -4,6 +4,9 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // Image is one immutable version of the cluster metadata: the result of
@@ -33,6 +36,10 @@ type Image struct {
 	Scram map[ScramKey]*ScramCredential
 	// Quotas holds the client quota values by entity (quotas.go).
 	Quotas map[QuotaEntity]map[string]float64
+	// features are the finalized levels (nil: features.Implied) and
+	// featuresEpoch the index of their last change (feature_levels.go).
+	features      map[string]int16
+	featuresEpoch int64
 
 	// Indexes derived from Topics, so that no record and no request
 	// needs a pass over every partition (or a sort of every name) for
@@ -94,6 +101,9 @@ type Broker struct {
 	// PartitionCapacity is the partition replicas the broker registered it
 	// can host (0: not reported).
 	PartitionCapacity int64 `json:",omitempty"`
+	// Features are the levels it registered it supports (nil: a build
+	// before feature levels, features.Baseline).
+	Features map[string]features.Range `json:",omitempty"`
 }
 
 // Topic is a topic and its partitions; Partitions[i].ID == i.
@@ -104,25 +114,11 @@ type Topic struct {
 	Configs    map[string]string // overrides of the broker defaults only
 }
 
-// Partition is the replica set, leader and ISR of one partition.
-//
-// LeaderEpoch is bumped on every leader change; PartitionEpoch on every
-// change of the partition (leader or ISR), and a change proposed against an
-// older PartitionEpoch is rejected.
-type Partition struct {
-	ID             int32
-	Replicas, ISR  []int32
-	Leader         int32 // NoLeader if none
-	LeaderEpoch    int32
-	PartitionEpoch int32
-	// A reassignment in progress (reassign.go): the replicas being added
-	// and those being removed once the target is in the ISR.
-	AddingReplicas   []int32 `json:",omitempty"`
-	RemovingReplicas []int32 `json:",omitempty"`
-}
+// Partition and NoLeader are package decisions'.
+type Partition = decisions.Partition
 
 // NoLeader is the Leader of a partition without one.
-const NoLeader int32 = -1
+const NoLeader = decisions.NoLeader
 
 func emptyImage() *Image {
 	return &Image{

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 // Benchmarks of every metadata path whose cost could grow with the size of
@@ -86,7 +87,7 @@ func scaleCreateRecord(tb testing.TB, i, n, brokers int, name string) []byte {
 		Partitions: make([]partitionRecord, n),
 		Limits:     &partitionLimits{MaxPartitions: 1 << 40, MaxBrokerPartitions: 1 << 40},
 	}
-	for p, replicas := range placeReplicas(ids, int32(n), 3, i) {
+	for p, replicas := range decisions.PlaceReplicas(ids, int32(n), 3, i) {
 		rec.Partitions[p] = partitionRecord{Partition: int32(p), Replicas: replicas, ISR: slices.Clone(replicas), Leader: replicas[0]}
 	}
 	return mustEncode(tb, recCreateTopic, rec)

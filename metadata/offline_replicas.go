@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 // A broker whose replica of a partition cannot open its log (an I/O error
@@ -61,7 +62,7 @@ func (s *Store) reportOfflineReplicas(ctx context.Context, r offlineReport) (off
 			if !ok {
 				continue
 			}
-			n := offlineReplicaPartition(p, r.BrokerID, others)
+			n := decisions.OfflineReplica(p, r.BrokerID, others)
 			if n == nil {
 				continue
 			}
@@ -87,31 +88,4 @@ func (s *Store) reportOfflineReplicas(ctx context.Context, r offlineReport) (off
 		s.log.Info("moved partitions away from offline replicas", "broker", r.BrokerID, "partitions", res.Changed)
 	}
 	return res, nil
-}
-
-// offlineReplicaPartition decides what becomes of p when broker's replica
-// of it is offline: if broker leads p, the first alive ISR member in
-// assignment order (others excludes broker) takes over, and broker leaves
-// the ISR. Unlike fencing, a broker that is the only alive ISR member
-// keeps p as it is: electing nobody would take the partition offline for
-// good, while the broker's replica may come back once its log opens (the
-// leader then answers KAFKA_STORAGE_ERROR, which clients retry). It
-// returns nil when p does not change.
-func offlineReplicaPartition(p *Partition, broker int32, others func(int32) bool) *Partition {
-	inISR := slices.Contains(p.ISR, broker)
-	if !inISR && p.Leader != broker {
-		return nil
-	}
-	isr := slices.DeleteFunc(slices.Clone(p.ISR), func(id int32) bool { return id == broker })
-	leader := p.Leader
-	if leader == broker {
-		leader = electLeader(&Partition{Replicas: p.Replicas, ISR: isr}, others, false)
-		if leader == NoLeader {
-			return nil
-		}
-	}
-	if len(isr) == 0 {
-		return nil
-	}
-	return withLeaderAndISR(p, leader, isr)
 }

@@ -3,6 +3,8 @@ package metadata
 import (
 	"slices"
 	"testing"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 func TestOfflineReplicaPartition(t *testing.T) {
@@ -28,7 +30,7 @@ func TestOfflineReplicaPartition(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.p
 			before.ISR = slices.Clone(tc.p.ISR)
-			n := offlineReplicaPartition(&tc.p, tc.broker, tc.others)
+			n := decisions.OfflineReplica(&tc.p, tc.broker, tc.others)
 			if !slices.Equal(tc.p.ISR, before.ISR) || tc.p.Leader != before.Leader {
 				t.Fatalf("input modified: %+v", tc.p)
 			}

@@ -71,23 +71,6 @@ func sameMetricName(a, b string) bool {
 	return true
 }
 
-// placeReplicas assigns rf replicas to each of n partitions round-robin over
-// brokers (unfenced, sorted by id): replica r of partition p goes to
-// brokers[(start+p+r) % len(brokers)], so the replicas of one partition are
-// distinct and leaders spread evenly. start is the proposer's random choice.
-// The caller checks 1 <= rf <= len(brokers) and n >= 1.
-func placeReplicas(brokers []int32, n int32, rf int16, start int) [][]int32 {
-	out := make([][]int32, n)
-	for p := range out {
-		replicas := make([]int32, rf)
-		for r := range replicas {
-			replicas[r] = brokers[(start+p+r)%len(brokers)]
-		}
-		out[p] = replicas
-	}
-	return out
-}
-
 // checkAssignment validates an explicit replica assignment against img:
 // partitions 0..n-1 present, each with the same number (>= 1) of distinct
 // registered brokers, at least one of them unfenced. It returns the

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"testing/quick"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 func TestValidateTopicName(t *testing.T) {
@@ -44,7 +46,7 @@ func TestPlaceReplicas(t *testing.T) {
 		}
 		parts := 1 + int32(n)%50
 		r := 1 + int16(rf)%int16(len(brokers))
-		a := placeReplicas(brokers, parts, r, int(start)%len(brokers))
+		a := decisions.PlaceReplicas(brokers, parts, r, int(start)%len(brokers))
 		leaders := map[int32]int{}
 		for _, replicas := range a {
 			if len(replicas) != int(r) || checkReplicas(replicas) != nil {

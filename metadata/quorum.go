@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // A changeable voter set, as Kafka's KIP-853. The voters are raft's
@@ -213,6 +214,9 @@ type replicaState struct {
 	LastIndex     uint64 `json:"lastIndex"`
 	LastContactMs int64  `json:"lastContactMs"` // when it last heard from a leader; 0 never
 	Term          uint64 `json:"term"`
+	// Features: the levels the node supports (UpdateFeatures asks the
+	// voters); absent from a build before feature levels.
+	Features map[string]features.Range `json:"features,omitempty"`
 }
 
 // opReplicaState is answered by every node's controller listener, like
@@ -223,7 +227,7 @@ const opReplicaState = "ReplicaState"
 
 func init() {
 	handlers[opReplicaState] = func(s *Store, _ context.Context, _ peerIdentity, _ json.RawMessage) (any, error) {
-		st := replicaState{LastIndex: s.raft.LastIndex(), Term: s.raft.CurrentTerm()}
+		st := replicaState{LastIndex: s.raft.LastIndex(), Term: s.raft.CurrentTerm(), Features: features.Supported()}
 		if t := s.raft.LastContact(); !t.IsZero() {
 			st.LastContactMs = t.UnixMilli()
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 // Partition reassignment (Kafka's AlterPartitionReassignments, KIP-455):
@@ -18,7 +20,7 @@ import (
 // among the replicas, create the log and fetch from the leader, which
 // adds them to the ISR once caught up (AlterPartition, a PartitionChange).
 // When every target replica is in the ISR the reassignment completes in
-// the FSM while it applies that change (completeReassignment): the
+// the FSM while it applies that change (decisions.CompleteReassignment): the
 // replicas become the target, the ISR its intersection with the target
 // (all of the target), and leadership moves to the first alive target
 // replica if the leader is being removed. Only then do removed replicas
@@ -39,7 +41,7 @@ import (
 
 // ErrNoReassignmentInProgress: a cancellation for a partition that is not
 // being reassigned.
-var ErrNoReassignmentInProgress = errors.New("metadata: no reassignment in progress")
+var ErrNoReassignmentInProgress = decisions.ErrNoReassignmentInProgress
 
 func init() {
 	errorCodes = append(errorCodes, struct {
@@ -64,103 +66,11 @@ type alterReassignmentRecord struct {
 	PartitionEpoch int32    `json:"partitionEpoch"`
 }
 
-// Reassigning reports whether a reassignment of p is in progress.
-func (p *Partition) Reassigning() bool {
-	return len(p.AddingReplicas) > 0 || len(p.RemovingReplicas) > 0
-}
-
-// ReassignmentTarget is the replica set p is being reassigned to (its
-// replicas when none is in progress).
-func (p *Partition) ReassignmentTarget() []int32 {
-	return without(p.Replicas, p.RemovingReplicas)
-}
-
-// without returns the ids of a not in b, in a's order.
-func without(a, b []int32) []int32 {
-	out := make([]int32, 0, len(a))
-	for _, id := range a {
-		if !slices.Contains(b, id) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// planReassignment decides what p becomes when a reassignment to target
-// starts (target nil: the one in progress is cancelled). It returns a
-// copy with the partition epoch bumped, and the leader epoch if the
-// leader changes, or why it cannot be done. It does not modify p.
-func planReassignment(p *Partition, target []int32, alive func(int32) bool) (*Partition, error) {
-	original := without(p.Replicas, p.AddingReplicas)
-	n := *p
-	n.PartitionEpoch++
-	if target == nil {
-		if !p.Reassigning() {
-			return nil, fmt.Errorf("%w: partition %d", ErrNoReassignmentInProgress, p.ID)
-		}
-		n.Replicas = original
-		n.AddingReplicas, n.RemovingReplicas = nil, nil
-	} else {
-		n.Replicas = append(slices.Clone(target), without(original, target)...)
-		n.AddingReplicas = without(target, original)
-		n.RemovingReplicas = without(original, target)
-		if len(n.AddingReplicas) == 0 && len(n.RemovingReplicas) == 0 {
-			n.Replicas = slices.Clone(target) // a new order only
-		}
-	}
-	// Replicas that leave now (in-flight adding replicas of a replaced or
-	// cancelled reassignment) leave the ISR; the original replicas stay.
-	n.ISR = without(p.ISR, without(p.Replicas, n.Replicas))
-	if len(n.ISR) == 0 {
-		return nil, fmt.Errorf("%w: partition %d: no in-sync replica would remain (ISR %v, replicas %v)",
-			ErrInvalidReplicaAssignment, p.ID, p.ISR, n.Replicas)
-	}
-	if n.Leader != NoLeader && !slices.Contains(n.ISR, n.Leader) {
-		n.Leader = electLeader(&n, alive, false)
-		if n.Leader == NoLeader {
-			return nil, fmt.Errorf("%w: partition %d: no alive in-sync replica could lead", ErrInvalidReplicaAssignment, p.ID)
-		}
-	}
-	if n.Leader != p.Leader {
-		n.LeaderEpoch++
-	}
-	return completeReassignment(&n, alive), nil
-}
-
-// completeReassignment returns p with its reassignment completed when
-// every target replica is in the ISR and, if the leader is being removed,
-// an alive target replica can take over; else p itself. It does not bump
-// the partition epoch (the change it is part of did) but bumps the leader
-// epoch if leadership moves.
-func completeReassignment(p *Partition, alive func(int32) bool) *Partition {
-	if !p.Reassigning() {
-		return p
-	}
-	target := p.ReassignmentTarget()
-	for _, id := range target {
-		if !slices.Contains(p.ISR, id) {
-			return p
-		}
-	}
-	n := *p
-	n.Replicas = target
-	n.ISR = without(p.ISR, p.RemovingReplicas)
-	n.AddingReplicas, n.RemovingReplicas = nil, nil
-	if n.Leader != NoLeader && !slices.Contains(target, n.Leader) {
-		n.Leader = electLeader(&n, alive, false)
-		if n.Leader == NoLeader {
-			return p // wait until a target replica is alive
-		}
-		n.LeaderEpoch++
-	}
-	return &n
-}
-
 // withReassignment carries cur's reassignment over to next, the partition
 // a PartitionChange made of cur, and completes it if next allows.
 func withReassignment(img *Image, cur, next *Partition) *Partition {
 	next.AddingReplicas, next.RemovingReplicas = cur.AddingReplicas, cur.RemovingReplicas
-	return completeReassignment(next, aliveIn(img))
+	return decisions.CompleteReassignment(next, aliveIn(img))
 }
 
 func applyAlterReassignment(img *Image, r *alterReassignmentRecord) error {
@@ -185,7 +95,7 @@ func applyAlterReassignment(img *Image, r *alterReassignmentRecord) error {
 			return fmt.Errorf("%s-%d: %w", old.Name, r.Partition, err)
 		}
 	}
-	p, err := planReassignment(cur, r.Target, aliveIn(img))
+	p, err := decisions.PlanReassignment(cur, r.Target, aliveIn(img))
 	if err != nil {
 		return fmt.Errorf("%s-%d: %w", old.Name, r.Partition, err)
 	}
@@ -264,7 +174,7 @@ func (s *Store) alterReassignment(ctx context.Context, r Reassignment, allowRFCh
 			if err := checkTarget(img, r.Replicas); err != nil {
 				return fmt.Errorf("reassign %s-%d: %w", r.Topic, r.Partition, err)
 			}
-			if original := without(p.Replicas, p.AddingReplicas); !allowRFChange && len(r.Replicas) != len(original) {
+			if original := decisions.Without(p.Replicas, p.AddingReplicas); !allowRFChange && len(r.Replicas) != len(original) {
 				return fmt.Errorf("reassign %s-%d: %w: %d replicas, the partition has %d",
 					r.Topic, r.Partition, ErrInvalidReplicationFactor, len(r.Replicas), len(original))
 			}
@@ -272,7 +182,7 @@ func (s *Store) alterReassignment(ctx context.Context, r Reassignment, allowRFCh
 		}
 		// Decide here too, so the caller gets the reason rather than a
 		// rejected record.
-		if _, err := planReassignment(p, rec.Target, aliveIn(img)); err != nil {
+		if _, err := decisions.PlanReassignment(p, rec.Target, aliveIn(img)); err != nil {
 			return fmt.Errorf("reassign %s-%d: %w", r.Topic, r.Partition, err)
 		}
 		_, err := s.propose(ctx, recAlterReassignment, rec)

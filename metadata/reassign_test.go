@@ -5,6 +5,8 @@ import (
 	"errors"
 	"slices"
 	"testing"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 func TestPlanReassignment(t *testing.T) {
@@ -47,7 +49,7 @@ func TestPlanReassignment(t *testing.T) {
 			p := &Partition{Replicas: tc.from.replicas, ISR: tc.from.isr, AddingReplicas: tc.from.adding,
 				RemovingReplicas: tc.from.removing, Leader: tc.from.leader, LeaderEpoch: 5, PartitionEpoch: 9}
 			orig := *p
-			got, err := planReassignment(p, tc.target, aliveSet(tc.alive...))
+			got, err := decisions.PlanReassignment(p, tc.target, aliveSet(tc.alive...))
 			if !slices.Equal(p.Replicas, orig.Replicas) || !slices.Equal(p.ISR, orig.ISR) {
 				t.Fatal("input modified")
 			}
@@ -77,15 +79,15 @@ func TestPlanReassignment(t *testing.T) {
 // the reassignment; one that does not leaves it in progress.
 func TestCompleteReassignment(t *testing.T) {
 	p := &Partition{Replicas: []int32{2, 3, 1}, ISR: []int32{1, 2}, AddingReplicas: []int32{3}, RemovingReplicas: []int32{1}, Leader: 1, LeaderEpoch: 4}
-	if got := completeReassignment(p, aliveSet(1, 2, 3)); got != p {
+	if got := decisions.CompleteReassignment(p, aliveSet(1, 2, 3)); got != p {
 		t.Fatalf("completed with 3 out of sync: %+v", got)
 	}
 	p.ISR = []int32{1, 2, 3}
-	got := completeReassignment(p, aliveSet(1, 2, 3))
+	got := decisions.CompleteReassignment(p, aliveSet(1, 2, 3))
 	if !slices.Equal(got.Replicas, []int32{2, 3}) || !slices.Equal(got.ISR, []int32{2, 3}) || got.Leader != 2 || got.LeaderEpoch != 5 || got.Reassigning() {
 		t.Fatalf("completed: %+v", got)
 	}
-	if got := completeReassignment(p, aliveSet(1)); got != p {
+	if got := decisions.CompleteReassignment(p, aliveSet(1)); got != p {
 		t.Fatalf("completed with no alive target replica to lead: %+v", got)
 	}
 }

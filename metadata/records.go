@@ -3,6 +3,8 @@ package metadata
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 // recordType names the kind of a metadata record. The numbers are part of
@@ -71,18 +73,19 @@ type registerBrokerRecord struct {
 	Endpoints     []Endpoint `json:"endpoints"`
 	Rack          string     `json:"rack,omitempty"`
 
-	PartitionCapacity int64 `json:"partitionCapacity,omitempty"`
+	PartitionCapacity int64                     `json:"partitionCapacity,omitempty"`
+	Features          map[string]features.Range `json:"features,omitempty"`
 }
 
 // fenceBrokerRecord is the payload of both FenceBroker and UnfenceBroker;
 // BrokerEpoch must be the broker's current epoch.
 //
 // Applying a FenceBroker re-elects the leaders of the partitions the broker
-// led and removes it from ISRs (fencePartition); UncleanTopics lists the
+// led and removes it from ISRs (decisions.Fence); UncleanTopics lists the
 // topics (by id) whose effective unclean.leader.election.enable was true
 // when the controller proposed the record, so that the FSM need not know
 // the broker defaults. Applying an UnfenceBroker elects leaders of offline
-// partitions whose ISR holds the broker (unfencePartition).
+// partitions whose ISR holds the broker (decisions.Unfence).
 type fenceBrokerRecord struct {
 	BrokerID      int32      `json:"brokerId"`
 	BrokerEpoch   int64      `json:"brokerEpoch"`
@@ -153,6 +156,9 @@ type producerIDBlockRecord struct {
 type setClusterIDRecord struct {
 	ClusterID string             `json:"clusterId"`
 	Scram     []*ScramCredential `json:"scram,omitempty"`
+	// Features: a new cluster's finalized levels (features.Bootstrap),
+	// applied with the id so that no image has one without the other.
+	Features map[string]int16 `json:"features,omitempty"`
 }
 
 // accessControlEntryRecord adds one ACL (Kafka's AccessControlEntryRecord);
@@ -226,6 +232,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &unregisterBrokerRecord{}
 	case recBrokerConfigChange:
 		p = &brokerConfigChangeRecord{}
+	case recFeatureLevel:
+		p = &featureLevelRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

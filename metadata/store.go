@@ -16,6 +16,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/kbroker/kbroker/metadata/features"
 	"github.com/kbroker/kbroker/metadata/listener"
 )
 
@@ -292,7 +293,9 @@ type Store struct {
 
 	// pidMu serializes AllocateProducerIDs on this node, so that its
 	// proposals do not race each other for the same block.
-	pidMu sync.Mutex
+	pidMu        sync.Mutex
+	featuresMu   sync.Mutex                         // serializes UpdateFeatures here
+	registration atomic.Pointer[BrokerRegistration] // this node's, for BrokerHeartbeat
 
 	// quorumMu serializes changes of raft's configuration on this node
 	// (AddVoter, RemoveVoter, AddNonvoter): each is checked against the
@@ -400,6 +403,9 @@ func Open(cfg Config) (*Store, error) {
 	hasState, err := raft.HasExistingState(bolt, bolt, snaps)
 	if err != nil {
 		return fail(fmt.Errorf("metadata: %w", err))
+	}
+	if err := checkSnapshots(snaps, cfg.Dir); err != nil {
+		return fail(err)
 	}
 	f := newFSM(log)
 	r, err := raft.NewRaft(rc, f, bolt, bolt, snaps, trans)
@@ -590,6 +596,9 @@ func (s *Store) WaitReady(ctx context.Context) error {
 				if err := s.waitApplied(ctx, res.Index); err != nil {
 					return err
 				}
+				if err := CheckSupported(s.Image()); err != nil {
+					return err
+				}
 				s.noteBootstrapScramIgnored()
 				return nil
 			}
@@ -662,9 +671,13 @@ type readIndexResult struct {
 	Index uint64 `json:"index"`
 }
 
+// bootstrapFeatures are a new cluster's levels; tests return nil to make a
+// cluster as a build before feature levels did.
+var bootstrapFeatures = features.Bootstrap
+
 func (s *Store) setClusterID(ctx context.Context) error {
 	id := randomUUID(nil)
-	rec := &setClusterIDRecord{ClusterID: encodeUUID(id)}
+	rec := &setClusterIDRecord{ClusterID: encodeUUID(id), Features: bootstrapFeatures()}
 	for i := range s.cfg.BootstrapScram {
 		c := &s.cfg.BootstrapScram[i]
 		// One bad credential must not keep the cluster from getting
