@@ -154,6 +154,10 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	scfg := server.ConfigFrom(&cfg)
 	scfg.FollowerGone = n.followerGone
 	scfg.Listeners = n.security.listeners
+	scfg.FinalizedFeatures = func() (map[string]int16, int64) {
+		img := n.store.Image()
+		return img.Features(), img.FeaturesEpoch()
+	}
 	n.handlers = kafkaapi.New(kafkaapi.Deps{
 		Config: &n.cfg, Logger: logger, Metrics: n.metrics, Liveness: nodeLiveness{n},
 		ProduceWaiters: n.produceWaiters, FetchWaiters: n.fetchWaiters,

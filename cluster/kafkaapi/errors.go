@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/metadata"
+	"github.com/kbroker/kbroker/metadata/features"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -68,6 +69,8 @@ var errorCodes = []struct {
 	{metadata.ErrVoterNotFound, kerr.VoterNotFound},
 	{metadata.ErrVoterNotReady, kerr.RequestTimedOut},
 	{metadata.ErrVoterChangeRefused, kerr.InvalidRequest},
+	{features.ErrInvalidUpdateVersion, kerr.InvalidUpdateVersion},
+	{features.ErrUnsupportedFeature, kerr.UnsupportedVersion},
 }
 
 // errorMessage is the text sent with an error code in versions that carry

@@ -34,7 +34,6 @@ var kafka4Gaps = map[int16]versionGap{
 	39: {"RenewDelegationToken: delegation tokens are not implemented", false},
 	40: {"ExpireDelegationToken: delegation tokens are not implemented", false},
 	41: {"DescribeDelegationToken: delegation tokens are not implemented", false},
-	57: {"UpdateFeatures: kbroker has no feature levels to change", false},
 	71: {"GetTelemetrySubscriptions: client telemetry (KIP-714) is not implemented", false},
 	72: {"PushTelemetry: client telemetry (KIP-714) is not implemented", false},
 	74: {"ListConfigResources: client-metrics resources (KIP-714) are not implemented", false},

@@ -41,6 +41,9 @@ type Config struct {
 	// Listeners is the TLS/SASL security of each client listener, by
 	// name; a listener not in it is PLAINTEXT.
 	Listeners map[string]*ListenerSecurity
+	// FinalizedFeatures, if set, gives the cluster's finalized feature
+	// levels and their epoch for ApiVersions v3+; it must not block.
+	FinalizedFeatures func() (levels map[string]int16, epoch int64)
 }
 
 // ConfigFrom takes the connection layer's keys from the broker

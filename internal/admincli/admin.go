@@ -50,6 +50,10 @@ Commands (each takes --bootstrap-server H:P[,H:P], --output table|json and
   users describe [--user U]...   (SCRAM mechanisms and iterations, never secrets)
   users alter  --user U --mechanism SCRAM-SHA-256|SCRAM-SHA-512 [--iterations N] --password-file F|-
   users delete --user U --mechanism SCRAM-SHA-256|SCRAM-SHA-512
+  features describe          (supported and finalized feature levels, as kafka-features.sh)
+  features upgrade   --feature NAME=LEVEL... [--dry-run]
+  features downgrade --feature NAME=LEVEL... [--unsafe] [--dry-run]
+  features disable   --feature NAME... [--unsafe] [--dry-run]
 
 Brokers without a name in configs mean the cluster-wide default.
 
@@ -106,6 +110,10 @@ func adminCommands() map[string]func() adminCommand {
 		"users describe":       usersDescribe,
 		"users alter":          usersAlter,
 		"users delete":         usersDelete,
+		"features describe":    featuresDescribe,
+		"features upgrade":     featuresUpgrade,
+		"features downgrade":   featuresDowngrade,
+		"features disable":     featuresDisable,
 	}
 }
 

@@ -571,3 +571,42 @@ func TestAdminQuorum(t *testing.T) {
 		}
 	}
 }
+
+func TestAdminFeatures(t *testing.T) {
+	addr := startInProcessBroker(t)
+	out := mustAdmin(t, addr, "features", "describe")
+	if !strings.Contains(out, "metadata.version") || !strings.Contains(out, "FINALIZED") {
+		t.Fatalf("features describe:\n%s", out)
+	}
+	var described []struct {
+		Name      string `json:"name"`
+		Finalized int16  `json:"finalizedVersionLevel"`
+		Max       int16  `json:"supportedMaxVersion"`
+	}
+	mustJSON(t, mustAdmin(t, addr, "features", "describe", "--output", "json"), &described)
+	levels := map[string]int16{}
+	for _, f := range described {
+		levels[f.Name] = f.Finalized
+	}
+	if levels["metadata.version"] < 2 || levels["group.version"] != 1 {
+		t.Fatalf("finalized levels of a new cluster: %v", levels)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"features", "downgrade", "--feature", "group.version=0", "--dry-run"}, 0, "group.version can be downgraded to 0."},
+		{[]string{"features", "upgrade", "--feature", "group.version=0"}, 1, "INVALID_UPDATE_VERSION"},
+		{[]string{"features", "upgrade", "--feature", "metadata.version=99"}, 1, "Could not upgrade metadata.version to 99."},
+		{[]string{"features", "upgrade", "--feature", "metadata.version"}, 2, "want NAME=LEVEL"},
+		{[]string{"features", "upgrade"}, 2, "--feature is required"},
+		{[]string{"features", "disable", "--feature", "group.version"}, 0, "group.version was disabled."},
+		{[]string{"features", "upgrade", "--feature", "group.version=1"}, 0, "group.version was upgraded to 1."},
+	} {
+		stdout, stderr, code := runAdmin(t, addr, tc.args...)
+		if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+			t.Errorf("%v: exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", tc.args, code, tc.code, tc.want, stdout, stderr)
+		}
+	}
+}
