@@ -97,6 +97,17 @@ func TestUpdateFeatures(t *testing.T) {
 	if _, listed := got[features.GroupVersion]; listed || epoch2 <= epoch {
 		t.Fatalf("after the downgrade: levels %v epoch %d (was %d)", got, epoch2, epoch)
 	}
+	// With group.version 0 the consumer group protocol is off.
+	hb := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.RebalanceTimeoutMillis = "g", "m", 30000
+	hb.SubscribedTopicNames = []string{"t"}
+	hbResp, err := hb.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hbResp.ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("ConsumerGroupHeartbeat at group.version 0: code %d, want UNSUPPORTED_VERSION", hbResp.ErrorCode)
+	}
 	res, err = adm.UpdateFeatures(ctx, false, kadm.FeatureUpdate{Feature: features.GroupVersion, MaxVersionLevel: 1, UpgradeType: 1})
 	if err != nil || res.Error() != nil {
 		t.Fatalf("upgrade: %v %v", err, res.Error())

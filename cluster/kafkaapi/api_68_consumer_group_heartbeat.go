@@ -11,12 +11,15 @@ package kafkaapi
 // same family as Kafka's RE2/J, matched against whole topic names).
 //
 // Needs READ on the group (GROUP_AUTHORIZATION_FAILED) and DESCRIBE on
-// each subscribed topic named (TOPIC_AUTHORIZATION_FAILED).
+// each subscribed topic named (TOPIC_AUTHORIZATION_FAILED). With
+// group.version finalized below 1 the protocol is off, as in Kafka:
+// UNSUPPORTED_VERSION, and clients fall back to the classic protocol.
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"time"
 
@@ -25,6 +28,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
+	"github.com/kbroker/kbroker/metadata/features"
 )
 
 func init() {
@@ -41,6 +45,9 @@ func (h *Handlers) handleConsumerGroupHeartbeat(_ context.Context, rc *server.Re
 	}
 	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
 		return fail(kerr.GroupAuthorizationFailed)
+	}
+	if h.store.Image().Features()[features.GroupVersion] < 1 {
+		return fail(fmt.Errorf("%w: group.version is finalized below 1: the consumer group protocol (KIP-848) is off", kerr.UnsupportedVersion))
 	}
 	for _, t := range req.SubscribedTopicNames {
 		if !rc.AuthorizedTopic(kmsg.ACLOperationDescribe, t) {
