@@ -39,8 +39,15 @@ var clusterTiming = []string{
 // whole cluster on new ports and fresh directories.
 func startCluster(t testing.TB, n int, sets ...string) *testCluster {
 	t.Helper()
+	return startClusterOn(t, "", n, sets...)
+}
+
+// startClusterOn is startCluster with every node running bin ("" is
+// this build).
+func startClusterOn(t testing.TB, bin string, n int, sets ...string) *testCluster {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		c, err := tryStartCluster(t, n, sets)
+		c, err := tryStartCluster(t, bin, n, sets)
 		if err == nil {
 			return c
 		}
@@ -58,7 +65,7 @@ func startCluster(t testing.TB, n int, sets ...string) *testCluster {
 	}
 }
 
-func tryStartCluster(t testing.TB, n int, sets []string) (*testCluster, error) {
+func tryStartCluster(t testing.TB, bin string, n int, sets []string) (*testCluster, error) {
 	ports := testutil.MustReservePorts(t, 3*n)
 	c := &testCluster{t: t, sets: append(slices.Clone(clusterTiming), sets...)}
 	var voters []string
@@ -72,6 +79,7 @@ func tryStartCluster(t testing.TB, n int, sets []string) (*testCluster, error) {
 	}
 	ports.MustRelease(c.t)
 	for _, b := range c.brokers {
+		b.bin = bin
 		b.launch()
 	}
 	// The quorum forms only once a majority runs, so wait after all

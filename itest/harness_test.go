@@ -86,6 +86,9 @@ type broker struct {
 	// /readyz instead of Metadata.
 	controllerOnly bool
 	nofile         int // > 0: the process runs under ulimit -n nofile
+	// bin is the kbroker binary the next start runs; "" is this build's
+	// (brokerBin). The upgrade tests switch it between releases.
+	bin string
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -238,12 +241,16 @@ func (b *broker) launch() {
 		b.logFile = f
 	}
 	b.starts++
-	fmt.Fprintf(b.logFile, "=== itest: start %d: %s %s\n", b.starts, brokerBin, strings.Join(b.args, " "))
+	bin := b.bin
+	if bin == "" {
+		bin = brokerBin
+	}
+	fmt.Fprintf(b.logFile, "=== itest: start %d: %s %s\n", b.starts, bin, strings.Join(b.args, " "))
 
-	cmd := exec.Command(brokerBin, b.args...)
+	cmd := exec.Command(bin, b.args...)
 	if b.nofile > 0 {
 		// exec keeps the pid, so signals still reach the broker.
-		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.nofile), brokerBin}, b.args...)...)
+		cmd = exec.Command("sh", append([]string{"-c", fmt.Sprintf(`ulimit -n %d && exec "$0" "$@"`, b.nofile), bin}, b.args...)...)
 	}
 	cmd.Stdout, cmd.Stderr = b.logFile, b.logFile
 	if err := cmd.Start(); err != nil {
