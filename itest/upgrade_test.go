@@ -160,8 +160,15 @@ func TestRollingUpgrade(t *testing.T) {
 	if !errors.Is(err, errExited) {
 		t.Fatalf("%s started on a cluster finalized at metadata.version %d: %v", upgradeFromTag, features.LatestMetadataVersion, err)
 	}
-	if tail := b.logTail(logTailLines); !strings.Contains(tail, "metadata.version") && !strings.Contains(tail, "snapshot") {
+	tail := b.logTail(logTailLines)
+	if !strings.Contains(tail, "metadata.version") && !strings.Contains(tail, "snapshot") {
 		t.Errorf("%s exited without naming the finalized level; log tail:\n%s", upgradeFromTag, tail)
+	}
+	for _, line := range strings.Split(tail, "\n") {
+		if strings.Contains(line, "metadata.version") || strings.Contains(line, "snapshot") {
+			t.Logf("%s refused to start: %s", upgradeFromTag, line)
+			break
+		}
 	}
 	b.bin = ""
 	b.start()
