@@ -353,7 +353,7 @@
 //
 // # Log directory failure and moves
 //
-// Every file operation goes through the Manager's failFS: a disk error
+// Every file operation goes through logfs.WatchFS: a disk error
 // (anything but a missing or existing file, EOF, a closed file, or
 // running out of descriptors) takes the whole log directory offline
 // (logdir_failure.go, Kafka's LogDirFailureChannel). An offline directory

@@ -32,6 +32,7 @@ type Log struct {
 	// (LogOptions.DeleteLater); nil removes them at once.
 	deleteLater func(files []string, at time.Time)
 	corrupt     *integrity.Reports // LogOptions.Corrupt
+	dirGone     func() error       // LogOptions.DirGone; guarded by mu
 
 	// cleanMu serializes Clean and DirtyRatio; it guards cleaner.
 	cleanMu sync.Mutex
@@ -95,6 +96,9 @@ type LogOptions struct {
 	DeleteLater func(files []string, at time.Time)
 	// Corrupt receives the corrupt batches reads find; nil: none.
 	Corrupt *integrity.Reports
+	// DirGone tells whether the log directory failed (logdir_failure.go):
+	// every write then fails at once. nil: never.
+	DirGone func() error
 }
 
 // OpenLog opens or creates the log in dir, recovering it if opts say the
@@ -112,7 +116,8 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater, corrupt: opts.Corrupt}
+	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater, corrupt: opts.Corrupt,
+		dirGone: opts.DirGone}
 	l.dirPath.Store(&dir)
 	l.cfg.Store(&cfg)
 	l.mu.producers = make(producerstate.State)
@@ -264,11 +269,8 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.closedErrLocked())
-	}
-	if l.mu.failed != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.mu.failed)
+	if err := l.writableLocked(); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	res := AppendResult{LogAppendTimeMs: -1, LogStartOffset: l.mu.logStartOffset}
 	dup, err := l.mu.producers.Check(b)
@@ -461,8 +463,8 @@ func (l *Log) maybeFlushLocked(messages int64) error {
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return fmt.Errorf("flush %s: %w", l.Dir(), l.closedErrLocked())
+	if err := l.writableLocked(); err != nil {
+		return fmt.Errorf("flush %s: %w", l.Dir(), err)
 	}
 	return l.flushLocked()
 }
@@ -490,7 +492,7 @@ func (l *Log) SyncTo(offset int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.RLock()
-	closed, failed := l.mu.closed, l.mu.failed
+	closed, failed := l.mu.closed, l.writableLocked()
 	covered := l.mu.recoveryPoint >= offset
 	// Offsets below leo are in s or in older segments, which were
 	// fsynced when they were rolled.

@@ -131,7 +131,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	}
 	m := &Manager{logger: logger, dirFailed: make(chan struct{}, 1)}
 	m.files = logfs.NewCache(fsys)
-	m.fs = failFS{FS: m.files.FS(), m: m}
+	m.fs = logfs.WatchFS(m.files.FS(), dirWatcher{m})
 	m.mu.logs = make(map[topicPartition]*Log)
 	m.mu.preferred = make(map[topicPartition]*logDir)
 	m.mu.moving = make(map[topicPartition]*logMove)
@@ -359,6 +359,7 @@ func (m *Manager) getOrCreate(topic string, partition int32, topicID *[16]byte, 
 		HighWatermark:  d.highWatermarks.offsets[tp],
 		DeleteLater:    m.deletes.add,
 		Corrupt:        m.corrupt,
+		DirGone:        dirWatcher{m}.Gone(dir),
 	})
 	if err != nil {
 		return nil, removeNew(err)

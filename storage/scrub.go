@@ -63,4 +63,6 @@ func (l *Log) recheck(offset int64) bool {
 // ReadLogBelow returns the bytes of the partition directory's segments up
 // to the first batch whose base offset is >= offset, for comparing
 // replicas byte for byte (integrity.ReadLogBelow).
-func ReadLogBelow(dir string, offset int64) ([]byte, error) { return integrity.ReadLogBelow(dir, offset) }
+func ReadLogBelow(dir string, offset int64) ([]byte, error) {
+	return integrity.ReadLogBelow(dir, offset)
+}

@@ -103,7 +103,12 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 
 func (l *Log) writableLocked() error {
 	if l.mu.closed {
-		return ErrClosed
+		return l.closedErrLocked()
+	}
+	if l.dirGone != nil {
+		if err := l.dirGone(); err != nil {
+			return err
+		}
 	}
 	return l.mu.failed
 }
