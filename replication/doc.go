@@ -103,7 +103,9 @@
 // ISR checker, one short-lived goroutine per ISR proposal, and one mover
 // per replica AlterReplicaLogDirs is moving to another log dir
 // (logdir.go). Run also takes the partitions of a failed log dir offline
-// when storage signals one (logdir.go). All stop
+// when storage signals one (logdir.go), and repairs the replicas whose
+// logs found a corrupt batch (corrupt.go: a follower truncates and
+// refetches, a leader stops leading until another replica leads). All stop
 // when Run's context ends, and Run returns only after they have. Apply
 // may be called without Run (handlers do, to see a topic they just
 // created); fetchers then start when Run does.

@@ -43,6 +43,9 @@ var kafkaErrors = []struct {
 	{storage.ErrLogDirNotFound, kerr.LogDirNotFound},
 
 	{storage.ErrOffsetOutOfRange, kerr.OffsetOutOfRange},
+	// A stored batch failing its check: the replica stops serving the
+	// partition (corrupt.go), so the client retries elsewhere.
+	{storage.ErrCorruptSegment, kerr.KafkaStorageError},
 	{storage.ErrCorrupt, kerr.CorruptMessage},
 	{storage.ErrInvalidRecord, kerr.InvalidRecord},
 	{storage.ErrMessageTooLarge, kerr.MessageTooLarge},

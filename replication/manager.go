@@ -149,6 +149,10 @@ type Manager struct {
 		// offline are replicas this broker should host whose log failed
 		// to open (offline.go), with the error; Apply retries them.
 		offline map[TopicPartition]error
+		// corrupt are the replicas that stopped leading for a corrupt
+		// batch, with the offset to truncate to before they follow
+		// (corrupt.go); also in offline.
+		corrupt map[TopicPartition]int64
 		applied uint64          // image offset last applied
 		image   *metadata.Image // image last applied
 		// strayChecked: the stray logs were removed, at the first
@@ -207,6 +211,7 @@ func NewManager(cfg ManagerConfig) *Manager {
 	m.followerThrottle = newReplicationThrottle(cfg.ReplicationQuota)
 	m.mu.partitions = make(map[TopicPartition]*Partition)
 	m.mu.offline = make(map[TopicPartition]error)
+	m.mu.corrupt = make(map[TopicPartition]int64)
 	m.mu.fetchers = make(map[int32]*fetcher)
 	m.mu.assigned = make(map[TopicPartition]assignment)
 	m.mu.moves = make(map[TopicPartition]string)
@@ -295,9 +300,9 @@ func (m *Manager) Run(ctx context.Context, src ImageSource) {
 	m.mu.Lock()
 	m.reconcileFetchersLocked()
 	m.mu.Unlock()
-	var dirFailures <-chan struct{}
+	var dirFailures, corruptions <-chan struct{}
 	if m.cfg.Logs != nil {
-		dirFailures = m.cfg.Logs.DirFailures()
+		dirFailures, corruptions = m.cfg.Logs.DirFailures(), m.cfg.Logs.Corruptions().Signal()
 	}
 	for {
 		changed := src.Changed()
@@ -316,6 +321,8 @@ func (m *Manager) Run(ctx context.Context, src ImageSource) {
 		case <-changed:
 		case <-dirFailures:
 			m.handleLogDirFailure()
+		case <-corruptions:
+			m.handleCorruption()
 		case <-ctx.Done():
 			return
 		}
@@ -384,6 +391,10 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 				ok = false
 			}
 			if !ok {
+				truncateTo, corrupt, reopen := m.reopenCorruptLocked(tp, mp.Leader)
+				if !reopen {
+					continue // offline until another replica leads (corrupt.go)
+				}
 				if c := m.cfg.PartitionCapacity; c > 0 && int64(len(m.mu.partitions)) >= c {
 					errs = append(errs, m.markOfflineLocked(tp, fmt.Errorf("%w (%d replicas)", ErrBeyondCapacity, c)))
 					continue
@@ -397,6 +408,12 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 					// with the disk back; not an error to retry.
 					m.markDirOfflineLocked(tp, err)
 					continue
+				}
+				if err == nil && corrupt {
+					if err = log.TruncateTo(truncateTo); err == nil {
+						delete(m.mu.corrupt, tp)
+						m.cfg.Logger.Info("replica back after a corrupt batch: truncated to it, following", "topic", tp.Topic, "partition", tp.Partition, "offset", truncateTo)
+					}
 				}
 				if err != nil {
 					errs = append(errs, m.markOfflineLocked(tp, err))
@@ -435,6 +452,7 @@ func (m *Manager) apply(img *metadata.Image) (roleChanged, hwMoved []TopicPartit
 	for tp, oerr := range m.mu.offline {
 		if !want[tp] {
 			delete(m.mu.offline, tp)
+			delete(m.mu.corrupt, tp)
 			// Never opened in this run, so not removed below: its log
 			// would stay on disk (an offline dir's is left alone).
 			if current && !errors.Is(oerr, storage.ErrLogDirOffline) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/integrity"
 	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -340,9 +341,9 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 			w.discard()
 		}
 	}()
-	sc := newBatchScanner(cs.s.log, 0, cs.size)
+	sc := integrity.NewScanner(cs.s.log, 0, cs.size)
 	for {
-		b, pos, ok := sc.next()
+		b, pos, ok := sc.Next()
 		if !ok {
 			break
 		}
@@ -356,9 +357,9 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 			if w, err = newCleanedWriter(l, cs.base); err != nil {
 				return false, err
 			}
-			pre := newBatchScanner(cs.s.log, 0, pos)
+			pre := integrity.NewScanner(cs.s.log, 0, pos)
 			for {
-				pb, _, ok := pre.next()
+				pb, _, ok := pre.Next()
 				if !ok {
 					break
 				}
@@ -366,8 +367,8 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 					return false, err
 				}
 			}
-			if pre.err != nil {
-				return false, pre.err
+			if pre.Err() != nil {
+				return false, pre.Err()
 			}
 		}
 		if out == nil {
@@ -378,8 +379,8 @@ func (c *segmentCleaner) clean(cs cleanSeg, generation uint64) (swapped bool, er
 			return false, err
 		}
 	}
-	if sc.err != nil {
-		return false, fmt.Errorf("scan: %w", sc.err)
+	if sc.Err() != nil {
+		return false, fmt.Errorf("scan: %w", sc.Err())
 	}
 	if w == nil {
 		return true, nil // nothing to remove

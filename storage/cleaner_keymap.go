@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/integrity"
 )
 
 // DefaultDedupeBufferSize is Kafka's log.cleaner.dedupe.buffer.size: the
@@ -48,9 +49,9 @@ func (l *Log) mapKeys(m *cleaner.KeyMap, segs []cleanSeg, firstDirty, cleanableE
 		if cs.end <= firstDirty {
 			continue
 		}
-		sc := newBatchScanner(cs.s.log, 0, cs.size)
+		sc := integrity.NewScanner(cs.s.log, 0, cs.size)
 		for {
-			b, pos, ok := sc.next()
+			b, pos, ok := sc.Next()
 			if !ok {
 				break
 			}
@@ -71,8 +72,8 @@ func (l *Log) mapKeys(m *cleaner.KeyMap, segs []cleanSeg, firstDirty, cleanableE
 			}
 			mapEnd = b.LastOffset() + 1
 		}
-		if sc.err != nil {
-			return 0, false, fmt.Errorf("scan segment %d: %w", cs.base, sc.err)
+		if sc.Err() != nil {
+			return 0, false, fmt.Errorf("scan segment %d: %w", cs.base, sc.Err())
 		}
 		mapEnd = max(mapEnd, cs.end)
 	}

@@ -353,7 +353,7 @@
 //
 // # Log directory failure and moves
 //
-// Every file operation goes through the Manager's failFS: a disk error
+// Every file operation goes through logfs.WatchFS: a disk error
 // (anything but a missing or existing file, EOF, a closed file, or
 // running out of descriptors) takes the whole log directory offline
 // (logdir_failure.go, Kafka's LogDirFailureChannel). An offline directory
@@ -370,6 +370,8 @@
 //
 // # Pooled reads
 //
+// Every read checks each batch's CRC before serving it; one that fails is
+// never served, and is reported (scrub.go, replication corrupt.go).
 // ReadPooled is Read into buffers from wire's size-classed pools
 // (readbuf.go, wire.GetBuf), for the fetch paths, whose records live only
 // until their response is encoded onto the socket: the bytes belong to
@@ -388,8 +390,8 @@
 // truncation, retention, Flush and Close hold it exclusively (so offsets are assigned and bytes
 // written in one order), Read and OffsetForTimestamp share it.
 //
-// The package starts no goroutines except CleanLogs' workers, which it
-// waits for before returning. Manager.Run is meant to be run by the
+// The package starts no goroutines except CleanLogs' workers and Run's
+// scrubber (scrub.go, package integrity), which it waits for. Manager.Run is meant to be run by the
 // caller in one goroutine; it flushes logs due a flush.ms flush, applies
 // retention every retention check interval (SetRetentionCheckInterval,
 // default 5 minutes), writes the log start offset and high watermark

@@ -3,6 +3,7 @@ package storage
 import (
 	"errors"
 
+	"github.com/kbroker/kbroker/storage/integrity"
 	"github.com/kbroker/kbroker/storage/producerstate"
 )
 
@@ -13,7 +14,10 @@ var (
 	// ErrOffsetOutOfRange: OFFSET_OUT_OF_RANGE.
 	ErrOffsetOutOfRange = errors.New("storage: offset out of range")
 	// ErrCorrupt: CORRUPT_MESSAGE (bad CRC, impossible sizes).
-	ErrCorrupt = errors.New("storage: corrupt message")
+	ErrCorrupt = integrity.ErrCorrupt
+	// ErrCorruptSegment wraps ErrCorrupt for a stored batch that fails
+	// its check (a *CorruptBatchError): KAFKA_STORAGE_ERROR to clients.
+	ErrCorruptSegment = integrity.ErrCorruptSegment
 	// ErrInvalidRecord: INVALID_RECORD (wrong magic, baseOffset, counts).
 	ErrInvalidRecord = errors.New("storage: invalid record")
 	// ErrMessageTooLarge: MESSAGE_TOO_LARGE (batch above max.message.bytes).
@@ -23,7 +27,7 @@ var (
 	// ErrInvalidProducerEpoch: INVALID_PRODUCER_EPOCH.
 	ErrInvalidProducerEpoch = producerstate.ErrInvalidProducerEpoch
 	// ErrStorage: KAFKA_STORAGE_ERROR, an I/O operation failed.
-	ErrStorage = errors.New("storage: I/O error")
+	ErrStorage = integrity.ErrStorage
 	// ErrClosed: the log or manager is closed.
 	ErrClosed = errors.New("storage: closed")
 	// ErrInvalidTimestamp (INVALID_TIMESTAMP): a CreateTime timestamp too
@@ -36,4 +40,12 @@ var (
 	// transaction marker from an older coordinator epoch than the
 	// producer's last marker.
 	ErrTransactionCoordinatorFenced = producerstate.ErrTransactionCoordinatorFenced
+)
+
+// CorruptBatchError names a stored batch that fails its check (segment
+// file, position, offset); CorruptionReports collects a Manager's
+// (package integrity).
+type (
+	CorruptBatchError = integrity.CorruptBatchError
+	CorruptionReports = integrity.Reports
 )

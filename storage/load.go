@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/integrity"
 	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/storage/producerstate"
 )
@@ -205,9 +206,9 @@ func (l *Log) checkSegment(s *segment, active bool) (bool, error) {
 	if !active {
 		return true, nil
 	}
-	sc := newBatchScanner(s.log, scanFrom, s.size)
+	sc := integrity.NewScanner(s.log, scanFrom, s.size)
 	for {
-		b, bpos, ok := sc.next()
+		b, bpos, ok := sc.Next()
 		if !ok {
 			break
 		}
@@ -217,9 +218,9 @@ func (l *Log) checkSegment(s *segment, active bool) (bool, error) {
 			s.bytesSinceIndex += len(b)
 		}
 	}
-	if sc.err != nil {
-		if errors.Is(sc.err, ErrStorage) {
-			return false, sc.err
+	if sc.Err() != nil {
+		if errors.Is(sc.Err(), ErrStorage) {
+			return false, sc.Err()
 		}
 		return false, nil
 	}
@@ -305,11 +306,11 @@ func (l *Log) recoverSegment(s *segment, minOffset int64) (truncated bool, err e
 	if l.truncateEpochsLocked(s.base) {
 		l.mu.epochsDirty = true
 	}
-	sc := newBatchScanner(s.log, 0, s.size)
+	sc := integrity.NewScanner(s.log, 0, s.size)
 	for {
-		b, pos, ok := sc.next()
+		b, pos, ok := sc.Next()
 		if !ok {
-			reason = sc.err
+			reason = sc.Err()
 			break
 		}
 		if !b.ValidCRC() {
@@ -435,9 +436,9 @@ func (l *Log) loadProducerState(snaps []int64) error {
 			}
 			pos = p
 		}
-		sc := newBatchScanner(s.log, pos, s.size)
+		sc := integrity.NewScanner(s.log, pos, s.size)
 		for {
-			b, _, ok := sc.next()
+			b, _, ok := sc.Next()
 			if !ok {
 				break
 			}
@@ -447,11 +448,11 @@ func (l *Log) loadProducerState(snaps []int64) error {
 				}
 			}
 		}
-		if sc.err != nil {
-			if errors.Is(sc.err, ErrStorage) {
-				return fmt.Errorf("replay producer state of %s: %w", l.Dir(), sc.err)
+		if sc.Err() != nil {
+			if errors.Is(sc.Err(), ErrStorage) {
+				return fmt.Errorf("replay producer state of %s: %w", l.Dir(), sc.Err())
 			}
-			l.logger.Warn("producer state replay stopped at a bad batch", "dir", l.Dir(), "err", sc.err)
+			l.logger.Warn("producer state replay stopped at a bad batch", "dir", l.Dir(), "err", sc.Err())
 			break
 		}
 	}

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/storage/integrity"
+	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/storage/producerstate"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -29,6 +31,8 @@ type Log struct {
 	// deleteLater schedules the removal of deleted segments' files
 	// (LogOptions.DeleteLater); nil removes them at once.
 	deleteLater func(files []string, at time.Time)
+	corrupt     *integrity.Reports // LogOptions.Corrupt
+	dirGone     func() error       // LogOptions.DirGone; guarded by mu
 
 	// cleanMu serializes Clean and DirtyRatio; it guards cleaner.
 	cleanMu sync.Mutex
@@ -90,6 +94,11 @@ type LogOptions struct {
 	// renamed .deleted) to remove at the given time (file.delete.delay.ms);
 	// nil removes them at once.
 	DeleteLater func(files []string, at time.Time)
+	// Corrupt receives the corrupt batches reads find; nil: none.
+	Corrupt *integrity.Reports
+	// DirGone tells whether the log directory failed (logdir_failure.go):
+	// every write then fails at once. nil: never.
+	DirGone func() error
 }
 
 // OpenLog opens or creates the log in dir, recovering it if opts say the
@@ -107,7 +116,8 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater}
+	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater, corrupt: opts.Corrupt,
+		dirGone: opts.DirGone}
 	l.dirPath.Store(&dir)
 	l.cfg.Store(&cfg)
 	l.mu.producers = make(producerstate.State)
@@ -259,11 +269,8 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.closedErrLocked())
-	}
-	if l.mu.failed != nil {
-		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), l.mu.failed)
+	if err := l.writableLocked(); err != nil {
+		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
 	res := AppendResult{LogAppendTimeMs: -1, LogStartOffset: l.mu.logStartOffset}
 	dup, err := l.mu.producers.Check(b)
@@ -456,8 +463,8 @@ func (l *Log) maybeFlushLocked(messages int64) error {
 func (l *Log) Flush() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.mu.closed {
-		return fmt.Errorf("flush %s: %w", l.Dir(), l.closedErrLocked())
+	if err := l.writableLocked(); err != nil {
+		return fmt.Errorf("flush %s: %w", l.Dir(), err)
 	}
 	return l.flushLocked()
 }
@@ -485,7 +492,7 @@ func (l *Log) SyncTo(offset int64) error {
 	l.syncMu.Lock()
 	defer l.syncMu.Unlock()
 	l.mu.RLock()
-	closed, failed := l.mu.closed, l.mu.failed
+	closed, failed := l.mu.closed, l.writableLocked()
 	covered := l.mu.recoveryPoint >= offset
 	// Offsets below leo are in s or in older segments, which were
 	// fsynced when they were rolled.
@@ -631,16 +638,16 @@ func (l *Log) ReadPooled(offset int64, maxBytes int, upperBound int64, minOneBat
 		if locate {
 			p, found, err := l.locateLocked(s, offset)
 			if err != nil {
-				return nil, fmt.Errorf("read %s at %d: %w", l.Dir(), offset, err)
+				return nil, l.readErrLocked(s, offset, err)
 			}
 			if !found {
 				continue // offset lies past this segment's batches
 			}
 			pos, locate = p, false
 		}
-		chunk, done, err := readChunk(s, pos, maxBytes-len(out), upperBound, minOneBatch && len(out) == 0, bufs)
+		chunk, done, err := readChunk(s, pos, max(offset, s.base), maxBytes-len(out), upperBound, minOneBatch && len(out) == 0, bufs)
 		if err != nil {
-			return nil, fmt.Errorf("read %s at %d: %w", l.Dir(), offset, err)
+			return nil, l.readErrLocked(s, offset, err)
 		}
 		switch {
 		case out == nil:
@@ -660,6 +667,21 @@ func (l *Log) ReadPooled(offset int64, maxBytes int, upperBound int64, minOneBat
 		}
 	}
 	return out, nil
+}
+
+// readErrLocked is the error of a read at offset that failed in s. A
+// corrupt batch is completed with its segment's path, logged and
+// reported (the metric; the replica manager repairs or stops leading).
+func (l *Log) readErrLocked(s *segment, offset int64, err error) error {
+	if ce := (*CorruptBatchError)(nil); errors.As(err, &ce) {
+		ce.Segment = logfs.FileName(l.Dir(), s.base, logfs.LogSuffix)
+		if ce.Offset < 0 { // a bad header: its offsets are unknown
+			ce.Offset = max(offset, s.base)
+		}
+		l.logger.Error("corrupt batch in segment: not served", "segment", ce.Segment, "position", ce.Position, "offset", ce.Offset, "reason", ce.Reason)
+		l.corrupt.Add(ce)
+	}
+	return fmt.Errorf("read %s at %d: %w", l.Dir(), offset, err)
 }
 
 // locateLocked finds the position of the batch of s holding offset, or the
@@ -688,8 +710,16 @@ func (l *Log) locateLocked(s *segment, offset int64) (int64, bool, error) {
 // readChunk reads whole batches of s from pos within budget bytes (the
 // first one whole regardless when first is set), stopping before a batch
 // whose base offset is >= upperBound. done reports that the read must not
-// continue into the next segment.
-func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool, bufs *ReadBuffers) ([]byte, bool, error) {
+// continue into the next segment. next is the first offset the batch at
+// pos may hold.
+//
+// Every batch's CRC is checked before it is served. Consumers check CRCs
+// themselves, but a follower appends what it gets, and a leader serving
+// flipped bits would either spread them (a follower's check refuses them
+// and it then fetches the same garbage for ever) or hide the fault from
+// the only replica that can act on it. CRC-32C runs at ~30 GB/s (35 us
+// per MiB), under a tenth of a 1 MiB read from the page cache.
+func readChunk(s *segment, pos, next int64, budget int, upperBound int64, first bool, bufs *ReadBuffers) ([]byte, bool, error) {
 	n := min(int64(max(budget, 0)), s.size-pos)
 	buf := bufs.get(int(n))
 	if n > 0 {
@@ -702,14 +732,19 @@ func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool, 
 		rest := buf[k:]
 		size, err := record.PeekSize(rest)
 		if err != nil && !errors.Is(err, record.ErrTruncated) {
-			return nil, true, fmt.Errorf("%w: at %d: %v", ErrCorrupt, pos+int64(k), err)
+			return nil, true, &CorruptBatchError{Position: pos + int64(k), Offset: next, Reason: err.Error()}
 		}
 		if err != nil || size > len(rest) || len(rest) < record.HeaderSize {
 			break // the next batch does not fit in the budget
 		}
-		if record.Batch(rest).BaseOffset() >= upperBound {
+		b := record.Batch(rest[:size])
+		if b.BaseOffset() >= upperBound {
 			return buf[:k], true, nil
 		}
+		if err := integrity.Check(b, pos+int64(k), next); err != nil {
+			return nil, true, err
+		}
+		next = b.LastOffset() + 1
 		k += size
 	}
 	if k == 0 && first && pos < s.size {
@@ -724,7 +759,7 @@ func readChunk(s *segment, pos int64, budget int, upperBound int64, first bool, 
 		if _, err := s.log.ReadAt(whole, pos); err != nil {
 			return nil, true, fmt.Errorf("%w: %v", ErrStorage, err)
 		}
-		return whole, true, nil // the budget is spent
+		return whole, true, integrity.Check(whole, pos, next) // the budget is spent
 	}
 	return buf[:k], pos+int64(k) < s.size, nil
 }
@@ -752,9 +787,9 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 		if err != nil {
 			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w: index: %v", l.Dir(), ErrStorage, err)
 		}
-		sc := newBatchScanner(s.log, pos, s.size)
+		sc := integrity.NewScanner(s.log, pos, s.size)
 		for {
-			b, _, ok := sc.next()
+			b, _, ok := sc.Next()
 			if !ok {
 				break
 			}
@@ -769,8 +804,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, found bool,
 				return off, t, true, nil
 			}
 		}
-		if sc.err != nil {
-			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.Dir(), sc.err)
+		if sc.Err() != nil {
+			return 0, 0, false, fmt.Errorf("offset for timestamp %s: %w", l.Dir(), sc.Err())
 		}
 	}
 	return 0, 0, false, nil

@@ -8,13 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-
-	"github.com/kbroker/kbroker/storage/logfs"
 )
 
 // Log directory failure (Kafka's LogDirFailureChannel and
 // LogManager.handleLogDirFailure). Every file operation of the Manager and
-// of its logs goes through failFS, which notes the log directory of any
+// of its logs goes through logfs.WatchFS, which notes the directory of any
 // I/O error that means the disk, not the request, is at fault. The first
 // such error takes the whole directory offline, not only the log that hit
 // it: a disk that failed one write is not trusted with the others. The
@@ -26,6 +24,9 @@ import (
 //     (replication) takes them offline and calls TakeOfflineLogs, which
 //     closes their logs without writing to them;
 //   - writes no checkpoint and no clean-shutdown marker there any more.
+//   - fails every later read, write, truncation and fsync of its files at
+//     once (logfs.WatchFS): its other logs stop before TakeOfflineLogs
+//     closes them, and no fsync is retried on data whose fsync failed.
 //
 // Nothing brings a directory back while the process runs: as in Kafka, a
 // restart with the directory healthy does (OpenManager fails only if a
@@ -167,81 +168,36 @@ func (l *Log) abandon(cause error) {
 		return
 	}
 	l.mu.closed = true
-	if l.mu.failed == nil {
-		l.mu.failed = cause
+	if l.mu.failed != nil && !errors.Is(l.mu.failed, ErrLogDirOffline) {
+		cause = fmt.Errorf("%w (the log had failed: %v)", cause, l.mu.failed)
 	}
+	l.mu.failed = cause
 	for _, s := range l.mu.segments {
 		_ = s.close() // the disk failed: errors are expected
 	}
 }
 
-// failFS is the Manager's FS: it notes disk errors (noteIOError).
-type failFS struct {
-	FS
-	m *Manager
-}
+// Note is the Manager's logfs.Watcher: it takes the directory of path
+// offline if err is a disk error (noteIOError).
+func (w dirWatcher) Note(op, path string, err error) error { return w.m.noteIOError(op, path, err) }
 
-func (f failFS) OpenFile(name string, flag int, perm os.FileMode) (File, error) {
-	file, err := f.FS.OpenFile(name, flag, perm)
-	if err != nil {
-		return nil, f.m.noteIOError("open", name, err)
+// Gone makes every operation on a file of a directory that went offline
+// fail fast with ErrLogDirOffline (logfs.WatchFS): the other logs of the
+// directory stop writing at once, before TakeOfflineLogs closes them.
+func (w dirWatcher) Gone(path string) func() error {
+	d := w.m.dirOf(path)
+	if d == nil {
+		return nil
 	}
-	return failFile{File: file, name: name, m: f.m}, nil
+	return func() error {
+		if err := d.offline(); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrLogDirOffline, d.path, err)
+		}
+		return nil
+	}
 }
 
-func (f failFS) Rename(o, n string) error {
-	return f.m.noteIOError("rename", o, f.FS.Rename(o, n))
-}
-func (f failFS) Remove(name string) error { return f.m.noteIOError("remove", name, f.FS.Remove(name)) }
-func (f failFS) RemoveAll(name string) error {
-	return f.m.noteIOError("remove", name, f.FS.RemoveAll(name))
-}
-func (f failFS) MkdirAll(name string, perm os.FileMode) error {
-	return f.m.noteIOError("mkdir", name, f.FS.MkdirAll(name, perm))
-}
-func (f failFS) ReadDir(name string) ([]os.DirEntry, error) {
-	ents, err := f.FS.ReadDir(name)
-	return ents, f.m.noteIOError("readdir", name, err)
-}
-func (f failFS) SyncDir(dir string) error { return f.m.noteIOError("fsync", dir, f.FS.SyncDir(dir)) }
-
-type failFile struct {
-	File
-	name string
-	m    *Manager
-}
-
-func (f failFile) ReadAt(p []byte, off int64) (int, error) {
-	n, err := f.File.ReadAt(p, off)
-	return n, f.m.noteIOError("read", f.name, err)
-}
-
-func (f failFile) WriteAt(p []byte, off int64) (int, error) {
-	n, err := f.File.WriteAt(p, off)
-	return n, f.m.noteIOError("write", f.name, err)
-}
-
-func (f failFile) Truncate(size int64) error {
-	return f.m.noteIOError("truncate", f.name, f.File.Truncate(size))
-}
-func (f failFile) Sync() error { return f.m.noteIOError("fsync", f.name, f.File.Sync()) }
-func (f failFile) Stat() (os.FileInfo, error) {
-	fi, err := f.File.Stat()
-	return fi, f.m.noteIOError("stat", f.name, err)
-}
-
-// WrittenSinceOpen forwards to the wrapped file; one that cannot tell
-// counts as written.
-func (f failFile) WrittenSinceOpen() bool {
-	w, ok := f.File.(logfs.WriteTracker)
-	return !ok || w.WrittenSinceOpen()
-}
-
-// Allocate preallocates through the wrapped file (logfs.Allocate needs
-// its descriptor), noting a disk error.
-func (f failFile) Allocate(size int64) error {
-	return f.m.noteIOError("fallocate", f.name, logfs.Allocate(f.File, size))
-}
+type dirWatcher struct{ m *Manager }
 
 // closedErrLocked is the error of an operation on a closed log: why its
 // log directory went offline for an abandoned one (KAFKA_STORAGE_ERROR,

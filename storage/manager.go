@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/kbroker/kbroker/storage/cleaner"
+	"github.com/kbroker/kbroker/storage/integrity"
 	"github.com/kbroker/kbroker/storage/logfs"
 )
 
@@ -43,6 +44,10 @@ type Manager struct {
 	// offlineDirs counts them (logdir_failure.go).
 	dirFailed   chan struct{}
 	offlineDirs atomic.Int32
+	// corrupt collects the corrupt batches reads find; scrubber looks for
+	// them (scrub.go).
+	corrupt  *integrity.Reports
+	scrubber *integrity.Scrubber
 
 	mu struct {
 		sync.Mutex
@@ -126,7 +131,7 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	}
 	m := &Manager{logger: logger, dirFailed: make(chan struct{}, 1)}
 	m.files = logfs.NewCache(fsys)
-	m.fs = failFS{FS: m.files.FS(), m: m}
+	m.fs = logfs.WatchFS(m.files.FS(), dirWatcher{m})
 	m.mu.logs = make(map[topicPartition]*Log)
 	m.mu.preferred = make(map[topicPartition]*logDir)
 	m.mu.moving = make(map[topicPartition]*logMove)
@@ -136,6 +141,8 @@ func OpenManagerFS(fsys FS, dirs []string, logger *slog.Logger) (*Manager, error
 	m.mu.cleanerThreads = 1
 	m.cleanerThrottle = cleaner.NewThrottle(math.MaxFloat64, time.Time{})
 	m.cleanerBackoffChanged = make(chan struct{}, 1)
+	m.corrupt = integrity.NewReports()
+	m.scrubber = integrity.NewScrubber(m.scrubSegments, logger.With("component", "scrubber"))
 	for _, path := range dirs {
 		m.dirs = append(m.dirs, &logDir{path: path, cleanPath: filepath.Clean(path),
 			partitions: map[topicPartition]bool{}, recoveryPoints: map[topicPartition]int64{},
@@ -351,6 +358,8 @@ func (m *Manager) getOrCreate(topic string, partition int32, topicID *[16]byte, 
 		LogStartOffset: d.logStartOffsets.offsets[tp],
 		HighWatermark:  d.highWatermarks.offsets[tp],
 		DeleteLater:    m.deletes.add,
+		Corrupt:        m.corrupt,
+		DirGone:        dirWatcher{m}.Gone(dir),
 	})
 	if err != nil {
 		return nil, removeNew(err)
@@ -440,8 +449,12 @@ func (m *Manager) deleteLocked(tp topicPartition) error {
 
 // Run flushes logs whose flush.ms has passed and checkpoints recovery
 // points, until ctx is done. It is the only goroutine of the package; the
-// caller starts it and stops it by cancelling ctx.
+// caller starts it and stops it by cancelling ctx. It runs the scrubber
+// on a goroutine of its own, which it waits for.
 func (m *Manager) Run(ctx context.Context) {
+	var scrub sync.WaitGroup
+	defer scrub.Wait()
+	scrub.Go(func() { m.scrubber.Run(ctx) })
 	m.mu.Lock()
 	every, cpEvery, cleanEvery := m.mu.retentionCheck, m.mu.checkpointEvery, m.mu.cleanerBackoff
 	m.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/kbroker/kbroker/storage/integrity"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -52,9 +53,9 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 		if whole && s.maxTimestamp < bestTs {
 			continue // cannot win
 		}
-		sc := newBatchScanner(s.log, 0, s.size)
+		sc := integrity.NewScanner(s.log, 0, s.size)
 		for {
-			b, _, ok := sc.next()
+			b, _, ok := sc.Next()
 			if !ok || b.BaseOffset() >= upperBound {
 				break
 			}
@@ -63,8 +64,8 @@ func (l *Log) OffsetOfMaxTimestamp(upperBound int64) (offset, timestamp int64, f
 			}
 			consider(s, b.MaxTimestamp(), b.LastOffset(), b)
 		}
-		if sc.err != nil {
-			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), sc.err)
+		if sc.Err() != nil {
+			return 0, 0, false, fmt.Errorf("offset of max timestamp %s: %w", l.Dir(), sc.Err())
 		}
 	}
 	if !haveBest {

@@ -375,6 +375,7 @@ func (m *Manager) finishMove(tp topicPartition, l *Log, mv *logMove, copied map[
 	if err := l.reloadLocked(dst); err != nil {
 		return true, err
 	}
+	l.dirGone = dirWatcher{m}.Gone(dst)
 
 	delete(mv.from.partitions, tp)
 	mv.to.partitions[tp] = true

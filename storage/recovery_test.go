@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"syscall"
 	"testing"
 )
 
@@ -144,29 +143,6 @@ func TestTornWrite(t *testing.T) {
 	}
 	mustAppend(t, l2, plain(4))
 	checkContiguous(t, l2)
-}
-
-func TestDiskFull(t *testing.T) {
-	fsys := &faultFS{}
-	_, l := openTestManager(t, fsys, t.TempDir(), DefaultLogConfig())
-	mustAppend(t, l, plain(4))
-	path := filepath.Join(l.Dir(), "00000000000000000000.log")
-	before, _ := os.Stat(path)
-	fsys.set(func(f *faultFS) { f.noSpace = true })
-	_, err := l.AppendAsLeader(makeBatch(plain(4)), AppendOptions{LogAppendTimeMs: -1})
-	if !errors.Is(err, ErrStorage) || !errors.Is(err, syscall.ENOSPC) {
-		t.Fatalf("full disk: %v", err)
-	}
-	after, _ := os.Stat(path)
-	if after.Size() != before.Size() || l.LogEndOffset() != 4 {
-		t.Fatalf("partial batch left: size %d -> %d, LEO %d", before.Size(), after.Size(), l.LogEndOffset())
-	}
-	fsys.set(func(f *faultFS) { f.noSpace = false })
-	res := mustAppend(t, l, plain(4))
-	if res.FirstOffset != 4 {
-		t.Fatalf("first offset %d after space is back", res.FirstOffset)
-	}
-	checkContiguous(t, l)
 }
 
 func TestCleanShutdownMarkerAndCheckpoint(t *testing.T) {

@@ -127,10 +127,12 @@ func TestOpenRemovesLeftovers(t *testing.T) {
 				t.Fatal(err)
 			}
 
+			// The log alone: under a Manager an EIO takes the whole
+			// directory offline (logdir_failure.go).
 			fsys := &faultFS{removeFails: func(name string) bool { return name == path }}
-			m2, err := OpenManagerFS(fsys, []string{dir}, nil)
+			l2, err := OpenLog(pdir, cfg, LogOptions{FS: fsys, Clean: true, RecoveryPoint: 40})
 			if err == nil {
-				_, err = m2.GetOrCreate("t", 0, cfg)
+				err = l2.Close()
 			}
 			if tc.wantOpen {
 				if err != nil {

@@ -1,11 +1,9 @@
 package storage
 
 import (
-	"bufio"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"sort"
@@ -345,74 +343,7 @@ func (s *segment) readHeader(pos int64) (record.Batch, int64, error) {
 	}
 	size, err := record.PeekSize(hdr)
 	if err != nil || int64(size) > s.size-pos || size < record.HeaderSize {
-		return nil, 0, fmt.Errorf("%w: bad batch size at %d", ErrCorrupt, pos)
+		return nil, 0, &CorruptBatchError{Position: pos, Offset: -1, Reason: "bad batch size"}
 	}
 	return record.Batch(hdr), int64(size), nil
-}
-
-// batchScanner reads whole batches sequentially from [start, end) of a
-// file. The batch it returns is valid until the next call.
-type batchScanner struct {
-	r   *bufio.Reader
-	pos int64 // position of the next batch
-	end int64
-	buf []byte
-	err error // why the scan stopped before end; nil at a clean end
-}
-
-func newBatchScanner(f File, start, end int64) *batchScanner {
-	return &batchScanner{
-		r:   bufio.NewReaderSize(io.NewSectionReader(f, start, end-start), 64<<10),
-		pos: start,
-		end: end,
-	}
-}
-
-// next returns the batch at s.pos and its position. It stops (false) at
-// the end or at the first batch that is truncated, sized past the end or
-// of a magic other than 2, leaving the reason in s.err. It does not check
-// the CRC.
-func (s *batchScanner) next() (record.Batch, int64, bool) {
-	if s.err != nil || s.pos >= s.end {
-		return nil, s.pos, false
-	}
-	remaining := s.end - s.pos
-	if remaining < record.HeaderSize {
-		s.err = fmt.Errorf("%w: %d trailing bytes at %d", ErrCorrupt, remaining, s.pos)
-		return nil, s.pos, false
-	}
-	if cap(s.buf) < record.HeaderSize {
-		s.buf = make([]byte, record.HeaderSize, 16<<10)
-	}
-	s.buf = s.buf[:record.HeaderSize]
-	if _, err := io.ReadFull(s.r, s.buf); err != nil {
-		s.err = fmt.Errorf("%w: reading header at %d: %v", ErrStorage, s.pos, err)
-		return nil, s.pos, false
-	}
-	size, err := record.PeekSize(s.buf)
-	if err != nil {
-		s.err = fmt.Errorf("batch at %d: %w", s.pos, err)
-		return nil, s.pos, false
-	}
-	if int64(size) > remaining || size < record.HeaderSize {
-		s.err = fmt.Errorf("%w: batch at %d of size %d exceeds the %d bytes left", ErrCorrupt, s.pos, size, remaining)
-		return nil, s.pos, false
-	}
-	if m := s.buf[16]; m != record.MagicV2 {
-		s.err = fmt.Errorf("%w: batch at %d has magic %d", ErrCorrupt, s.pos, m)
-		return nil, s.pos, false
-	}
-	if cap(s.buf) < size {
-		nb := make([]byte, size)
-		copy(nb, s.buf)
-		s.buf = nb
-	}
-	s.buf = s.buf[:size]
-	if _, err := io.ReadFull(s.r, s.buf[record.HeaderSize:]); err != nil {
-		s.err = fmt.Errorf("%w: reading batch at %d: %v", ErrStorage, s.pos, err)
-		return nil, s.pos, false
-	}
-	pos := s.pos
-	s.pos += int64(size)
-	return record.Batch(s.buf), pos, true
 }

@@ -40,9 +40,14 @@ func (l *Log) TruncateTo(offset int64) error {
 	i := l.segmentForLocked(offset)
 	s := l.mu.segments[i]
 	cut := s.size
-	if pos, found, err := l.locateLocked(s, offset); err != nil {
+	pos, found, err := l.locateLocked(s, offset)
+	var ce *CorruptBatchError
+	switch {
+	case errors.As(err, &ce):
+		cut = ce.Position // a bad header (repairing a corrupt batch): nothing from it on is kept
+	case err != nil:
 		return fmt.Errorf("truncate %s: %w", l.Dir(), err)
-	} else if found {
+	case found:
 		cut = pos
 	}
 	if err := l.deleteNewestLocked(i + 1); err != nil {
@@ -98,7 +103,12 @@ func (l *Log) TruncateFullyAndStartAt(offset int64) error {
 
 func (l *Log) writableLocked() error {
 	if l.mu.closed {
-		return ErrClosed
+		return l.closedErrLocked()
+	}
+	if l.dirGone != nil {
+		if err := l.dirGone(); err != nil {
+			return err
+		}
 	}
 	return l.mu.failed
 }
