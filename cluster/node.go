@@ -151,6 +151,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	n.txnClients = &txncoord.MarkerClients{Dialer: n.security.dialer}
 	n.txns = txncoord.New(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
 	n.metrics.Registry.MustRegister(newStateCollector(n))
+	n.metrics.Registry.MustRegister(newIntegrityCollector(n))
 	scfg := server.ConfigFrom(&cfg)
 	scfg.FollowerGone = n.followerGone
 	scfg.Listeners = n.security.listeners
@@ -224,6 +225,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		DedupeBufferSize:    cfg.LogCleanerDedupeBufferSize,
 		IOMaxBytesPerSecond: cfg.LogCleanerIOMaxBytesPerSecond,
 	})
+	n.logs.SetScrubRate(cfg.LogScrubberBytesPerSecond)
 	defer func() {
 		if cerr := n.logs.Close(); cerr != nil {
 			err = errors.Join(err, fmt.Errorf("closing logs: %w", cerr))

@@ -219,6 +219,7 @@ type Config struct {
 	LogCleanerDedupeBufferSize       int64    `kafka:"log.cleaner.dedupe.buffer.size"`
 	LogCleanerIOMaxBytesPerSecond    float64  `kafka:"log.cleaner.io.max.bytes.per.second"`
 	LogCleanerThreads                int32    `kafka:"log.cleaner.threads"`
+	LogScrubberBytesPerSecond        int64    `kafka:"log.scrubber.bytes.per.second"`
 	CompressionGzipLevel             int32    `kafka:"compression.gzip.level"`
 	CompressionLz4Level              int32    `kafka:"compression.lz4.level"`
 	CompressionZstdLevel             int32    `kafka:"compression.zstd.level"`

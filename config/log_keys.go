@@ -39,6 +39,8 @@ var logKeys = []brokerKey{
 		func(c *Config) *int64 { return &c.LogCleanerDedupeBufferSize }),
 	doubleKey("log.cleaner.io.max.bytes.per.second", strconv.FormatFloat(math.MaxFloat64, 'g', -1, 64), "Bytes per second the cleaner reads and writes at most, across the logs it cleans at once. Dynamic cluster-wide.", math.SmallestNonzeroFloat64, math.MaxFloat64,
 		func(c *Config) *float64 { return &c.LogCleanerIOMaxBytesPerSecond }),
+	intKey("log.scrubber.bytes.per.second", "1048576", "Bytes per second the background scrubber reads to verify the CRC of every closed segment, one at a time; a corrupt batch is never served and is repaired from the leader. 0 turns it off. kbroker's own key (Redpanda and Ceph have a scrubber; Kafka does not).", 0,
+		func(c *Config) *int64 { return &c.LogScrubberBytesPerSecond }),
 	intKey("log.cleaner.threads", "1", "Logs the cleaner cleans at once (Kafka's cleaner threads); the dedupe buffer is shared out among them. Dynamic cluster-wide.", 1,
 		func(c *Config) *int32 { return &c.LogCleanerThreads }),
 	intKey("compression.gzip.level", "-1", "gzip level (1-9, or -1 for the codec's default) when the broker compresses (topic: compression.gzip.level).", -1,
