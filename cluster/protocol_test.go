@@ -30,19 +30,28 @@ func TestApiVersions(t *testing.T) {
 				t.Errorf("v%d: %s range %v, want %v", v, kmsg.NameForKey(key), ranges[key], want)
 			}
 		}
-		// Features from v3: transaction.version stops below 2 and
-		// nothing is finalized, so clients keep the KIP-890 part 1 flow.
+		// Features from v3: transaction.version stops below 2 and is
+		// not finalized, so clients keep the KIP-890 part 1 flow; before
+		// v4 no feature is listed from level 0 (KAFKA-17011).
 		var tv []kmsg.ApiVersionsResponseSupportedFeature
 		for _, f := range resp.SupportedFeatures {
 			if f.Name == "transaction.version" {
 				tv = append(tv, f)
 			}
 		}
-		if v >= 3 && (len(tv) != 1 || tv[0].MinVersion != 0 || tv[0].MaxVersion != 1) || v < 3 && len(resp.SupportedFeatures) > 0 {
-			t.Errorf("v%d: supported features %+v, want transaction.version 0–1 from v3", v, resp.SupportedFeatures)
+		wantMin := int16(0)
+		if v < 4 {
+			wantMin = 1
 		}
-		if len(resp.FinalizedFeatures) > 0 {
-			t.Errorf("v%d: finalized features %+v, want none", v, resp.FinalizedFeatures)
+		if v >= 3 && (len(tv) != 1 || tv[0].MinVersion != wantMin || tv[0].MaxVersion != 1) || v < 3 && len(resp.SupportedFeatures) > 0 {
+			t.Errorf("v%d: supported features %+v, want transaction.version %d–1 from v3", v, resp.SupportedFeatures, wantMin)
+		}
+		finalized := map[string]int16{}
+		for _, f := range resp.FinalizedFeatures {
+			finalized[f.Name] = f.MaxVersionLevel
+		}
+		if _, ok := finalized["transaction.version"]; ok || v >= 3 && finalized["metadata.version"] < 1 {
+			t.Errorf("v%d: finalized features %+v, want metadata.version and no transaction.version", v, resp.FinalizedFeatures)
 		}
 	}
 
