@@ -55,6 +55,9 @@ func decodeCheckpoint(data []byte) (map[topicPartition]int64, error) {
 		return sc.Text(), true
 	}
 	v, ok := line()
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); ok && err == nil && n > 0 {
+		return nil, fmt.Errorf("%w: checkpoint version %d, this build reads 0", ErrNewerFormat, n)
+	}
 	if !ok || strings.TrimSpace(v) != "0" {
 		return nil, fmt.Errorf("checkpoint: bad version line %q", v)
 	}

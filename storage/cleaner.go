@@ -159,7 +159,11 @@ func readCleanerCheckpoint(fsys FS, dir string) (map[topicPartition]int64, error
 	if err != nil {
 		return nil, err
 	}
-	return decodeCheckpoint(data)
+	offs, err := decodeCheckpoint(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, cleanerCheckpointFile), err)
+	}
+	return offs, nil
 }
 
 // updateCleanerCheckpoint sets (off >= 0) or removes (off < 0) tp's entry

@@ -34,6 +34,27 @@
 //	  <topic>-<partition>.<id>-future/      a log being moved here by AlterReplicaLogDirs (move.go)
 //	  <topic>-<partition>.<id>-delete/      a deleted partition, or the source of a finished move, removed after file.delete.delay.ms
 //
+// # File format versions
+//
+// Every file carries or implies its format version, and one a newer
+// kbroker wrote is refused, never misread or overwritten (ErrNewerFormat,
+// naming the file): a log dir's checkpoints stop the Manager from
+// opening, so the node does not start; a partition's files stop its log
+// from opening with a storage error, so the replica stays offline and is
+// reported while the others serve.
+//
+//	segments, .index, .timeindex, .txnindex   Kafka's formats; the batches' magic byte (2) versions the records
+//	the four offset checkpoints               Kafka's: a first line "0"
+//	leader-epoch-checkpoint                   Kafka's: a first line "0"
+//	partition.metadata                        Kafka's: "version: 0"
+//	.snapshot                                 "KBPS", then a version (1 or 2)
+//	.kafka_cleanshutdown                      its presence alone; its content is not read
+//
+// A malformed file of a known version is another matter: a checkpoint is
+// ignored (recovery rebuilds what it held), a producer snapshot is
+// replaced by replaying the log, a bad partition.metadata keeps the
+// replica offline.
+//
 // Segment files are named by the 20-digit zero-padded base offset: the
 // offset of the first batch they hold. The last segment is the active one;
 // appends go there. A new segment starts when a batch would take the

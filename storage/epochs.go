@@ -52,6 +52,11 @@ func decodeEpochs(data []byte) ([]epochEntry, error) {
 	for sc.Scan() {
 		lines = append(lines, strings.TrimSpace(sc.Text()))
 	}
+	if len(lines) > 0 {
+		if v, err := strconv.Atoi(lines[0]); err == nil && v > 0 {
+			return nil, fmt.Errorf("%w: leader epoch checkpoint version %d, this build reads 0", ErrNewerFormat, v)
+		}
+	}
 	if len(lines) < 2 || lines[0] != "0" {
 		return nil, errors.New("leader epoch checkpoint: bad version")
 	}
@@ -129,21 +134,27 @@ func (l *Log) truncateEpochsLocked(offset int64) bool {
 }
 
 // loadEpochs reads the leader epoch checkpoint; a missing or bad file
-// gives an empty cache (recovery and later appends fill it).
-func (l *Log) loadEpochs() {
-	data, err := logfs.ReadFile(l.fs, filepath.Join(l.Dir(), leaderEpochFile))
+// gives an empty cache (recovery and later appends fill it). One in a
+// newer format is refused (ErrNewerFormat), never overwritten.
+func (l *Log) loadEpochs() error {
+	path := filepath.Join(l.Dir(), leaderEpochFile)
+	data, err := logfs.ReadFile(l.fs, path)
 	if errors.Is(err, os.ErrNotExist) {
-		return
+		return nil
 	}
 	if err == nil {
 		var es []epochEntry
 		if es, err = decodeEpochs(data); err == nil {
 			l.mu.epochs = es
-			return
+			return nil
+		}
+		if errors.Is(err, ErrNewerFormat) {
+			return fmt.Errorf("%w: %s: %w", ErrStorage, path, err)
 		}
 	}
 	l.logger.Warn("ignoring leader epoch checkpoint", "dir", l.Dir(), "err", err)
 	l.mu.epochsDirty = true
+	return nil
 }
 
 // LatestEpoch returns the latest leader epoch in the log's epoch cache.

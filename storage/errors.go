@@ -28,6 +28,11 @@ var (
 	ErrInvalidProducerEpoch = producerstate.ErrInvalidProducerEpoch
 	// ErrStorage: KAFKA_STORAGE_ERROR, an I/O operation failed.
 	ErrStorage = integrity.ErrStorage
+	// ErrNewerFormat: a file of a log dir is in a format version this
+	// build does not know, written by a newer kbroker. It is refused,
+	// never misread or overwritten: a log dir's checkpoints stop the
+	// start, a partition's files keep that partition offline.
+	ErrNewerFormat = errors.New("storage: file format newer than this build reads")
 	// ErrClosed: the log or manager is closed.
 	ErrClosed = errors.New("storage: closed")
 	// ErrInvalidTimestamp (INVALID_TIMESTAMP): a CreateTime timestamp too

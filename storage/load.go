@@ -95,7 +95,9 @@ func (l *Log) load(clean bool, recoveryPoint, logStartOffset int64) error {
 		l.mu.segments = append(l.mu.segments, s)
 	}
 
-	l.loadEpochs()
+	if err := l.loadEpochs(); err != nil {
+		return err
+	}
 	start := len(l.mu.segments) // first segment to recover batch by batch
 	if !clean {
 		start = l.segmentForLocked(recoveryPoint)
@@ -390,12 +392,16 @@ func (l *Log) loadProducerState(snaps []int64) error {
 		if off > l.mu.logEndOffset || off < l.mu.logStartOffset || used >= 0 {
 			continue
 		}
-		buf, err := logfs.ReadFile(l.fs, logfs.FileName(l.Dir(), off, logfs.SnapshotSuffix))
+		path := logfs.FileName(l.Dir(), off, logfs.SnapshotSuffix)
+		buf, err := logfs.ReadFile(l.fs, path)
 		if err == nil {
 			var m producerstate.State
 			if m, err = producerstate.DecodeSnapshot(buf); err == nil {
 				l.mu.producers, from, used = m, off, off
 				continue
+			}
+			if errors.Is(err, producerstate.ErrNewerSnapshot) {
+				return fmt.Errorf("%w: %w: %s: %v", ErrStorage, ErrNewerFormat, path, err)
 			}
 		}
 		l.logger.Warn("ignoring producer snapshot", "dir", l.Dir(), "offset", off, "err", err)

@@ -178,9 +178,13 @@ func openLogDir(fsys FS, d *logDir, logger *slog.Logger) error {
 		return fmt.Errorf("%w: remove %s: %v", ErrStorage, marker, err)
 	}
 	if data, err := logfs.ReadFile(fsys, filepath.Join(path, recoveryPointFile)); err == nil {
-		if rp, err := decodeCheckpoint(data); err == nil {
+		rp, err := decodeCheckpoint(data)
+		switch {
+		case errors.Is(err, ErrNewerFormat):
+			return fmt.Errorf("%s: %w", filepath.Join(path, recoveryPointFile), err)
+		case err == nil:
 			d.recoveryPoints = rp
-		} else {
+		default:
 			logger.Warn("ignoring bad recovery point checkpoint", "dir", path, "err", err)
 		}
 	}
@@ -189,9 +193,13 @@ func openLogDir(fsys FS, d *logDir, logger *slog.Logger) error {
 		into *offsetCheckpoint
 	}{{logStartOffsetFile, &d.logStartOffsets}, {highWatermarkFile, &d.highWatermarks}} {
 		if data, err := logfs.ReadFile(fsys, filepath.Join(path, c.file)); err == nil {
-			if offs, err := decodeCheckpoint(data); err == nil {
+			offs, err := decodeCheckpoint(data)
+			switch {
+			case errors.Is(err, ErrNewerFormat):
+				return fmt.Errorf("%s: %w", filepath.Join(path, c.file), err)
+			case err == nil:
 				c.into.offsets = offs
-			} else {
+			default:
 				logger.Warn("ignoring bad checkpoint", "file", c.file, "dir", path, "err", err)
 			}
 		}

@@ -78,7 +78,9 @@ func decodePartitionMetadata(data []byte) ([16]byte, error) {
 	if err != nil {
 		return [16]byte{}, err
 	}
-	if n, err := strconv.Atoi(v); err != nil || n != 0 {
+	if n, err := strconv.Atoi(v); err == nil && n > 0 {
+		return [16]byte{}, fmt.Errorf("%w: partition.metadata version %d, this build reads 0", ErrNewerFormat, n)
+	} else if err != nil || n != 0 {
 		return [16]byte{}, fmt.Errorf("unrecognized version %q", v)
 	}
 	_, s, err := field(1)
@@ -110,6 +112,10 @@ func readPartitionMetadata(fsys FS, dir string) (id [16]byte, found bool, err er
 		return id, false, fmt.Errorf("%w: read %s: %w", ErrStorage, path, err)
 	}
 	id, err = decodePartitionMetadata(data)
+	if errors.Is(err, ErrNewerFormat) {
+		// A storage error too: the replica stays offline, reported.
+		return id, false, fmt.Errorf("%w: %s: %w", ErrStorage, path, err)
+	}
 	if err != nil {
 		return id, false, fmt.Errorf("%w: %s: %v", ErrBadPartitionMetadata, path, err)
 	}

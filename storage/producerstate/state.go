@@ -267,13 +267,21 @@ func (m State) Encode() []byte {
 
 var errBadSnapshot = errors.New("bad producer snapshot")
 
+// ErrNewerSnapshot is a snapshot in a version this build does not know
+// (written by a newer kbroker): refused, never replaced by a replay.
+var ErrNewerSnapshot = errors.New("producer snapshot of a newer version")
+
 // DecodeSnapshot reads a snapshot written by Encode (or version 1). A bad
 // one is an error; the Log then ignores it and replays the log instead.
+// One of a newer version is ErrNewerSnapshot.
 func DecodeSnapshot(buf []byte) (State, error) {
 	if len(buf) < snapshotHeader+4 || string(buf[:4]) != snapshotMagic {
 		return nil, fmt.Errorf("%w: bad header", errBadSnapshot)
 	}
 	v := binary.BigEndian.Uint16(buf[4:])
+	if v > snapshotVersion {
+		return nil, fmt.Errorf("%w: version %d, this build reads up to %d", ErrNewerSnapshot, v, snapshotVersion)
+	}
 	if v != 1 && v != snapshotVersion {
 		return nil, fmt.Errorf("%w: version %d", errBadSnapshot, v)
 	}
