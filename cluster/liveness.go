@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/membership"
+	"github.com/kbroker/kbroker/internal/monotime"
 	"github.com/kbroker/kbroker/metadata"
 )
 
@@ -448,7 +449,7 @@ const (
 // broker leads (it will move there).
 func (n *Node) noteRedirect(leader int32) {
 	if leader != n.cfg.NodeID {
-		n.lastRedirect.Store(time.Now().UnixNano())
+		n.lastRedirect.Store(monotime.Now())
 	}
 }
 
@@ -460,7 +461,7 @@ func (n *Node) drainClients() {
 	defer t.Stop()
 	for {
 		now := time.Now()
-		last := time.Unix(0, n.lastRedirect.Load())
+		last := monotime.Time(n.lastRedirect.Load())
 		if last.Before(start) {
 			last = start
 		}

@@ -102,7 +102,7 @@ type Node struct {
 	// refusing remembers those brokers for Metadata answers (liveness.go).
 	refusing refusingBrokers
 	// lastRedirect is when this broker last refused a client a partition
-	// another broker leads (unix nanoseconds), for the controlled
+	// another broker leads (a monotime instant), for the controlled
 	// shutdown's drain.
 	lastRedirect atomic.Int64
 

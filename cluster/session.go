@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/monotime"
 	"github.com/kbroker/kbroker/replication"
 )
 
@@ -20,8 +21,9 @@ import (
 // nobody replicates and held until the request times out.
 type brokerSession struct {
 	timeout time.Duration
-	// lastOK is the Unix nanosecond time of the last successful
-	// heartbeat, or of the heartbeat loop's start; 0 means the loop has
+	// lastOK is the monotonic instant (monotime) of the last successful
+	// heartbeat, or of the heartbeat loop's start, so a step of the wall
+	// clock neither loses nor prolongs the session; 0 means the loop has
 	// not started (no session to lose: a controller-only node, or a node
 	// still starting).
 	lastOK atomic.Int64
@@ -32,12 +34,12 @@ type brokerSession struct {
 
 // start begins the session clock: a broker that has just started gets a
 // full session timeout to reach the controller.
-func (s *brokerSession) start(now time.Time) { s.lastOK.Store(now.UnixNano()) }
+func (s *brokerSession) start(now time.Time) { s.lastOK.Store(monotime.Of(now)) }
 
 // renewed records a successful heartbeat. It reports whether the session
 // had been lost.
 func (s *brokerSession) renewed(now time.Time) (wasLost bool) {
-	s.lastOK.Store(now.UnixNano())
+	s.lastOK.Store(monotime.Of(now))
 	return s.lost.Swap(false)
 }
 
@@ -45,7 +47,7 @@ func (s *brokerSession) renewed(now time.Time) (wasLost bool) {
 // session timeout at now.
 func (s *brokerSession) expired(now time.Time) bool {
 	last := s.lastOK.Load()
-	return s.timeout > 0 && last != 0 && now.Sub(time.Unix(0, last)) > s.timeout
+	return s.timeout > 0 && last != 0 && now.Sub(monotime.Time(last)) > s.timeout
 }
 
 // checkLost marks the session lost if it expired; it reports whether this

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/internal/monotime"
 	"github.com/kbroker/kbroker/wire"
 )
 
@@ -84,7 +85,7 @@ type conn struct {
 	// (conn_auth.go); the reader goroutine owns it.
 	auth connAuth
 
-	// mutedUntil (unix nanoseconds) is when a client quota throttle ends:
+	// mutedUntil (a monotime instant) is when a client quota throttle ends:
 	// until then the reader reads nothing more from the client (Kafka
 	// mutes a throttled channel).
 	mutedUntil atomic.Int64
@@ -351,7 +352,7 @@ func (c *conn) releaseFrame(s *slot) {
 // mute stops reading from the connection for d from now (or longer, if
 // an earlier throttle ends later).
 func (c *conn) mute(d time.Duration) {
-	until := time.Now().Add(d).UnixNano()
+	until := monotime.Of(time.Now().Add(d))
 	for {
 		cur := c.mutedUntil.Load()
 		if cur >= until || c.mutedUntil.CompareAndSwap(cur, until) {
@@ -365,7 +366,7 @@ func (c *conn) mute(d time.Duration) {
 // does not count as idle time.
 func (c *conn) awaitUnmute(ctx context.Context) error {
 	for {
-		d := time.Until(time.Unix(0, c.mutedUntil.Load()))
+		d := time.Until(monotime.Time(c.mutedUntil.Load()))
 		if d <= 0 {
 			return nil
 		}
