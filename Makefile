@@ -153,6 +153,6 @@ bench-go:
 # 1,000 and 10,000 partitions (RF 3) on a fresh local three-node cluster
 # each: creation, idle CPU, RSS and descriptors per replica, restart and
 # recovery, metadata propagation; with ratios to the 1,000 figures
-# (README, Scale). E.g. BENCH_FLAGS='--scale-partitions 1000,5000'.
+# (docs/PERFORMANCE.md, Scale). E.g. BENCH_FLAGS='--scale-partitions 1000,5000'.
 bench-scale: build
 	./bin/kbroker bench --mode scale $(BENCH_FLAGS)

@@ -59,7 +59,7 @@ func waitQuorumView(t *testing.T, addr string, voters, observers []int32) quorum
 	return q
 }
 
-// The README's controller replacement with the binary: a fourth node
+// The controller replacement of docs/OPERATIONS.md with the binary: a fourth node
 // with the controller role outside controller.quorum.voters is an
 // observer, `quorum add-voter` makes it a voter, `quorum remove-voter`
 // removes the active controller, and the roles survive a kill -9 and

@@ -161,7 +161,7 @@ func cipherSuites(names []string) ([]uint16, error) {
 }
 
 // convertHint says how to turn a Java store into the PEM file kbroker
-// reads (README "Security" has the full recipe).
+// reads (docs/SECURITY.md has the full recipe).
 func convertHint(key, typ string) string {
 	jks := ""
 	if strings.EqualFold(typ, "JKS") {

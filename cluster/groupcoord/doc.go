@@ -22,7 +22,9 @@
 // hooks, with offsets.commit.timeout.ms (Kafka's default, 5s) as its
 // deadline (store.go). Transactional offset commits are held until their
 // transaction's marker (txn_offsets.go); consumer (KIP-848) groups are
-// served by consumer.go.
+// served by consumer.go. Lag (lag.go) is the consumer lag of its groups
+// for the metrics: committed offsets copied under the lock, against the
+// high watermarks of the partitions this broker hosts, read after it.
 //
 // The topic is created on first use with cleanup.policy=compact and
 // infinite retention (package cluster/coordinator). Offsets of Empty

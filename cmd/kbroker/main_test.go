@@ -53,15 +53,23 @@ func TestServeRefusesBadConfig(t *testing.T) {
 	}
 }
 
-// The README documents every supported config key.
+// The README's key index names every supported config key, and the
+// reference table of docs/CONFIGURATION.md has a row for each.
 func TestReadmeListsEveryConfigKey(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reference, err := os.ReadFile("../../docs/CONFIGURATION.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range config.Keys() {
 		if !bytes.Contains(readme, []byte("`"+k.Name+"`")) {
 			t.Errorf("README.md does not list %s", k.Name)
+		}
+		if !bytes.Contains(reference, []byte("\n| `"+k.Name+"` |")) {
+			t.Errorf("docs/CONFIGURATION.md has no table row for %s", k.Name)
 		}
 	}
 	for _, name := range config.IgnoredKeyNames() {

@@ -5,7 +5,9 @@
 // that the lazily created series exist, scrape its /metrics, and fail when
 // an expression of the Grafana dashboard (deploy/grafana/kbroker.json) or
 // of the alerting rules (deploy/prometheus/kbroker-rules.yml) names a
-// metric the node does not export, as after a rename. With promtool on
+// metric the node does not export, as after a rename; and the lag the
+// node reports for its group must be the records produced after the
+// group's commit. With promtool on
 // PATH they also have Prometheus check the rules, the configuration and
 // every dashboard expression.
 //

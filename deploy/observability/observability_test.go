@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -56,6 +57,7 @@ var grafanaVars = strings.NewReplacer(
 	"$__range", "1h", "${__range}", "1h",
 	"${job}", "kbroker", "$job", "kbroker",
 	"${instance}", ".*", "$instance", ".*",
+	"${group}", ".*", "$group", ".*",
 )
 
 // The dashboard's JSON model, the parts the checks read.
@@ -299,7 +301,7 @@ func TestRulesModel(t *testing.T) {
 	for _, want := range []string{"KbrokerBrokerDown", "KbrokerOfflinePartitions", "KbrokerUnderReplicatedPartitions",
 		"KbrokerUnderMinISRPartitions", "KbrokerNoActiveController", "KbrokerMultipleActiveControllers",
 		"KbrokerOfflineLogDirs", "KbrokerRequestLatencyHigh", "KbrokerISRFlapping",
-		"KbrokerQuotaThrottlingSustained", "KbrokerAuthenticationFailures"} {
+		"KbrokerQuotaThrottlingSustained", "KbrokerAuthenticationFailures", "KbrokerConsumerGroupLagHigh"} {
 		if !seen[want] {
 			t.Errorf("no alert %s", want)
 		}
@@ -421,6 +423,11 @@ func TestExpressionsUseExportedMetrics(t *testing.T) {
 		t.Fatalf("metrics the node does not export (renamed, or not created by this test's traffic):%s\nexported: %s\nlast error: %v",
 			b.String(), strings.Join(exp, " "), err)
 	}
+	// The group committed all it consumed, then the throttled client
+	// wrote lagRecords more: the coordinator's lag is exactly those.
+	if got, err := sample(n.admin, "kbroker_consumer_group_lag_sum", `group="`+group+`"`); err != nil || got != lagRecords {
+		t.Errorf("kbroker_consumer_group_lag_sum{group=%q} = %v (%v), want %d", group, got, err, lagRecords)
+	}
 	names := make([]string, 0, len(used))
 	for name := range used {
 		names = append(names, name)
@@ -477,6 +484,32 @@ func scrape(admin string) (map[string]string, error) {
 	return families, sc.Err()
 }
 
+// sample returns the value of the one sample of metric name whose labels
+// contain label (name="value") on admin's /metrics.
+func sample(admin, name, label string) (float64, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name+"{")
+		if !ok || !strings.Contains(rest, label) {
+			continue
+		}
+		f := strings.Fields(line)
+		return strconv.ParseFloat(f[len(f)-1], 64)
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no sample %s{%s}", name, label)
+}
+
 // node is one kbroker process: broker and its own single controller, with
 // a PLAINTEXT listener, a SASL_PLAINTEXT (SCRAM-SHA-256) listener and the
 // admin listener.
@@ -493,6 +526,8 @@ const (
 	throttledID = "observability-throttled"
 	topic       = "observability"
 	group       = "observability-group"
+	// lagRecords are produced after the group's last commit.
+	lagRecords = 4
 )
 
 // buildBroker builds cmd/kbroker into dir and returns the binary's path.
@@ -644,7 +679,9 @@ func (n *node) drive(t *testing.T) {
 	}
 
 	const records = 100
-	prod := client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	// Round robin: every partition gets records, so the group commits
+	// an offset on each and lag counts wherever the later records go.
+	prod := client(kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
 	var rs []*kgo.Record
 	for i := range records {
 		rs = append(rs, &kgo.Record{Value: fmt.Appendf(nil, "record-%d", i)})
@@ -667,10 +704,11 @@ func (n *node) drive(t *testing.T) {
 	}
 
 	// 16 KiB at 1 KiB/s: throttled (the quota reaches the broker through
-	// the metadata log; the first batches may pass before it does).
+	// the metadata log; the first batches may pass before it does). The
+	// group has not consumed these: its lag is lagRecords.
 	slow := client(kgo.ClientID(throttledID), kgo.DefaultProduceTopic(topic))
 	big := make([]byte, 4096)
-	for range 4 {
+	for range lagRecords {
 		if err := slow.ProduceSync(ctx, &kgo.Record{Value: big}).FirstErr(); err != nil {
 			t.Fatalf("produce as %s: %v", throttledID, err)
 		}

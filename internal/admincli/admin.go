@@ -30,7 +30,7 @@ Commands (each takes --bootstrap-server H:P[,H:P], --output table|json and
   configs describe --entity-type topics|brokers [--entity-name N]
   configs alter    --entity-type topics|brokers [--entity-name N] [--add-config k=v,...] [--delete-config k,...]
   groups list
-  groups describe --group G
+  groups describe GROUP... | --group G...
   groups delete   --group G...
   groups reset-offsets --group G [--topic T]... (--to-earliest|--to-latest|--to-offset N) [--execute]
   elect-leaders   (--preferred|--unclean) [--topic T [--partition P]]
@@ -70,7 +70,11 @@ Brokers without a name in configs mean the cluster-wide default.
 // before parsing, then run is called with a connected client.
 type adminCommand struct {
 	flags func(fs *flag.FlagSet)
-	run   func(ctx context.Context, a *adminEnv) error
+	// args, when set, takes the arguments that are not flags (flags may
+	// come before, between and after them); otherwise any is a usage
+	// error.
+	args func(args []string) error
+	run  func(ctx context.Context, a *adminEnv) error
 }
 
 // adminEnv is what every command gets: the client and the output.
@@ -148,15 +152,30 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	commandConfig := fs.String("command-config", "", "a properties file of Kafka client security keys (security.protocol, sasl.*, ssl.*)")
 	cmd.flags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2
 		}
-		return 2
+		if fs.NArg() == 0 {
+			break
+		}
+		if cmd.args == nil {
+			fmt.Fprintf(stderr, "kbroker admin %s: unexpected argument %q\n", name, fs.Arg(0))
+			return 2
+		}
+		// Parse stops at the first argument; flags may follow it.
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "kbroker admin %s: unexpected argument %q\n", name, fs.Arg(0))
-		return 2
+	if cmd.args != nil {
+		if err := cmd.args(positional); err != nil {
+			fmt.Fprintf(stderr, "kbroker admin %s: %v\n", name, err)
+			return 2
+		}
 	}
 	if *output != "table" && *output != "json" {
 		fmt.Fprintf(stderr, "kbroker admin %s: --output must be table or json, not %q\n", name, *output)
