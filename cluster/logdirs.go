@@ -1,6 +1,9 @@
 package cluster
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 // Log dir failure, the node's part (Kafka's LogDirFailureHandler): the
 // replication manager took the failed directory's partitions offline
@@ -23,5 +26,19 @@ func (n *Node) onLogDirFailure() {
 	select {
 	case n.offlineReport <- struct{}{}:
 	default:
+	}
+}
+
+// watchMetadataLog stops the node when a write to its Raft log failed (a
+// full or failing metadata disk): as Kafka stops a node whose metadata
+// log dir fails, rather than run on a log store it can no longer trust.
+// Run returns the failure after the controlled shutdown.
+func (n *Node) watchMetadataLog(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-n.store.Failed():
+		err := n.store.FailedErr()
+		n.logger.Error("shutting down: the metadata log store failed a write; free the disk or repair it, then restart", "dir", n.metadataConfig().Dir, "err", err)
+		n.halt(err)
 	}
 }

@@ -205,8 +205,9 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	ctx, n.halt = context.WithCancelCause(ctx)
 	defer n.halt(nil)
 	defer func() {
-		// Every log dir failed: the node stopped itself (logdirs.go).
-		if cause := context.Cause(ctx); err == nil && errors.Is(cause, errAllLogDirsOffline) {
+		// Every log dir failed, or the metadata log store did: the node
+		// stopped itself (logdirs.go).
+		if cause := context.Cause(ctx); err == nil && (errors.Is(cause, errAllLogDirsOffline) || errors.Is(cause, metadata.ErrLogStoreFailed)) {
 			err = cause
 		}
 	}()
@@ -326,6 +327,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	wg.Go(func() { n.replicas.Run(bg, n.store) })
 	wg.Go(func() { n.reportUnreachable(bg) })
 	wg.Go(func() { n.logs.Run(bg) })
+	wg.Go(func() { n.watchMetadataLog(bg) })
 	wg.Go(func() { n.watchCleanerConfigs(bg) })
 	wg.Go(func() { n.groups.Run(bg) })
 	wg.Go(func() { n.txns.Run(bg); n.txnClients.Close() })

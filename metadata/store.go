@@ -258,6 +258,7 @@ type Store struct {
 	fsm       *fsm
 	raft      *raft.Raft
 	bolt      *raftboltdb.BoltStore
+	logs      *failStopStore // raft's view of bolt: stops at the first failed write
 	ln        net.Listener
 	stream    *listener.StreamLayer
 	dialer    listener.Dialer        // dials other nodes' controller listeners
@@ -408,11 +409,12 @@ func Open(cfg Config) (*Store, error) {
 		return fail(err)
 	}
 	f := newFSM(log)
-	r, err := raft.NewRaft(rc, f, bolt, bolt, snaps, trans)
+	logs := newFailStopStore(bolt, bolt)
+	r, err := raft.NewRaft(rc, f, logs, logs, snaps, trans)
 	if err != nil {
 		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
-	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, ln: ln, stream: stream, advertise: adv.String(),
+	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, logs: logs, ln: ln, stream: stream, advertise: adv.String(),
 		dialer: dial, committed: make(chan struct{}, 1),
 		auth: listener.Authenticator{TLS: listener.ServerTLS(cfg.ServerTLS, cfg.SASL != nil), SASL: cfg.SASL, AuthorizePeer: cfg.AuthorizePeer}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
