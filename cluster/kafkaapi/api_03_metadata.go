@@ -11,11 +11,13 @@ package kafkaapi
 // the controller when auto.create.topics.enable is set and the request
 // allows it (always before v4), with the broker's num.partitions and
 // default.replication.factor. As in Kafka's KafkaApis.getTopicMetadata
-// and AutoTopicCreationManager.createTopics (KRaft), the request that
-// creates a topic is answered UNKNOWN_TOPIC_OR_PARTITION with no
-// partitions; the topic is described from the next request on. So a
-// topic just deleted is never described again, partitions and all, by
-// the request that re-creates it. v13's top-level error code (KIP-1102) is
+// with AutoTopicCreationManager.createTopics (KRaft), the creation is
+// sent to the controller in the background (autocreate.go) and the
+// request is answered at once UNKNOWN_TOPIC_OR_PARTITION with no
+// partitions, as are those asking while it is in flight; the topic is
+// described once this broker's image has it. So a topic just deleted is
+// not described again, partitions and all, by the request that re-creates
+// it. v13's top-level error code (KIP-1102) is
 // for errors that stop the whole request; kbroker has none, so it is 0.
 //
 // Authorization, as Kafka: a topic is described only with DESCRIBE on it.
@@ -26,7 +28,6 @@ package kafkaapi
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sort"
 	"time"
@@ -79,11 +80,8 @@ func (h *Handlers) handleMetadata(ctx context.Context, rc *server.RequestContext
 		img = h.awaitNamedTopics(ctx, req.Topics)
 	}
 	autoCreate := h.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
-	var created map[string]bool
 	if !allTopics && autoCreate {
-		if created = h.autoCreateTopics(ctx, rc, img, req.Topics); created != nil {
-			img = h.store.Image()
-		}
+		h.autoCreateTopics(rc, img, req.Topics)
 	}
 
 	resp.Brokers = metadataBrokers(img, rc.Listener)
@@ -95,16 +93,15 @@ func (h *Handlers) handleMetadata(ctx context.Context, rc *server.RequestContext
 	resp.ControllerID = advertisedControllerID(h.store.ControllerID(), listed)
 	resp.AuthorizedOperations = authorizedOperationsOmitted
 
-	resp.Topics = h.metadataTopics(rc, img, req.Topics, allTopics, autoCreate, created)
+	resp.Topics = h.metadataTopics(rc, img, req.Topics, allTopics, autoCreate)
 	fillAuthorizedOperations(rc, req, resp)
 	return resp, nil
 }
 
 // metadataTopics describes the topics asked for (every topic the
-// principal may describe when all) from img, except those this request
-// created, which are UNKNOWN_TOPIC_OR_PARTITION. It reads nothing but img
+// principal may describe when all) from img. It reads nothing but img
 // and the refusing brokers, so its cost is that of the topics described.
-func (h *Handlers) metadataTopics(rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic, all, autoCreate bool, created map[string]bool) []kmsg.MetadataResponseTopic {
+func (h *Handlers) metadataTopics(rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic, all, autoCreate bool) []kmsg.MetadataResponseTopic {
 	var out []kmsg.MetadataResponseTopic
 	if all {
 		names := img.SortedTopicNames() // shared: read only
@@ -133,18 +130,13 @@ func (h *Handlers) metadataTopics(rc *server.RequestContext, img *metadata.Image
 			out = append(out, mt)
 			continue
 		}
-		if t == nil || rt.Topic != nil && created[*rt.Topic] {
-			// Created by this request: Kafka's auto-creation answers
-			// UNKNOWN_TOPIC_OR_PARTITION, describing it from the next.
+		if t == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic = rt.Topic
 			mt.TopicID = rt.TopicID
 			switch {
 			case rt.Topic == nil:
 				mt.ErrorCode = kerr.UnknownTopicID.Code
-			case t != nil:
-				mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-				mt.IsInternal = isInternalTopic(t.Name)
 			case metadata.ValidateTopicName(*rt.Topic) != nil:
 				mt.ErrorCode = kerr.InvalidTopicException.Code
 			case autoCreate && !createTopicAllowed(rc, *rt.Topic):
@@ -191,11 +183,9 @@ func fillAuthorizedOperations(rc *server.RequestContext, req *kmsg.MetadataReque
 	}
 }
 
-// autoCreateTopics creates the named topics that do not exist yet and
-// returns those it created: nil when it asked the controller for none. A
-// topic another request created meanwhile (ErrTopicExists) is not among
-// them: it is described as it is.
-func (h *Handlers) autoCreateTopics(ctx context.Context, rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic) map[string]bool {
+// autoCreateTopics hands the named topics that do not exist in img, and
+// that the principal may describe and create, to the auto-creator.
+func (h *Handlers) autoCreateTopics(rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic) {
 	var specs []metadata.TopicSpec
 	for _, rt := range topics {
 		if rt.Topic == nil || img.Topics[*rt.Topic] != nil || metadata.ValidateTopicName(*rt.Topic) != nil {
@@ -209,32 +199,7 @@ func (h *Handlers) autoCreateTopics(ctx context.Context, rc *server.RequestConte
 		}
 		specs = append(specs, metadata.TopicSpec{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1})
 	}
-	if len(specs) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	created := map[string]bool{}
-	exists := false
-	for i, err := range h.store.CreateTopics(ctx, specs, false) {
-		switch {
-		case err == nil:
-			created[specs[i].Name] = true
-			h.logger.Info("auto-created topic", "topic", specs[i].Name)
-		case errors.Is(err, metadata.ErrTopicExists):
-			exists = true
-		default:
-			h.logger.Warn("auto-creating topic failed", "topic", specs[i].Name, "err", err)
-		}
-	}
-	if len(created) > 0 || exists {
-		// Open the new partitions now so that the client's first produce
-		// does not race the replica manager.
-		if err := h.replicas.Apply(h.store.Image()); err != nil {
-			h.logger.Warn("opening auto-created partitions", "err", err)
-		}
-	}
-	return created
+	h.autoCreator.submit(specs)
 }
 
 func metadataBrokers(img *metadata.Image, listener string) []kmsg.MetadataResponseBroker {

@@ -93,7 +93,7 @@ func BenchmarkScaleMetadataAllTopics(b *testing.B) {
 			img := scaleImage(size, manyTopics)
 			startTimer(b)
 			for range b.N {
-				if got := n.metadataTopics(scaleRequestContext(), img, nil, true, false, nil); len(got) != len(img.Topics) {
+				if got := n.metadataTopics(scaleRequestContext(), img, nil, true, false); len(got) != len(img.Topics) {
 					b.Fatalf("%d topics described, want %d", len(got), len(img.Topics))
 				}
 			}
@@ -114,7 +114,7 @@ func BenchmarkScaleMetadataOneTopic(b *testing.B) {
 				req := []kmsg.MetadataRequestTopic{{Topic: &name}, {TopicID: img.Topics[name].ID}}
 				startTimer(b)
 				for range b.N {
-					got := n.metadataTopics(scaleRequestContext(), img, req, false, false, nil)
+					got := n.metadataTopics(scaleRequestContext(), img, req, false, false)
 					if len(got) != 2 || got[1].ErrorCode != 0 {
 						b.Fatalf("got %+v", got)
 					}

@@ -49,10 +49,10 @@ func TestMetadataResponsesGrowLinearly(t *testing.T) {
 	checkGrowth(t, "Metadata of one topic", perRequestRatio, manyTopics, func(img *metadata.Image) func() {
 		name := "topic-000000"
 		req := []kmsg.MetadataRequestTopic{{Topic: &name}}
-		return func() { n.metadataTopics(scaleRequestContext(), img, req, false, false, nil) }
+		return func() { n.metadataTopics(scaleRequestContext(), img, req, false, false) }
 	})
 	checkGrowth(t, "Metadata of every topic", linearRatio, manyTopics, func(img *metadata.Image) func() {
-		return func() { n.metadataTopics(scaleRequestContext(), img, nil, true, false, nil) }
+		return func() { n.metadataTopics(scaleRequestContext(), img, nil, true, false) }
 	})
 	// Ten topics of 100, then of 1,000 partitions: a page of 10 from the
 	// middle of the first topic describes 10 partitions either way.
