@@ -35,7 +35,7 @@ func TestAutoCreatorInflight(t *testing.T) {
 	a.done(spec("a", "c"))
 
 	for i := range autoCreateQueue {
-		a.submit(spec(string(rune('A' + i%26)) + string(rune('0'+i/26))))
+		a.submit(spec(string(rune('A'+i%26)) + string(rune('0'+i/26))))
 	}
 	a.submit(spec("overflow"))
 	a.mu.Lock()
