@@ -1,11 +1,17 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test fuzz image up down monitoring-image monitoring-up monitoring-down lint bench bench-failover bench-rolling bench-newtopic bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
+.PHONY: build test test-kafka-go fuzz image up down monitoring-image monitoring-up monitoring-down lint bench bench-failover bench-rolling bench-newtopic bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
 
 test:
 	go test ./...
+
+# kafka-go's own test suite against a kbroker node on localhost:9092
+# (PLAINTEXT) and :9093 (SASL_PLAINTEXT), which must be free
+# (itest/kafkago_test.go; README, Test it).
+test-kafka-go:
+	KB_TEST_KAFKA_GO=all go test -count=1 -timeout 30m -run 'TestKafkaGoSuite$$' -v ./itest/
 
 # Every fuzz target for FUZZTIME each, one after another (scripts/fuzz.sh).
 FUZZTIME ?= 30s

@@ -117,8 +117,9 @@ func TestAuthorizerDeniesOneTopic(t *testing.T) {
 		}
 		req.AllowAutoTopicCreation = true
 		resp := c.RoundTrip(req).(*kmsg.MetadataResponse)
-		want := map[string]int16{"open": 0, "secret": kerr.TopicAuthorizationFailed.Code, "secret-new": 0}
-		// secret-new is DESCRIBE-able and gets auto-created.
+		want := map[string]int16{"open": 0, "secret": kerr.TopicAuthorizationFailed.Code, "secret-new": kerr.UnknownTopicOrPartition.Code}
+		// secret-new is DESCRIBE-able and gets auto-created; as in Kafka,
+		// the request that creates it is told UNKNOWN_TOPIC_OR_PARTITION.
 		for _, rt := range resp.Topics {
 			if got := rt.ErrorCode; got != want[*rt.Topic] {
 				t.Errorf("metadata %s: %v, want %v", *rt.Topic, kerr.ErrorForCode(got), kerr.ErrorForCode(want[*rt.Topic]))

@@ -330,6 +330,7 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	wg.Go(func() { n.watchMetadataLog(bg) })
 	wg.Go(func() { n.watchCleanerConfigs(bg) })
 	wg.Go(func() { n.groups.Run(bg) })
+	wg.Go(func() { n.handlers.RunAutoCreate(bg) })
 	wg.Go(func() { n.txns.Run(bg); n.txnClients.Close() })
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)

@@ -10,7 +10,14 @@ package kafkaapi
 // named or, from v10, given by id. An unknown topic is created through
 // the controller when auto.create.topics.enable is set and the request
 // allows it (always before v4), with the broker's num.partitions and
-// default.replication.factor. v13's top-level error code (KIP-1102) is
+// default.replication.factor. As in Kafka's KafkaApis.getTopicMetadata
+// with AutoTopicCreationManager.createTopics (KRaft), the creation is
+// sent to the controller in the background (autocreate.go) and the
+// request is answered at once UNKNOWN_TOPIC_OR_PARTITION with no
+// partitions, as are those asking while it is in flight; the topic is
+// described once this broker's image has it. So a topic just deleted is
+// not described again, partitions and all, by the request that re-creates
+// it. v13's top-level error code (KIP-1102) is
 // for errors that stop the whole request; kbroker has none, so it is 0.
 //
 // Authorization, as Kafka: a topic is described only with DESCRIBE on it.
@@ -21,7 +28,6 @@ package kafkaapi
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"sort"
 	"time"
@@ -75,9 +81,7 @@ func (h *Handlers) handleMetadata(ctx context.Context, rc *server.RequestContext
 	}
 	autoCreate := h.cfg.AutoCreateTopicsEnable && (req.Version < 4 || req.AllowAutoTopicCreation)
 	if !allTopics && autoCreate {
-		if created := h.autoCreateTopics(ctx, rc, img, req.Topics); created {
-			img = h.store.Image()
-		}
+		h.autoCreateTopics(rc, img, req.Topics)
 	}
 
 	resp.Brokers = metadataBrokers(img, rc.Listener)
@@ -179,9 +183,9 @@ func fillAuthorizedOperations(rc *server.RequestContext, req *kmsg.MetadataReque
 	}
 }
 
-// autoCreateTopics creates the named topics that do not exist yet and
-// reports whether it created any.
-func (h *Handlers) autoCreateTopics(ctx context.Context, rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic) bool {
+// autoCreateTopics hands the named topics that do not exist in img, and
+// that the principal may describe and create, to the auto-creator.
+func (h *Handlers) autoCreateTopics(rc *server.RequestContext, img *metadata.Image, topics []kmsg.MetadataRequestTopic) {
 	var specs []metadata.TopicSpec
 	for _, rt := range topics {
 		if rt.Topic == nil || img.Topics[*rt.Topic] != nil || metadata.ValidateTopicName(*rt.Topic) != nil {
@@ -195,31 +199,7 @@ func (h *Handlers) autoCreateTopics(ctx context.Context, rc *server.RequestConte
 		}
 		specs = append(specs, metadata.TopicSpec{Name: *rt.Topic, NumPartitions: -1, ReplicationFactor: -1})
 	}
-	if len(specs) == 0 {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	created := false
-	for i, err := range h.store.CreateTopics(ctx, specs, false) {
-		switch {
-		case err == nil:
-			created = true
-			h.logger.Info("auto-created topic", "topic", specs[i].Name)
-		case errors.Is(err, metadata.ErrTopicExists):
-			created = true
-		default:
-			h.logger.Warn("auto-creating topic failed", "topic", specs[i].Name, "err", err)
-		}
-	}
-	if created {
-		// Open the new partitions now so that the client's first produce
-		// does not race the replica manager.
-		if err := h.replicas.Apply(h.store.Image()); err != nil {
-			h.logger.Warn("opening auto-created partitions", "err", err)
-		}
-	}
-	return created
+	h.autoCreator.submit(specs)
 }
 
 func metadataBrokers(img *metadata.Image, listener string) []kmsg.MetadataResponseBroker {

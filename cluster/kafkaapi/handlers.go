@@ -93,6 +93,7 @@ type Handlers struct {
 	txns           *txncoord.Coordinator
 	txnClients     *txncoord.MarkerClients
 	fetchPeer      func(rc *server.RequestContext) replication.FetchPeer
+	autoCreator    *autoCreator
 
 	// Set by Attach, before the first request.
 	store    *metadata.Store
@@ -107,7 +108,8 @@ func New(d Deps) *Handlers {
 		produceWaiters: d.ProduceWaiters, fetchWaiters: d.FetchWaiters,
 		fetchSessions: d.FetchSessions, producerIDs: d.ProducerIDs,
 		groups: d.Groups, txns: d.Txns, txnClients: d.TxnClients,
-		fetchPeer: d.FetchPeer,
+		fetchPeer:   d.FetchPeer,
+		autoCreator: newAutoCreator(),
 	}
 }
 
