@@ -1,5 +1,5 @@
 # Convenience targets; the README gives the plain commands too.
-.PHONY: build test test-kafka-go fuzz image up down monitoring-image monitoring-up monitoring-down lint bench bench-failover bench-rolling bench-newtopic bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure
+.PHONY: build test test-kafka-go fuzz image up down monitoring-image monitoring-up monitoring-down lint bench bench-failover bench-rolling bench-newtopic bench-go bench-reassign bench-scale secure-up secure-down chaos chaos-secure soak
 
 build:
 	go build -o bin/kbroker ./cmd/kbroker
@@ -95,6 +95,17 @@ $(SECRETS)/gossip.key:
 DURATION ?= 10m
 chaos: image
 	go run ./deploy/chaos --target compose --duration $(DURATION)
+
+# The long mixed-fault soak (make soak DURATION=1h): three local
+# subprocesses, each on a tmpfs of its own (root is needed to mount them),
+# under every nemesis the subprocess target has: kills of a leader and of
+# the controller, SIGTERM bounces, pauses past the session timeout,
+# rolling restarts and disk-full (a node's disk filled until it stops,
+# then freed and restarted); plain idempotent, transactional and EOS
+# producers with consumer groups; then the safety checks. Network
+# partitions need the compose target (make chaos).
+soak:
+	go run ./deploy/chaos --target subprocess --nemeses all --duration $(DURATION)
 
 # The same run on three local subprocesses with SASL_SSL everywhere: TLS +
 # SCRAM-SHA-512 for clients and between brokers, mutual TLS on the

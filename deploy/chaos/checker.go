@@ -250,7 +250,7 @@ func (r *report) print(w io.Writer) {
 	fmt.Fprintf(tw, "fault\tinjected\tfault errors\tclient: longest ack gap, faulted node's partitions\tclient: other partitions\tserver: leader change\n")
 	total := 0
 	var skippedNotes []string
-	for _, k := range allNemeses {
+	for _, k := range append(slices.Clone(allNemeses), extraNemeses...) {
 		if why, ok := r.skipped[k]; ok {
 			fmt.Fprintf(tw, "%s\t-\t-\tskipped\t\n", k)
 			skippedNotes = append(skippedNotes, fmt.Sprintf("%s skipped: %s", k, why))

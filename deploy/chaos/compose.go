@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/kbroker/kbroker/storage"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kbroker/kbroker/storage"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -15,6 +16,10 @@ import (
 
 // Every nemesis the harness knows, in the order the summary lists them.
 var allNemeses = []string{"kill-leader", "kill-controller", "bounce", "pause-leader", "isolate", "rolling-restart"}
+
+// extraNemeses are known but not run unless named or "all" is: disk-full
+// needs root (a tmpfs per node) and the subprocess target.
+var extraNemeses = []string{"disk-full"}
 
 type config struct {
 	duration    time.Duration
@@ -48,7 +53,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 	fs.StringVar(&c.target, "target", "subprocess", "subprocess (three local kbroker processes) or compose (deploy/docker-compose.yml)")
 	fs.StringVar(&c.security, "security", secPlaintext, "subprocess target: plaintext, or sasl_ssl (TLS + SCRAM-SHA-512 for clients and between brokers, mutual TLS on the controller listener, ACLs on, encrypted gossip)")
 	fs.StringVar(&c.history, "history", "", "JSONL history file (default: history.jsonl in the work directory)")
-	fs.StringVar(&nem, "nemeses", strings.Join(allNemeses, ","), "comma-separated nemeses: "+strings.Join(allNemeses, ", "))
+	fs.StringVar(&nem, "nemeses", strings.Join(allNemeses, ","), "comma-separated nemeses: "+strings.Join(allNemeses, ", ")+"; all adds "+strings.Join(extraNemeses, ", "))
 	fs.IntVar(&c.producers, "producers", 3, "concurrent idempotent acks=all producers")
 	fs.DurationVar(&c.quiet, "quiet", 3*time.Second, "quiet period between faults")
 	fs.StringVar(&c.kbroker, "kbroker", "", "kbroker binary for --target subprocess (default: go build ./cmd/kbroker into the work directory)")
@@ -96,7 +101,7 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		return nil, fmt.Errorf("--rate %d: want 1..10000", c.rate)
 	}
 	known := map[string]bool{}
-	for _, n := range allNemeses {
+	for _, n := range append(slices.Clone(allNemeses), extraNemeses...) {
 		known[n] = true
 	}
 	for _, n := range strings.Split(nem, ",") {
@@ -106,10 +111,11 @@ func parseFlags(args []string, out io.Writer) (*config, error) {
 		}
 		if n == "all" {
 			c.nemeses = append(c.nemeses, allNemeses...)
+			c.nemeses = append(c.nemeses, extraNemeses...)
 			continue
 		}
 		if !known[n] {
-			return nil, fmt.Errorf("--nemeses: unknown nemesis %q (known: %s)", n, strings.Join(allNemeses, ", "))
+			return nil, fmt.Errorf("--nemeses: unknown nemesis %q (known: %s)", n, strings.Join(append(slices.Clone(allNemeses), extraNemeses...), ", "))
 		}
 		c.nemeses = append(c.nemeses, n)
 	}

@@ -186,7 +186,7 @@ func (n *nemesis) inject(ctx context.Context, kind string) bool {
 			}
 		}
 		note = "(active controller)"
-	case "bounce", "isolate":
+	case "bounce", "isolate", "disk-full":
 		node, err = n.anyNode()
 	case "rolling-restart":
 		var got []int32
@@ -322,6 +322,35 @@ func (n *nemesis) act(ctx context.Context, kind string, node int32) error {
 		}
 		sleep(n.t.sessionTimeout() + n.between(2*time.Second, 5*time.Second))
 		return n.t.reconnect(node)
+	case "disk-full":
+		if err := n.t.fillDisk(node); err != nil {
+			_ = n.t.freeDisk(node)
+			if !n.t.running(node) {
+				_ = n.t.restart(node)
+			}
+			return err
+		}
+		// The node's log dir goes offline and its Raft log write fails:
+		// it stops by itself once it next writes (replication keeps it
+		// writing). One that has not after a while is stopped.
+		for wait := time.Now().Add(60 * time.Second); n.t.running(node) && time.Now().Before(wait); {
+			sleep(200 * time.Millisecond)
+		}
+		stopped := !n.t.running(node)
+		if !stopped {
+			_ = n.t.term(node)
+		}
+		sleep(n.between(time.Second, 3*time.Second))
+		if err := n.t.freeDisk(node); err != nil {
+			return err
+		}
+		if err := n.t.restart(node); err != nil {
+			return err
+		}
+		if !stopped {
+			return fmt.Errorf("disk-full: node %d did not stop within 60s of its disk filling", node)
+		}
+		return nil
 	case "rolling-restart":
 		for _, id := range n.t.ids() {
 			if err := n.t.term(id); err != nil {

@@ -88,7 +88,11 @@ func run(ctx context.Context, cfg *config) (res result) {
 	var t target
 	switch cfg.target {
 	case "subprocess":
-		t, err = newProcTarget(cfg.kbroker, work, cfg.security)
+		var pt *procTarget
+		if pt, err = newProcTarget(cfg.kbroker, work, cfg.security); err == nil {
+			pt.diskFull = contains(cfg.nemeses, "disk-full")
+			t = pt
+		}
 	case "compose":
 		t, err = newComposeTarget(cfg.composeFile, cfg.network, work)
 	}
@@ -239,15 +243,20 @@ func run(ctx context.Context, cfg *config) (res result) {
 	defer nem.stopWatchers()
 	var kinds []string
 	for _, k := range cfg.nemeses {
-		if k == "isolate" {
-			if why := t.isolateSupport(); why != "" {
-				rep.skipped[k] = why
-				continue
-			}
+		why := ""
+		switch k {
+		case "isolate":
+			why = t.isolateSupport()
+		case "disk-full":
+			why = t.diskFullSupport()
+		}
+		if why != "" {
+			rep.skipped[k] = why
+			continue
 		}
 		kinds = append(kinds, k)
 	}
-	for _, k := range allNemeses {
+	for _, k := range append(slices.Clone(allNemeses), extraNemeses...) {
 		if _, ok := rep.skipped[k]; !ok && !contains(cfg.nemeses, k) {
 			rep.skipped[k] = "not selected (--nemeses)"
 		}

@@ -29,6 +29,10 @@ type procTarget struct {
 	nodes  []*procNode
 	ctx    context.Context
 	issues []string // the target's own, beside each node's
+	// diskFull: every node gets a tmpfs of its own (the disk-full
+	// nemesis, diskfull.go); diskErr says why it could not.
+	diskFull bool
+	diskErr  string
 }
 
 type procNode struct {
@@ -47,6 +51,7 @@ type procNode struct {
 	starts     int
 	logFile    *os.File
 	issues     []string
+	mounted    bool // its data dir is a tmpfs of its own
 }
 
 // timing makes failure detection quick, as the brief asks.
@@ -189,11 +194,15 @@ func (t *procTarget) start(ctx context.Context) error {
 		if err = t.configure(); err != nil {
 			return err
 		}
+		if t.diskFull {
+			t.mountDisks()
+		}
 		var inUse bool
 		if inUse, err = t.startOnce(ctx); err == nil || !inUse {
 			return err
 		}
 		t.close()
+		t.unmountDisks()
 		for _, n := range t.nodes {
 			_ = os.RemoveAll(n.dataDir)
 			_ = os.Rename(n.logPath, fmt.Sprintf("%s.attempt-%d", n.logPath, attempt))
@@ -374,6 +383,13 @@ func (t *procTarget) reconnect(int32) error { return nil }
 func (t *procTarget) heal() error {
 	var errs []string
 	for _, n := range t.nodes {
+		if n.mounted {
+			if err := t.freeDisk(n.id); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	for _, n := range t.nodes {
 		n.mu.Lock()
 		alive := !isClosed(n.done)
 		if alive && n.paused {
@@ -488,4 +504,6 @@ func (t *procTarget) close() {
 		}
 		n.mu.Unlock()
 	}
+	// The nodes' tmpfs disks (the disk-full nemesis) go with them.
+	t.unmountDisks()
 }

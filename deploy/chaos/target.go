@@ -31,6 +31,10 @@ type target interface {
 	pause(id int32) error   // SIGSTOP
 	resume(id int32) error  // SIGCONT
 	isolateSupport() string // "" when isolate works, else why not
+	// diskFullSupport is "" when fillDisk works, else why not.
+	diskFullSupport() string
+	fillDisk(id int32) error // leave no free byte on the node's data disk
+	freeDisk(id int32) error // give the space back
 	isolate(id int32) error
 	reconnect(id int32) error
 	// sessionTimeout is the nodes' broker.session.timeout.ms: pause and
