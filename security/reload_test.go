@@ -1,36 +1,17 @@
 package security
 
 import (
-	"bytes"
 	"context"
 	"crypto/x509/pkix"
-	"github.com/kbroker/kbroker/internal/testutil"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // replaceFile swaps path's content atomically, as a certificate manager
 // would, so the watcher never sees a half-written file.
@@ -49,7 +30,7 @@ func TestTLSReload(t *testing.T) {
 	p := newTestPKI(t)
 	ca := p.caFile()
 	keystore := p.serverCert("kb1")
-	var logs syncBuffer
+	var logs testutil.SyncBuffer
 	store, err := NewTLSStore(map[string]string{"ssl.keystore.location": keystore}, TLSOptions{
 		Logger: slog.New(slog.NewTextHandler(&logs, nil)), ReloadInterval: 10 * time.Millisecond,
 	})

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,7 +30,7 @@ func TestServeKafkaServerProperties(t *testing.T) {
 		"--set", "log.dirs=" + t.TempDir(),
 	}
 	ports.MustRelease(t)
-	var stderr syncBuffer
+	var stderr testutil.SyncBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	exited := make(chan int, 1)
 	go func() { exited <- serveContext(ctx, args, nil, &stderr) }()
@@ -143,22 +141,4 @@ func TestServeKafkaServerProperties(t *testing.T) {
 			t.Errorf("%s: %q, want %q", k, got[k], w)
 		}
 	}
-}
-
-// syncBuffer is a bytes.Buffer the broker writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -205,29 +204,10 @@ func buildKbroker(t *testing.T, dir string) string {
 	return bin
 }
 
-// syncBuffer is a bytes.Buffer the broker process writes while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func tryStartBrokerProcess(t *testing.T, bin, dataDir string) (string, *syncBuffer, error) {
+func tryStartBrokerProcess(t *testing.T, bin, dataDir string) (string, *testutil.SyncBuffer, error) {
 	ports := testutil.MustReservePorts(t, 2)
 	addr, ctrl := ports.Addr(0), ports.Addr(1)
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	cmd := exec.Command(bin, "serve",
 		"--set", "node.id=1",
 		"--set", fmt.Sprintf("listeners=PLAINTEXT://%s,CONTROLLER://%s", addr, ctrl),
