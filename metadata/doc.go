@@ -296,8 +296,9 @@
 // Each sentinel error has a stable code (errorCodes: TOPIC_ALREADY_EXISTS,
 // NOT_CONTROLLER, ...); the caller gets an error whose text is the
 // remote's and which unwraps to the sentinel, so errors.Is works across
-// the wire. The client opens one connection per call, with the deadline
-// of its ctx; the server answers the requests of a connection in order.
+// the wire. The client keeps connections open between calls
+// (listener.Pool), one call at a time on each, with the deadline of its
+// ctx; the server answers the requests of a connection in order.
 //
 // # Quorum
 //
