@@ -39,6 +39,11 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyDeleteTopic(next, r)
 	case *partitionChangeRecord:
 		err = applyPartitionChange(next, r)
+	case *partitionChangeBatchRecord:
+		var errs []error
+		if errs, err = applyPartitionChangeBatch(next, r); err == nil {
+			return next, errs
+		}
 	case *configChangeRecord:
 		err = applyConfigChange(next, r)
 	case *producerIDBlockRecord:
