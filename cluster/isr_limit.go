@@ -3,29 +3,30 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/kbroker/kbroker/metadata"
+	"github.com/kbroker/kbroker/metadata/features"
 	"github.com/kbroker/kbroker/replication"
 )
 
-// maxISRChangesInFlight bounds the ISR changes (ChangePartition) a broker
-// has in flight to the controller at once.
+// maxISRChangesInFlight bounds the single ISR changes (ChangePartition) a
+// broker has in flight to the controller at once, before metadata.version
+// 3 brings AlterPartition.
 //
-// replication proposes each partition's ISR change on its own, and each
-// controller RPC travels on a connection of its own (metadata/rpc.go). A
-// broker restarted with 10,000 partitions, or one whose followers all
+// Each single change is a controller request and a raft entry of its own.
+// A broker restarted with 10,000 partitions, or one whose followers all
 // fell behind at once, had 10,000 of them in flight: as many connections
-// to the active controller from every broker, which exhausted the
-// controller's file-descriptor limit, so raft and the heartbeats could
-// not connect either and the quorum kept electing (kbroker bench --mode
-// scale). Bounded, the changes queue here instead; one that waits past
-// its deadline fails as any timed-out proposal does, and replication
-// proposes it again at the next fetch or ISR check. Batching changes in
-// one request (Kafka's AlterPartition carries many partitions) would
-// remove the queue; it needs a metadata operation of its own.
+// to the active controller from every broker (one per call then), which
+// exhausted the controller's file-descriptor limit, so raft and the
+// heartbeats could not connect either and the quorum kept electing
+// (kbroker bench --mode scale). Bounded, the changes queue here instead;
+// one that waits past its deadline fails as any timed-out proposal does,
+// and replication proposes it again at the next fetch or ISR check.
 const maxISRChangesInFlight = 16
 
-// isrLimiter is the replication.ISRChanger given to the replica manager.
+// isrLimiter bounds the single changes in flight.
 type isrLimiter struct {
 	next  replication.ISRChanger
 	slots chan struct{}
@@ -43,4 +44,43 @@ func (l *isrLimiter) ChangePartition(ctx context.Context, c metadata.PartitionCh
 	}
 	defer func() { <-l.slots }()
 	return l.next.ChangePartition(ctx, c)
+}
+
+// each sends changes one ChangePartition each, from at most cap(slots)
+// goroutines that it waits for, and returns each one's error.
+func (l *isrLimiter) each(ctx context.Context, changes []metadata.PartitionChange) []error {
+	errs := make([]error, len(changes))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(changes), cap(l.slots)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(changes); i = int(next.Add(1) - 1) {
+				errs[i] = l.ChangePartition(ctx, changes[i])
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// isrChanger is the replication.ISRBatcher given to the replica manager:
+// the ISR changes of the partitions this broker leads go to the
+// controller in AlterPartition requests of many partitions (one raft
+// entry each) once the cluster is at metadata.version 3, which every
+// voter and broker then supports; before, one ChangePartition each.
+type isrChanger struct {
+	*isrLimiter
+	store  *metadata.Store
+	broker int32
+}
+
+func newISRChanger(store *metadata.Store, broker int32) *isrChanger {
+	return &isrChanger{isrLimiter: newISRLimiter(store, maxISRChangesInFlight), store: store, broker: broker}
+}
+
+func (c *isrChanger) AlterPartition(ctx context.Context, changes []metadata.PartitionChange) ([]error, error) {
+	if c.store.Image().Features()[features.MetadataVersion] >= features.MetadataVersionAlterPartitionBatch {
+		return c.store.AlterPartition(ctx, c.broker, changes)
+	}
+	return c.each(ctx, changes), nil
 }

@@ -70,3 +70,34 @@ func TestISRLimiterBoundsChangesInFlight(t *testing.T) {
 		t.Fatalf("%d changes in flight at the peak, want %d", p, limit)
 	}
 }
+
+// Before metadata.version 3 a batch goes out as single changes, at most
+// the limit at once, each with its own result.
+func TestISRLimiterEachBoundsAndAnswersPerChange(t *testing.T) {
+	const limit, changes = 4, 50
+	next := &slowISR{release: make(chan struct{})}
+	close(next.release)
+	l := newISRLimiter(next, limit)
+	errs := l.each(context.Background(), make([]metadata.PartitionChange, changes))
+	if len(errs) != changes {
+		t.Fatalf("%d results for %d changes", len(errs), changes)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("change %d: %v", i, err)
+		}
+	}
+	if p := next.peak.Load(); p > limit {
+		t.Fatalf("%d changes in flight at the peak, limit %d", p, limit)
+	}
+	// A deadline that passes fails the changes still waiting, each alone.
+	blocked := &slowISR{release: make(chan struct{})}
+	l = newISRLimiter(blocked, limit)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	for i, err := range l.each(ctx, make([]metadata.PartitionChange, changes)) {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("change %d: %v, want DeadlineExceeded", i, err)
+		}
+	}
+}

@@ -420,7 +420,7 @@ func (n *Node) replicationConfig(capacity int64, current func(*metadata.Image) b
 		ReplicaFetchWaitMax:  time.Duration(cfg.ReplicaFetchWaitMaxMs) * time.Millisecond,
 		ReplicaLagTimeMax:    time.Duration(cfg.ReplicaLagTimeMaxMs) * time.Millisecond,
 		Dialer:               n.security.dialer,
-		ISR:                  newISRLimiter(n.store, maxISRChangesInFlight),
+		ISR:                  newISRChanger(n.store, cfg.NodeID),
 		Current:              current,
 		MetadataLogDir:       n.metadataConfig().Dir,
 		ThrottledRates: func(img *metadata.Image) (int64, int64) {

@@ -39,6 +39,11 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyDeleteTopic(next, r)
 	case *partitionChangeRecord:
 		err = applyPartitionChange(next, r)
+	case *partitionChangeBatchRecord:
+		var errs []error
+		if errs, err = applyPartitionChangeBatch(next, r); err == nil {
+			return next, errs
+		}
 	case *configChangeRecord:
 		err = applyConfigChange(next, r)
 	case *producerIDBlockRecord:
@@ -185,7 +190,7 @@ func applyCreatePartitions(img *Image, r *createPartitionsRecord) error {
 		if err := checkReplicas(pr.Replicas); err != nil {
 			return fmt.Errorf("%q partition %d: %w", old.Name, pr.Partition, err)
 		}
-		if err := checkPartitionChange(pr.Replicas, pr.Leader, pr.ISR); err != nil {
+		if err := decisions.CheckISR(pr.Replicas, pr.Leader, pr.ISR); err != nil {
 			return fmt.Errorf("%q partition %d: %w", old.Name, pr.Partition, err)
 		}
 		t.Partitions = append(t.Partitions, &Partition{
@@ -236,7 +241,7 @@ func applyCreateTopic(img *Image, r *createTopicRecord) error {
 		if err := checkReplicas(pr.Replicas); err != nil {
 			return fmt.Errorf("%q partition %d: %w", r.Name, i, err)
 		}
-		if err := checkPartitionChange(pr.Replicas, pr.Leader, pr.ISR); err != nil {
+		if err := decisions.CheckISR(pr.Replicas, pr.Leader, pr.ISR); err != nil {
 			return fmt.Errorf("%q partition %d: %w", r.Name, i, err)
 		}
 		t.Partitions[i] = &Partition{
@@ -268,43 +273,12 @@ func applyPartitionChange(img *Image, r *partitionChangeRecord) error {
 		return fmt.Errorf("%w: %q has no partition %d", ErrUnknownTopic, old.Name, r.Partition)
 	}
 	cur := old.Partitions[r.Partition]
-	if r.PartitionEpoch != cur.PartitionEpoch {
-		return fmt.Errorf("%w: %s-%d is at partition epoch %d, change is based on %d",
-			ErrStalePartitionEpoch, old.Name, r.Partition, cur.PartitionEpoch, r.PartitionEpoch)
-	}
-	if r.LeaderEpoch != cur.LeaderEpoch {
-		return fmt.Errorf("%w: %s-%d is at leader epoch %d, change is based on %d",
-			ErrFencedLeaderEpoch, old.Name, r.Partition, cur.LeaderEpoch, r.LeaderEpoch)
-	}
-	if err := checkPartitionChange(cur.Replicas, r.Leader, r.ISR); err != nil {
+	p, err := decisions.ChangePartition(cur, decisions.Change{Leader: r.Leader, ISR: r.ISR,
+		LeaderEpoch: r.LeaderEpoch, PartitionEpoch: r.PartitionEpoch}, aliveIn(img))
+	if err != nil {
 		return fmt.Errorf("%s-%d: %w", old.Name, r.Partition, err)
 	}
-	// KIP-841: a replica joins the ISR only while its broker is registered
-	// and unfenced. A broker in (or past) controlled shutdown may still
-	// fetch for a moment; letting it back in would count a replica that is
-	// about to vanish towards min.insync.replicas.
-	for _, id := range r.ISR {
-		if slices.Contains(cur.ISR, id) {
-			continue
-		}
-		if b, ok := img.Brokers[id]; !ok || b.Fenced {
-			return fmt.Errorf("%w: %s-%d: broker %d is fenced and cannot join the ISR",
-				ErrInvalidPartitionChange, old.Name, r.Partition, id)
-		}
-	}
-	p := &Partition{
-		ID:             cur.ID,
-		Replicas:       cur.Replicas,
-		ISR:            slices.Clone(r.ISR),
-		Leader:         r.Leader,
-		LeaderEpoch:    cur.LeaderEpoch,
-		PartitionEpoch: cur.PartitionEpoch + 1,
-	}
-	if p.Leader != cur.Leader {
-		p.LeaderEpoch++
-	}
-	p = withReassignment(img, cur, p)
-	img.setPartition(old, p)
+	img.setPartition(old, withReassignment(img, cur, p))
 	return nil
 }
 
@@ -317,23 +291,6 @@ func checkReplicas(replicas []int32) error {
 		if slices.Contains(replicas[:i], id) {
 			return fmt.Errorf("%w: broker %d listed twice", ErrInvalidReplicaAssignment, id)
 		}
-	}
-	return nil
-}
-
-// checkPartitionChange checks that the ISR is a non-empty set of replicas
-// and that the leader is NoLeader or in the ISR.
-func checkPartitionChange(replicas []int32, leader int32, isr []int32) error {
-	if len(isr) == 0 {
-		return fmt.Errorf("%w: empty ISR", ErrInvalidPartitionChange)
-	}
-	for i, id := range isr {
-		if !slices.Contains(replicas, id) || slices.Contains(isr[:i], id) {
-			return fmt.Errorf("%w: ISR %v is not a set of replicas %v", ErrInvalidPartitionChange, isr, replicas)
-		}
-	}
-	if leader != NoLeader && !slices.Contains(isr, leader) {
-		return fmt.Errorf("%w: leader %d not in ISR %v", ErrInvalidPartitionChange, leader, isr)
 	}
 	return nil
 }

@@ -87,7 +87,7 @@ func TestFencePartition(t *testing.T) {
 				got.LeaderEpoch != tc.wantLE || got.PartitionEpoch != tc.wantPE {
 				t.Fatalf("got %+v, want leader %d ISR %v epochs %d/%d", got, tc.wantLeader, tc.wantISR, tc.wantLE, tc.wantPE)
 			}
-			if err := checkPartitionChange(got.Replicas, got.Leader, got.ISR); err != nil {
+			if err := decisions.CheckISR(got.Replicas, got.Leader, got.ISR); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -85,6 +85,8 @@
 //	  40  AlterReassignment      1  start, replace or cancel a partition reassignment (reassign.go)
 //	  44  BrokerConfigChange     1  set/remove the per-broker dynamic configs of one broker id (brokers.go)
 //	  48  ClientQuota            1  set/remove client quota values of one entity (quotas.go)
+//	  56  PartitionChangeBatch   1  PartitionChange records, each applied or rejected alone, in one
+//	                                entry; metadata.version 3 and up only (alter_partition.go)
 //	  57  FeatureLevel           1  {"name": "metadata.version", "level": 2}: finalize a feature
 //	                                (level 0 removes it); metadata.version 2 and up only
 //	  64  UnregisterBroker       1  remove a fenced broker's registration at its current epoch (brokers.go)
@@ -151,7 +153,8 @@
 // # Controller operations
 //
 // RegisterBroker, CreateTopics, DeleteTopics, CreatePartitions,
-// AllocateProducerIDs, AlterTopicConfigs, ChangePartition, FenceBroker,
+// AllocateProducerIDs, AlterTopicConfigs, ChangePartition, AlterPartition
+// (alter_partition.go: many partitions' ISR changes), FenceBroker,
 // UnfenceBroker, Heartbeat, ReportBrokerDead, ControlledShutdown,
 // CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
 // (quotas.go), UnregisterBroker and AlterBrokerConfigs (brokers.go),
@@ -247,6 +250,7 @@
 //	ChangePartition (AlterPartition)                the partition's current leader
 //	                                                (a change at an older leader epoch
 //	                                                fails as fenced for anybody)
+//	AlterPartition                                  the broker named; a partition it does not lead fails
 //	ReportBrokerDead                                the reporter (reportedBy)
 //	the others (admin operations a broker forwards  any authenticated node
 //	for its clients, ReadIndex, Fence/Unfence)
@@ -274,6 +278,7 @@
 //	AlterBrokerConfigs   {brokerId, set, remove}                   -
 //	UnregisterBroker     brokerId                                  -
 //	ChangePartition      PartitionChange                           -
+//	AlterPartition       {brokerId, changes: [PartitionChange]}    [error|null, ...]
 //	ElectLeaders         {type, all, partitions}                   [{topic, partition, outcome, message}, ...]
 //	AlterPartitionReassignments  {reassignments, allowReplicationFactorChange}  [error|null, ...]
 //	FenceBroker          {brokerId, epoch}                         -
@@ -296,8 +301,9 @@
 // Each sentinel error has a stable code (errorCodes: TOPIC_ALREADY_EXISTS,
 // NOT_CONTROLLER, ...); the caller gets an error whose text is the
 // remote's and which unwraps to the sentinel, so errors.Is works across
-// the wire. The client opens one connection per call, with the deadline
-// of its ctx; the server answers the requests of a connection in order.
+// the wire. The client keeps connections open between calls
+// (listener.Pool), one call at a time on each, with the deadline of its
+// ctx; the server answers the requests of a connection in order.
 //
 // # Quorum
 //

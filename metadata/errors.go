@@ -19,7 +19,7 @@ var (
 	// ErrInvalidTopic: a name Kafka would refuse, or one that collides with
 	// an existing topic once '.' and '_' are treated alike. Kafka:
 	// INVALID_TOPIC_EXCEPTION.
-	ErrInvalidTopic = errors.New("metadata: invalid topic")
+	ErrInvalidTopic = decisions.ErrInvalidTopic
 	// ErrDuplicateTopic: the same topic named twice in one request. Kafka:
 	// INVALID_REQUEST.
 	ErrDuplicateTopic = errors.New("metadata: topic named more than once in the request")
@@ -39,13 +39,13 @@ var (
 	ErrStaleBrokerEpoch = errors.New("metadata: stale broker epoch")
 	// ErrStalePartitionEpoch: a partition change based on an older partition
 	// epoch than the current one. Kafka: INVALID_UPDATE_VERSION.
-	ErrStalePartitionEpoch = errors.New("metadata: stale partition epoch")
+	ErrStalePartitionEpoch = decisions.ErrStalePartitionEpoch
 	// ErrFencedLeaderEpoch: a partition change based on an older leader
 	// epoch than the current one. Kafka: FENCED_LEADER_EPOCH.
-	ErrFencedLeaderEpoch = errors.New("metadata: fenced leader epoch")
+	ErrFencedLeaderEpoch = decisions.ErrFencedLeaderEpoch
 	// ErrInvalidPartitionChange: a partition change whose leader or ISR is
 	// not made of the partition's replicas. Kafka: INVALID_REQUEST.
-	ErrInvalidPartitionChange = errors.New("metadata: invalid partition change")
+	ErrInvalidPartitionChange = decisions.ErrInvalidPartitionChange
 	// ErrClusterIDSet: an attempt to change an already set cluster ID.
 	ErrClusterIDSet = errors.New("metadata: cluster id already set")
 	// ErrUnsupportedRecord: a record type or version this code does not know

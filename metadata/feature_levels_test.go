@@ -139,11 +139,11 @@ func TestRefuseUnsupportedLevel(t *testing.T) {
 	defer cancel()
 	cfg := testConfig(t.TempDir())
 	s := openReady(t, cfg)
-	// A newer build's controller finalized metadata.version 3.
-	if _, err := s.propose(ctx, recFeatureLevel, &featureLevelRecord{Feature: features.MetadataVersion, Level: 3}); err != nil {
+	// A newer build's controller finalized metadata.version 4.
+	if _, err := s.propose(ctx, recFeatureLevel, &featureLevelRecord{Feature: features.MetadataVersion, Level: 4}); err != nil {
 		t.Fatal(err)
 	}
-	want := "the cluster finalized metadata.version at level 3, and this build supports levels 1-2"
+	want := "the cluster finalized metadata.version at level 4, and this build supports levels 1-3"
 	if err := CheckSupported(s.Image()); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("CheckSupported: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing/quick"
 
 	"github.com/hashicorp/raft"
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 func mustEncode(t testing.TB, typ recordType, payload any) []byte {
@@ -170,7 +171,7 @@ func checkImage(t testing.TB, img *Image) {
 			if p.ID != int32(i) {
 				t.Fatalf("%s: partition %d at %d", name, p.ID, i)
 			}
-			if err := checkPartitionChange(p.Replicas, p.Leader, p.ISR); err != nil {
+			if err := decisions.CheckISR(p.Replicas, p.Leader, p.ISR); err != nil {
 				t.Fatalf("%s-%d: %v", name, i, err)
 			}
 		}

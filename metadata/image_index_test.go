@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"testing/quick"
+
+	"github.com/kbroker/kbroker/metadata/decisions"
 )
 
 // withoutIndexes is a copy of img without its derived indexes, for
@@ -94,7 +96,7 @@ func TestSameMetricName(t *testing.T) {
 			b[i] = abc[b[i]%4]
 		}
 		want := strings.ReplaceAll(string(a), ".", "_") == strings.ReplaceAll(string(b), ".", "_")
-		return sameMetricName(string(a), string(b)) == want
+		return decisions.SameMetricName(string(a), string(b)) == want
 	}
 	if err := quick.Check(prop, &quick.Config{MaxCount: 5000}); err != nil {
 		t.Fatal(err)

@@ -208,6 +208,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &deleteTopicRecord{}
 	case recPartitionChange:
 		p = &partitionChangeRecord{}
+	case recPartitionChangeBatch:
+		p = &partitionChangeBatchRecord{}
 	case recConfigChange:
 		p = &configChangeRecord{}
 	case recProducerIDBlock:

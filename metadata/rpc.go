@@ -165,15 +165,15 @@ func (s *Store) serverContext(timeoutMs int64) (context.Context, context.CancelF
 	return ctx, func() { stop(); cancel() }
 }
 
-// callRemote sends one request to addr on a new connection and returns the
-// raw result. A transport failure is returned as is; an error answered by
+// callRemote sends one request to addr (on a pooled connection) and
+// returns the raw result. A transport failure is returned as is; an error answered by
 // the server as a *remoteError.
 func (s *Store) callRemote(ctx context.Context, addr, op string, payload []byte) (json.RawMessage, error) {
 	return remoteCall(ctx, s.dialer, addr, op, payload)
 }
 
 // remoteCall is callRemote with dialer d.
-func remoteCall(ctx context.Context, d listener.Dialer, addr, op string, payload []byte) (json.RawMessage, error) {
+func remoteCall(ctx context.Context, d listener.Caller, addr, op string, payload []byte) (json.RawMessage, error) {
 	raw, answered, err := d.Call(ctx, addr, op, payload)
 	if err != nil {
 		return nil, err

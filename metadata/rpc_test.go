@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/metadata/listener"
 )
 
 func TestErrorCodesRoundTrip(t *testing.T) {
@@ -100,10 +102,12 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	fl.fail.Store(storm)
 	// Wake the accept loop: it is blocked in the real Accept until a
 	// connection arrives; this one is accepted, the next Accepts fail.
-	if _, err := s.callRemote(ctx, addr, opReadIndex.name, []byte("{}")); err != nil {
+	// A connection per call (listener.Dialer, not the Store's pool): the
+	// second call needs an Accept after the storm.
+	if _, err := remoteCall(ctx, listener.Dialer{}, addr, opReadIndex.name, []byte("{}")); err != nil {
 		t.Fatalf("ReadIndex before the storm: %v", err)
 	}
-	raw, err := s.callRemote(ctx, addr, opReadIndex.name, []byte("{}"))
+	raw, err := remoteCall(ctx, listener.Dialer{}, addr, opReadIndex.name, []byte("{}"))
 	if err != nil || len(raw) == 0 {
 		t.Fatalf("ReadIndex after the storm: %s %v", raw, err)
 	}

@@ -261,7 +261,7 @@ type Store struct {
 	logs      *failStopStore // raft's view of bolt: stops at the first failed write
 	ln        net.Listener
 	stream    *listener.StreamLayer
-	dialer    listener.Dialer        // dials other nodes' controller listeners
+	dialer    *listener.Pool         // controller RPC connections to other nodes
 	auth      listener.Authenticator // the zero value: PLAINTEXT controller listener
 	advertise string                 // this node's raft and RPC address
 	close     func() error           // runs once
@@ -415,7 +415,7 @@ func Open(cfg Config) (*Store, error) {
 		return fail(fmt.Errorf("metadata: start raft: %w", err))
 	}
 	s := &Store{cfg: cfg, log: log, fsm: f, raft: r, bolt: bolt, logs: logs, ln: ln, stream: stream, advertise: adv.String(),
-		dialer: dial, committed: make(chan struct{}, 1),
+		dialer: listener.NewPool(dial), committed: make(chan struct{}, 1),
 		auth: listener.Authenticator{TLS: listener.ServerTLS(cfg.ServerTLS, cfg.SASL != nil), SASL: cfg.SASL, AuthorizePeer: cfg.AuthorizePeer}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.mu.conns = map[net.Conn]struct{}{}
@@ -430,6 +430,7 @@ func Open(cfg Config) (*Store, error) {
 		}
 		s.mu.Unlock()
 		s.wg.Wait()
+		s.dialer.Close()
 		return errors.Join(err, bolt.Close())
 	})
 

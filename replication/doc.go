@@ -53,7 +53,9 @@
 // the ISR checker proposes removing the followers that have not caught up
 // within replica.lag.time.max.ms (LaggingReplicas). Proposals go through
 // the ISRChanger (AlterPartition semantics), one in flight per partition,
-// and take effect only when an image applies them. EndOffsetForEpoch
+// and take effect only when an image applies them. An ISRBatcher gets
+// them queued and sent many partitions a request, one request at a time
+// (alter_partition.go, Kafka's AlterPartitionManager). EndOffsetForEpoch
 // answers OffsetForLeaderEpoch, treating the current epoch as starting at
 // the log end offset of the moment this broker became leader (Kafka
 // records it in the epoch cache then; storage records an epoch with its
@@ -100,7 +102,8 @@
 // owns, through one tracked helper (spawn): a fetcher per leader this
 // broker follows (started and stopped by Apply as partitions move; each
 // sends its Fetch requests from goroutines it owns and waits for), the
-// ISR checker, one short-lived goroutine per ISR proposal, and one mover
+// ISR checker, one short-lived goroutine per ISR proposal (with an
+// ISRBatcher, one sender while changes are queued), and one mover
 // per replica AlterReplicaLogDirs is moving to another log dir
 // (logdir.go). Run also takes the partitions of a failed log dir offline
 // when storage signals one (logdir.go), and repairs the replicas whose

@@ -176,6 +176,8 @@ type testCluster struct {
 	// current is every node's ManagerConfig.Current; nil: every image
 	// is current (as every image a node applies after its start).
 	current func(node int32, img *metadata.Image) bool
+	// isr, when set, is every node's ISRChanger (default: images).
+	isr ISRChanger
 	// fetchWaitMax, when set, is every node's replica.fetch.wait.max.ms
 	// (default here 50ms).
 	fetchWaitMax time.Duration
@@ -271,7 +273,7 @@ func (c *testCluster) start(id int32) *testNode {
 		ReplicaFetchMaxBytes: 1 << 20,
 		ReplicaFetchWaitMax:  cmp.Or(c.fetchWaitMax, 50*time.Millisecond),
 		ReplicaLagTimeMax:    c.lagMax,
-		ISR:                  c.images,
+		ISR:                  cmp.Or[ISRChanger](c.isr, c.images),
 		Dialer:               memDialer{c},
 		Current: func(img *metadata.Image) bool {
 			return c.current == nil || c.current(id, img)

@@ -119,54 +119,68 @@ func (p *Partition) changeLocked(isr []int32) metadata.PartitionChange {
 	}
 }
 
-// proposeISR sends c to the ISRChanger in a goroutine owned by Run. The
-// change stays pending until the image applies it (update clears the
-// flag on a new partition epoch); a failure clears it at once so the next
-// fetch or shrink check may try again.
+// isrProposalTimeout bounds one ISR proposal (or one AlterPartition
+// request): while a proposal is pending no other is made for the
+// partition, and a controller that died mid-request must not hold the ISR
+// back for long.
+const isrProposalTimeout = 5 * time.Second
+
+// proposeISR sends c to the ISRChanger: queued for the next AlterPartition
+// request when it batches (alter_partition.go), else in a goroutine owned
+// by Run. The change stays pending until the image applies it (update
+// clears the flag on a new partition epoch); a failure clears it at once
+// so the next fetch or shrink check may try again.
 func (m *Manager) proposeISR(p *Partition, c metadata.PartitionChange) {
 	p.mu.RLock()
 	prevISR := len(p.mu.isr)
 	p.mu.RUnlock()
-	clear := func(refused bool) {
+	done := func(err error) {
+		if err == nil {
+			if len(c.ISR) < prevISR {
+				m.isrShrinks.Add(1)
+			} else {
+				m.isrExpands.Add(1)
+			}
+			return
+		}
+		// Definitely not committed when refused: stop counting the
+		// proposed followers. After a timeout or a lost controller the
+		// outcome is unknown, so they keep counting until the image says.
+		refused := errors.Is(err, metadata.ErrInvalidPartitionChange) || errors.Is(err, errNotProposed)
 		p.mu.Lock()
 		if p.mu.pendingISR && p.mu.pendingEpoch == c.PartitionEpoch {
 			p.mu.pendingISR = false
 			if refused {
-				// Definitely not committed: stop counting the proposed
-				// followers. After a timeout or a lost controller the
-				// outcome is unknown, so they keep counting until the
-				// image says.
 				p.mu.expanding = nil
 			}
 		}
 		p.mu.Unlock()
 	}
+	if b, ok := m.cfg.ISR.(ISRBatcher); ok {
+		m.queueISRChange(b, c, done)
+		return
+	}
 	if m.cfg.ISR == nil {
-		clear(true)
+		done(errNotProposed)
 		return
 	}
 	started := m.spawn(func(ctx context.Context) {
-		// Short: while a proposal is pending no other is made for the
-		// partition, and a controller that died mid-request must not hold
-		// the ISR back for long.
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, isrProposalTimeout)
 		defer cancel()
-		if err := m.cfg.ISR.ChangePartition(ctx, c); err != nil {
-			if !errors.Is(err, context.Canceled) {
-				m.cfg.Logger.Info("ISR change not applied", "topic", c.Topic, "partition", c.Partition,
-					"isr", c.ISR, "partition_epoch", c.PartitionEpoch, "err", err)
-			}
-			clear(errors.Is(err, metadata.ErrInvalidPartitionChange))
-			return
-		}
-		if len(c.ISR) < prevISR {
-			m.isrShrinks.Add(1)
-		} else {
-			m.isrExpands.Add(1)
-		}
+		err := m.cfg.ISR.ChangePartition(ctx, c)
+		m.logISRChange(c, err)
+		done(err)
 	})
 	if !started {
-		clear(true)
+		done(errNotProposed)
+	}
+}
+
+// logISRChange logs a proposal the controller did not apply.
+func (m *Manager) logISRChange(c metadata.PartitionChange, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		m.cfg.Logger.Info("ISR change not applied", "topic", c.Topic, "partition", c.Partition,
+			"isr", c.ISR, "partition_epoch", c.PartitionEpoch, "err", err)
 	}
 }
 

@@ -139,6 +139,9 @@ type Manager struct {
 	// leaderThrottle and followerThrottle are the replication throttles
 	// (throttle.go).
 	leaderThrottle, followerThrottle *replicationThrottle
+	// isrQueue holds the ISR changes for the next AlterPartition request
+	// (alter_partition.go).
+	isrQueue isrQueue
 	// skipEpochRequest (tests only) makes a new follower fetch at once
 	// and rely on diverging-epoch responses (KIP-320) to truncate.
 	skipEpochRequest bool

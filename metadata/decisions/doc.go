@@ -3,10 +3,12 @@
 // election (ElectLeader; Elect for an operator's ElectLeaders), fencing
 // and unfencing a broker (Fence, Unfence), a replica gone offline
 // (OfflineReplica), the preferred leader (PreferredLeader), reassignments
-// (PlanReassignment, CompleteReassignment) and replica placement
-// (PlaceReplicas). Partition is defined here; package metadata aliases it
-// (metadata.Partition, NoLeader, ElectionType, ...), so callers keep its
-// names.
+// (PlanReassignment, CompleteReassignment), replica placement
+// (PlaceReplicas, CheckAssignment, FirstAlive), topic names
+// (ValidateTopicName, SameMetricName) and AlterPartition's checks of a
+// change (ChangePartition, CheckSender, CheckISR). Partition is defined
+// here; package metadata aliases it (metadata.Partition, NoLeader,
+// ElectionType, ...), so callers keep its names.
 //
 // The FSM calls them while it applies a record (fencing and unfencing
 // re-elect leaders, an ISR expansion completes a reassignment), so every

@@ -21,6 +21,10 @@
 //	                             feature levels can run against the cluster
 //	                     2       finalized levels in the log (FeatureLevel records, a
 //	                             new cluster's SetClusterID record), snapshot format 2
+//	                     3       ISR changes of many partitions in one request and one
+//	                             raft entry: the AlterPartition controller operation and
+//	                             its PartitionChangeBatch record; below 3 brokers send
+//	                             one ChangePartition per partition
 //	kraft.version        1       the voter set changes with AddRaftVoter/RemoveRaftVoter
 //	                             (KIP-853), as it always could in kbroker: the
 //	                             configuration lives in hashicorp/raft's log, not in
@@ -42,6 +46,6 @@
 // A feature other than metadata.version can change only at
 // metadata.version 2 or later (a record must carry it). metadata.version
 // is never downgraded below a level whose records an older level cannot
-// read: from 2 to 1 it is refused, safe or unsafe, as Kafka refuses a
-// downgrade that would lose metadata.
+// read: from 2 to 1 and from 3 to 2 it is refused, safe or unsafe, as
+// Kafka refuses a downgrade that would lose metadata.
 package features

@@ -23,8 +23,12 @@ const (
 	MetadataVersionBaseline int16 = 1
 	// MetadataVersionFeatureLevels: FeatureLevel records, snapshot format 2.
 	MetadataVersionFeatureLevels int16 = 2
+	// MetadataVersionAlterPartitionBatch: the AlterPartition controller
+	// operation and its PartitionChangeBatch record (many partitions'
+	// changes in one raft entry).
+	MetadataVersionAlterPartitionBatch int16 = 3
 	// LatestMetadataVersion is the highest level this build knows.
-	LatestMetadataVersion = MetadataVersionFeatureLevels
+	LatestMetadataVersion = MetadataVersionAlterPartitionBatch
 )
 
 // Range is the levels a node supports of a feature, both ends included

@@ -12,7 +12,8 @@ func TestPlan(t *testing.T) {
 	old := Node{Name: "broker 2"} // registered no ranges: Baseline
 	narrow := Node{Name: "broker 3", Supported: map[string]Range{MetadataVersion: {1, 2}, KRaftVersion: {1, 1}, GroupVersion: {1, 1}}}
 	atMV1 := Implied()
-	atMV2 := Bootstrap()
+	atMV2 := map[string]int16{MetadataVersion: 2, KRaftVersion: 1, GroupVersion: 1}
+	atMV3 := Bootstrap()
 	withTxn := Bootstrap()
 	withTxn[TransactionVersion] = 1
 
@@ -30,8 +31,14 @@ func TestPlan(t *testing.T) {
 			[]string{""}, nil},
 		{"old broker blocks the upgrade", []Update{{MetadataVersion, 2, Upgrade}}, atMV1, []Node{local, old},
 			[]string{"Invalid update version 2 for feature metadata.version. broker 2 only supports versions 1"}, nil},
-		{"above this controller", []Update{{MetadataVersion, 3, Upgrade}}, atMV2, []Node{local},
-			[]string{"Local controller 1 only supports versions 1-2"}, nil},
+		{"above this controller", []Update{{MetadataVersion, 4, Upgrade}}, atMV3, []Node{local},
+			[]string{"Local controller 1 only supports versions 1-3"}, nil},
+		{"upgrade to AlterPartition batches", []Update{{MetadataVersion, 3, Upgrade}}, atMV2, []Node{local},
+			[]string{""}, []Level{{MetadataVersion, 3}}},
+		{"a broker without AlterPartition batches blocks them", []Update{{MetadataVersion, 3, Upgrade}}, atMV2, []Node{local, narrow},
+			[]string{"broker 3 only supports versions 1-2"}, nil},
+		{"metadata.version 3 to 2 loses metadata", []Update{{MetadataVersion, 2, SafeDowngrade}}, atMV3, []Node{local},
+			[]string{"Invalid metadata.version 2. Refusing to perform the requested downgrade"}, nil},
 		{"unknown feature", []Update{{"foo.version", 1, Upgrade}}, atMV2, []Node{local},
 			[]string{"Invalid update version 1 for feature foo.version. Local controller 1 does not support this feature."}, nil},
 		{"unknown feature removed: nothing to do", []Update{{"foo.version", 0, SafeDowngrade}}, atMV2, []Node{local},
@@ -57,7 +64,7 @@ func TestPlan(t *testing.T) {
 		{"metadata.version unsafe downgrade", []Update{{MetadataVersion, 1, UnsafeDowngrade}}, atMV2, []Node{local},
 			[]string{"Invalid metadata.version 1. Unsafe metadata downgrade is not supported in this version."}, nil},
 		{"metadata.version 0", []Update{{MetadataVersion, 0, UnsafeDowngrade}}, atMV2, []Node{local},
-			[]string{"Local controller 1 only supports versions 1-2"}, nil},
+			[]string{"Local controller 1 only supports versions 1-3"}, nil},
 		{"other features need metadata.version 2", []Update{{TransactionVersion, 1, Upgrade}}, atMV1, []Node{local},
 			[]string{"It requires metadata.version 2 or later, and the cluster is at 1."}, nil},
 		{"metadata.version first in the same request", []Update{{TransactionVersion, 1, Upgrade}, {MetadataVersion, 2, Upgrade}}, atMV1, []Node{local},
@@ -118,9 +125,9 @@ func TestCheck(t *testing.T) {
 		{"implied levels on a build before feature levels", Implied(), nil, ""},
 		{"bootstrap levels on this build", Bootstrap(), Supported(), ""},
 		{"bootstrap levels on a build before feature levels", Bootstrap(), nil,
-			"the cluster finalized metadata.version at level 2, and this build supports levels 1"},
-		{"a level above this build", map[string]int16{MetadataVersion: 3}, Supported(),
-			"the cluster finalized metadata.version at level 3, and this build supports levels 1-2"},
+			"the cluster finalized metadata.version at level 3, and this build supports levels 1"},
+		{"a level above this build", map[string]int16{MetadataVersion: 4}, Supported(),
+			"the cluster finalized metadata.version at level 4, and this build supports levels 1-3"},
 		{"an unknown feature", map[string]int16{MetadataVersion: 2, "share.version": 1}, Supported(),
 			"the cluster finalized share.version at level 1, which this build does not know"},
 		{"level 0 is not finalized", map[string]int16{MetadataVersion: 1, "share.version": 0}, Supported(), ""},
@@ -151,9 +158,9 @@ func TestApply(t *testing.T) {
 		{"first record on the implied levels", nil, Level{MetadataVersion, 2},
 			map[string]int16{MetadataVersion: 2, KRaftVersion: 1, GroupVersion: 1}},
 		{"level 0 removes a feature", Bootstrap(), Level{GroupVersion, 0},
-			map[string]int16{MetadataVersion: 2, KRaftVersion: 1}},
+			map[string]int16{MetadataVersion: 3, KRaftVersion: 1}},
 		{"set a feature", Bootstrap(), Level{TransactionVersion, 1},
-			map[string]int16{MetadataVersion: 2, KRaftVersion: 1, GroupVersion: 1, TransactionVersion: 1}},
+			map[string]int16{MetadataVersion: 3, KRaftVersion: 1, GroupVersion: 1, TransactionVersion: 1}},
 		{"another feature at metadata.version 1", nil, Level{TransactionVersion, 1}, nil},
 		{"metadata.version 0", Bootstrap(), Level{MetadataVersion, 0}, nil},
 		{"no name", Bootstrap(), Level{"", 1}, nil},

@@ -9,8 +9,9 @@
 // RPC), raft's stream layer over the shared listener (StreamLayer), the
 // RPC's frames (a 4-byte big-endian length and a JSON document of at most
 // MaxFrame) with serving a connection's requests (Serve) and the client
-// side of one call (Dialer.Call), and node addresses kept unresolved
-// (ParseAddr).
+// side of a call (Dialer.Call on a connection of its own; Pool.Call on
+// connections kept open between calls, one call at a time each), and
+// node addresses kept unresolved (ParseAddr).
 //
 // Which operations exist, who may ask for them, and which sentinel error
 // each wire code stands for belong to package metadata, which serves the

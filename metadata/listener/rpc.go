@@ -25,8 +25,9 @@ import (
 //	request   {"op": "CreateTopics", "timeoutMs": 4800, "payload": {...}}
 //	response  {"result": {...}}  or  {"error": {"code": "TOPIC_ALREADY_EXISTS", "message": "...", "leader": "host:port"}}
 //
-// The server answers requests one at a time in order; the client uses one
-// connection per call. Which operations exist and which error each code
+// The server answers requests one at a time in order; a client has one
+// call in flight per connection (Dialer.Call: a connection per call; Pool:
+// connections kept between calls). Which operations exist and which error each code
 // stands for is the metadata package's business, not the transport's.
 
 // MaxFrame bounds one RPC frame (a CreateTopics of many partitions).
@@ -114,30 +115,25 @@ func Serve(c net.Conn, writeTimeout time.Duration, answer func(Request) Response
 // of ctx, and returns the raw result, or the error the server answered
 // (answered), or the transport's error.
 func (d Dialer) Call(ctx context.Context, addr, op string, payload []byte) (result json.RawMessage, answered *WireError, err error) {
-	c, err := d.Dial(ctx, addr)
+	c, err := d.dialRPC(ctx, addr)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer c.Close()
-	stop := context.AfterFunc(ctx, func() { c.Close() })
-	defer stop()
-	req := Request{Op: op, Payload: payload}
-	if dl, ok := ctx.Deadline(); ok {
-		c.SetDeadline(dl)
-		req.TimeoutMs = max(1, time.Until(dl).Milliseconds())
+	result, answered, _, _, err = roundTrip(ctx, c, bufio.NewReader(c), op, payload)
+	return result, answered, err
+}
+
+// dialRPC connects to addr and writes the RPC preamble.
+func (d Dialer) dialRPC(ctx context.Context, addr string) (net.Conn, error) {
+	c, err := d.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
 	}
+	c.SetWriteDeadline(time.Now().Add(dialTimeout))
 	if _, err := c.Write([]byte{PreambleRPC}); err != nil {
-		return nil, nil, err
+		c.Close()
+		return nil, err
 	}
-	if err := WriteFrame(c, &req); err != nil {
-		return nil, nil, err
-	}
-	var resp Response
-	if err := ReadFrame(bufio.NewReader(c), &resp); err != nil {
-		return nil, nil, err
-	}
-	if resp.Error != nil {
-		return nil, resp.Error, nil
-	}
-	return resp.Result, nil, nil
+	return c, nil
 }
