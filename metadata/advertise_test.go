@@ -118,6 +118,20 @@ func (c stallingConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
+// Write holds an answer too while stalled: a read already waiting when
+// the stall began (an idle pooled connection's) must not let the node
+// answer, as a paused process would not.
+func (c stallingConn) Write(p []byte) (int, error) {
+	if c.stalled.Load() {
+		c.blocked.Add(1)
+		for c.stalled.Load() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		c.blocked.Add(-1)
+	}
+	return c.Conn.Write(p)
+}
+
 // TestForwardedOperationFollowsNewLeader: an operation forwarded to a
 // leader that stops answering (paused) is sent again to the leader raft
 // elects meanwhile, instead of waiting on the silent one until its
