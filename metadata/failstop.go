@@ -67,8 +67,8 @@ func (s *failStopStore) refuse() error {
 	}
 }
 
-func (s *failStopStore) FirstIndex() (uint64, error)           { return s.log.FirstIndex() }
-func (s *failStopStore) LastIndex() (uint64, error)            { return s.log.LastIndex() }
+func (s *failStopStore) FirstIndex() (uint64, error)            { return s.log.FirstIndex() }
+func (s *failStopStore) LastIndex() (uint64, error)             { return s.log.LastIndex() }
 func (s *failStopStore) GetLog(index uint64, l *raft.Log) error { return s.log.GetLog(index, l) }
 
 func (s *failStopStore) StoreLog(l *raft.Log) error {
