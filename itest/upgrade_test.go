@@ -34,11 +34,7 @@ const (
 // skipped, saying how to get it.
 func buildRelease(t *testing.T) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
+	root := testutil.ModuleRoot(t)
 	commit := ""
 	for _, ref := range []string{upgradeFromTag, upgradeFromCommit} {
 		rev, err := exec.Command("git", "-C", root, "rev-parse", "--verify", "--quiet", ref+"^{commit}").Output()

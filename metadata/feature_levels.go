@@ -71,6 +71,15 @@ func (i *Image) Features() map[string]int16 {
 	return maps.Clone(i.features)
 }
 
+// FeatureLevel is the finalized level of one feature (0 when none is),
+// without copying the map: for request paths.
+func (i *Image) FeatureLevel(name string) int16 {
+	if i.features == nil {
+		return features.Implied()[name]
+	}
+	return i.features[name]
+}
+
 // FeaturesEpoch is the raft index of the last record that changed the
 // finalized levels (Kafka's FinalizedFeaturesEpoch); 0 while the levels
 // are the implied ones of a cluster created before feature levels.

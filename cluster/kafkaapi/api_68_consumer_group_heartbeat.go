@@ -46,7 +46,7 @@ func (h *Handlers) handleConsumerGroupHeartbeat(_ context.Context, rc *server.Re
 	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
 		return fail(kerr.GroupAuthorizationFailed)
 	}
-	if h.store.Image().Features()[features.GroupVersion] < 1 {
+	if h.store.Image().FeatureLevel(features.GroupVersion) < 1 {
 		return fail(fmt.Errorf("%w: group.version is finalized below 1: the consumer group protocol (KIP-848) is off", kerr.UnsupportedVersion))
 	}
 	for _, t := range req.SubscribedTopicNames {

@@ -530,30 +530,10 @@ const (
 	lagRecords = 4
 )
 
-// buildBroker builds cmd/kbroker into dir and returns the binary's path.
-func buildBroker(t *testing.T, dir string) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		t.Fatal("not inside a Go module")
-	}
-	bin := filepath.Join(dir, "kbroker")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kbroker")
-	build.Dir = filepath.Dir(gomod)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building kbroker: %v\n%s", err, out)
-	}
-	return bin
-}
-
 func startNode(t *testing.T) *node {
 	t.Helper()
 	work := t.TempDir()
-	bin := buildBroker(t, work)
+	bin := testutil.BuildKbroker(t, work)
 	for attempt := 1; ; attempt++ {
 		data := filepath.Join(work, fmt.Sprintf("data-%d", attempt))
 		if err := os.Mkdir(data, 0o750); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func TestBenchFlags(t *testing.T) {
@@ -56,7 +58,7 @@ func TestBenchReassignTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds kbroker and runs four node processes")
 	}
-	bin := buildKbroker(t, t.TempDir())
+	bin := testutil.BuildKbroker(t, t.TempDir())
 	var out, errs bytes.Buffer
 	code := Run([]string{"--mode", "reassign", "--kbroker", bin, "--dir", t.TempDir(),
 		"--partitions", "4", "--preload-mb", "4", "--throttle-mb", "1", "--load-rate", "200", "--baseline", "500ms"}, &out, &errs)

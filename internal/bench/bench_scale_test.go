@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kbroker/kbroker/internal/testutil"
 )
 
 func TestParseScaleCounts(t *testing.T) {
@@ -70,7 +72,7 @@ func TestBenchScaleSmall(t *testing.T) {
 		t.Skip("builds and runs three broker processes")
 	}
 	dir := t.TempDir()
-	bin := buildKbroker(t, dir)
+	bin := testutil.BuildKbroker(t, dir)
 	var out, errs bytes.Buffer
 	c := benchConfig{mode: "scale", scaleCounts: []int{50}, idleWindow: 2 * time.Second, scaleProp: 50,
 		nodeBin: bin, dir: t.TempDir()}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -171,7 +170,7 @@ var (
 func startBrokerProcess(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	bin := buildKbroker(t, dir)
+	bin := testutil.BuildKbroker(t, dir)
 	for attempt := 1; ; attempt++ {
 		addr, logs, err := tryStartBrokerProcess(t, bin, filepath.Join(dir, fmt.Sprintf("data-%d", attempt)))
 		if err == nil {
@@ -182,26 +181,6 @@ func startBrokerProcess(t *testing.T) string {
 		}
 		t.Logf("start attempt %d lost a port, retrying on new ones: %v", attempt, err)
 	}
-}
-
-// buildKbroker builds ./cmd/kbroker into dir and returns its path.
-func buildKbroker(t *testing.T, dir string) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		t.Fatal("not in a module")
-	}
-	bin := filepath.Join(dir, "kbroker")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/kbroker")
-	build.Dir = filepath.Dir(gomod)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 func tryStartBrokerProcess(t *testing.T, bin, dataDir string) (string, *testutil.SyncBuffer, error) {
