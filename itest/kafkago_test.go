@@ -18,7 +18,9 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/internal/testutil"
 )
@@ -107,6 +109,7 @@ func kafkaGoBroker(t *testing.T) *broker {
 		"--add-scram", "SCRAM-SHA-256=[name=adminscram256,password=admin-secret-256]",
 		"--add-scram", "SCRAM-SHA-512=[name=adminscram512,password=admin-secret-512]")
 	b.start()
+	warmGroupCoordinator(t, b)
 	return b
 }
 
@@ -409,4 +412,29 @@ func waitGroupMembers(t *testing.T, b *broker, group string, n int) {
 		}
 		return nil
 	}, "group %s stable with %d members", group, n)
+}
+
+// warmGroupCoordinator waits until every __consumer_offsets partition is
+// loaded: kafka-go's Conn tests send JoinGroup once, without retrying
+// COORDINATOR_LOAD_IN_PROGRESS, right after the broker starts.
+func warmGroupCoordinator(t *testing.T, b *broker) {
+	t.Helper()
+	cl := newClient(t, b)
+	err := testutil.Poll(context.Background(), 60*time.Second, func() error {
+		for i := range 200 { // covers the 50 partitions
+			req := kmsg.NewPtrOffsetFetchRequest()
+			req.Group = fmt.Sprintf("kbroker-warm-%d", i)
+			resp, err := req.RequestWith(context.Background(), cl)
+			if err != nil {
+				return err
+			}
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("the group coordinator did not load: %v", err)
+	}
 }
