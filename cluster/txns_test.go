@@ -205,6 +205,12 @@ func TestTransactionTimeoutAborts(t *testing.T) {
 	if got := consumeValues(t, node.addr, "txn-timeout", true, 1); !slices.Equal(got, []string{"after"}) {
 		t.Errorf("read_committed consumer got %q, want [after] once the open transaction timed out", got)
 	}
+	// The counter moves when the abort's last step is durable, which may
+	// come just after the markers a consumer already sees.
+	deadline := time.Now().Add(10 * time.Second)
+	for node.txns.TimedOutAborts() == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
 	if n := node.txns.TimedOutAborts(); n != 1 {
 		t.Errorf("%d transactions aborted by timeout, want 1", n)
 	}
