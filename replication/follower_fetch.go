@@ -268,20 +268,28 @@ func (m *Manager) checkFollower(replicas []int32, ff followerFetch) error {
 		}
 		return fmt.Errorf("%w: replica %d is not in the replica set %v", ErrNotLeader, id, replicas)
 	}
+	return m.CheckFollowerBroker(id, ff.brokerEpoch)
+}
+
+// CheckFollowerBroker is the part of checkFollower that does not depend
+// on the partition: replicaID must be a registered, unfenced broker of
+// the image applied last and, when brokerEpoch >= 0, registered at that
+// epoch. A parked follower fetch asks it once for all its partitions.
+func (m *Manager) CheckFollowerBroker(replicaID int32, brokerEpoch int64) error {
 	m.mu.RLock()
 	img := m.mu.image
 	m.mu.RUnlock()
 	var b *metadata.Broker
 	if img != nil {
-		b = img.Brokers[id]
+		b = img.Brokers[replicaID]
 	}
 	switch {
 	case b == nil:
-		return fmt.Errorf("%w: replica %d is not a registered broker", ErrNotLeader, id)
+		return fmt.Errorf("%w: replica %d is not a registered broker", ErrNotLeader, replicaID)
 	case b.Fenced:
-		return fmt.Errorf("%w: broker %d is fenced", ErrNotLeader, id)
-	case ff.brokerEpoch >= 0 && ff.brokerEpoch != b.Epoch:
-		return fmt.Errorf("%w: broker %d fetches at broker epoch %d, registered at %d", ErrNotLeader, id, ff.brokerEpoch, b.Epoch)
+		return fmt.Errorf("%w: broker %d is fenced", ErrNotLeader, replicaID)
+	case brokerEpoch >= 0 && brokerEpoch != b.Epoch:
+		return fmt.Errorf("%w: broker %d fetches at broker epoch %d, registered at %d", ErrNotLeader, replicaID, brokerEpoch, b.Epoch)
 	}
 	return nil
 }

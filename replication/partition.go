@@ -150,6 +150,22 @@ func (p *Partition) IsLeader() bool {
 	return p.mu.leader == p.nodeID
 }
 
+// Epochs is the part of a partition's role that decides how a read is
+// answered: who leads, in which leader epoch, and the partition epoch
+// (moved by every replica set or ISR change).
+type Epochs struct {
+	Leader, LeaderEpoch, PartitionEpoch int32
+}
+
+// Epochs returns the partition's current Epochs, without copying the
+// rest of its state: a parked fetch compares them to learn cheaply that
+// nothing it read has changed.
+func (p *Partition) Epochs() Epochs {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return Epochs{Leader: p.mu.leader, LeaderEpoch: p.mu.leaderEpoch, PartitionEpoch: p.mu.partitionEpoch}
+}
+
 // HighWatermark returns the high watermark.
 func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
 

@@ -94,7 +94,9 @@ func (h *Handlers) handleFetch(_ context.Context, rc *server.RequestContext, kre
 		return fc.Finish(nil, img, time.Now()), nil
 	}
 	f := &delayedFetch{node: h, rc: rc, req: fc.Read, session: fc, peer: h.fetchPeer(rc)}
-	resp, bytes, stop := f.read()
+	f.follower = replica >= 0
+	f.watchBefore(img)
+	resp, bytes, stop := f.read(false)
 	var keys []replication.TopicPartition
 	for _, t := range fc.Read.Topics {
 		name, known := fetchTopicName(img, fc.Read.Version, &t)
@@ -109,7 +111,8 @@ func (h *Handlers) handleFetch(_ context.Context, rc *server.RequestContext, kre
 		rc.AfterWrite = f.bufs.Release
 		return f.finish(resp), nil
 	}
-	f.bufs.Release() // not answered: the purgatory reads again
+	f.watchAfter(resp)
+	f.bufs.Release() // not answered: the purgatory reads what changes
 	deadline := time.Now().Add(cappedWait(req.MaxWaitMillis, maxFetchWait))
 	server.Park(h.fetchWaiters, rc, f, deadline, keys, true)
 	return nil, nil
@@ -149,10 +152,23 @@ type delayedFetch struct {
 	// back once written (RequestContext.afterWrite); one that is not
 	// gives them back at once.
 	bufs storage.ReadBuffers
+	// follower: the fetch comes from a follower broker.
+	follower bool
+	// watches is, for each partition of req in order, what the first
+	// read found (fetch_watch.go).
+	watches []partitionWatch
 }
 
+// TryComplete answers when MinBytes are available or a partition needs
+// an answer now (an error, a diverging log). Like Kafka's DelayedFetch it
+// first compares offsets, without reading: while every partition is
+// quiet (fetch_watch.go) there is nothing to read, and nothing is. Otherwise
+// only the partitions that changed are read.
 func (f *delayedFetch) TryComplete() bool {
-	resp, bytes, stop := f.read()
+	if f.allQuiet() {
+		return false
+	}
+	resp, bytes, stop := f.read(true)
 	if !stop && bytes < int(f.req.MinBytes) {
 		f.bufs.Release()
 		return false
@@ -161,8 +177,10 @@ func (f *delayedFetch) TryComplete() bool {
 	return true
 }
 
+// OnExpire answers with what there is, reading only the partitions that
+// changed since the fetch arrived: a quiet one's answer is its offsets.
 func (f *delayedFetch) OnExpire() {
-	resp, _, _ := f.read()
+	resp, _, _ := f.read(true)
 	f.respond(resp)
 }
 
@@ -183,11 +201,17 @@ func (f *delayedFetch) finish(resp *kmsg.FetchResponse) *kmsg.FetchResponse {
 
 // read builds a full response from the logs as they are now. It returns
 // the number of record bytes and whether a partition error means the
-// request should be answered at once rather than wait.
-func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
+// request should be answered at once rather than wait. With skipQuiet a
+// partition still quiet is answered from its offsets, unread: a read
+// would find nothing there either.
+func (f *delayedFetch) read(skipQuiet bool) (*kmsg.FetchResponse, int, bool) {
 	req := f.req
-	if replica, _ := replication.FetchReplica(req); replica >= 0 {
-		return f.node.replicas.ReadFollowerFetchPooled(req, f.peer, time.Now(), &f.bufs)
+	var quiet []quietState
+	if skipQuiet {
+		quiet = f.quietPartitions()
+	}
+	if f.follower {
+		return f.readFollower(quiet)
 	}
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	remaining := math.MaxInt32
@@ -198,6 +222,7 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 	minOneBatch := true
 	stop := false
 	img := f.node.store.Image()
+	i := -1 // p's index in f.watches
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		name, known := fetchTopicName(img, req.Version, &t)
@@ -206,6 +231,11 @@ func (f *delayedFetch) read() (*kmsg.FetchResponse, int, bool) {
 		rt.TopicID = t.TopicID
 		allowed := known && f.allowed(name)
 		for _, p := range t.Partitions {
+			i++
+			if quiet != nil && quiet[i].ok {
+				rt.Partitions = append(rt.Partitions, f.quietAnswer(i, quiet[i]))
+				continue
+			}
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
