@@ -34,6 +34,14 @@ type Log struct {
 	corrupt     *integrity.Reports // LogOptions.Corrupt
 	dirGone     func() error       // LogOptions.DirGone; guarded by mu
 
+	// onFlushConfig tells the Manager that opened the log that flush.ms
+	// changed: set under the Manager's mu before the log is handed out,
+	// never changed after; nil for a log opened alone. flushGen is the
+	// log's generation in the Manager's flush schedule, guarded by the
+	// Manager's mu (manager_flush.go).
+	onFlushConfig func()
+	flushGen      uint64
+
 	// cleanMu serializes Clean and DirtyRatio; it guards cleaner.
 	cleanMu sync.Mutex
 	cleaner cleanerState
@@ -524,6 +532,18 @@ func (l *Log) SyncTo(offset int64) error {
 	return nil
 }
 
+// nextFlush is when flush.ms next makes the log due, false when it has
+// no flush.ms or is closed.
+func (l *Log) nextFlush() (time.Time, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	every := l.config().FlushInterval
+	if l.mu.closed || every <= 0 {
+		return time.Time{}, false
+	}
+	return l.mu.lastFlush.Add(every), true
+}
+
 // flushIfDue flushes when flush.ms has passed since the last flush and
 // there is something to flush.
 func (l *Log) flushIfDue(now time.Time) error {
@@ -820,6 +840,9 @@ func (l *Log) SetConfig(cfg LogConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("storage: %s: %w", l.Dir(), err)
 	}
-	l.cfg.Store(&cfg)
+	old := l.cfg.Swap(&cfg)
+	if old.FlushInterval != cfg.FlushInterval && l.onFlushConfig != nil {
+		l.onFlushConfig()
+	}
 	return nil
 }

@@ -53,6 +53,9 @@ type Manager struct {
 		sync.Mutex
 		logs   map[topicPartition]*Log
 		closed bool
+		// flushes is when each log with a flush.ms is next due
+		// (manager_flush.go).
+		flushes flushHeap
 		// preferred is where AlterReplicaLogDirs asked a partition not
 		// yet created to go (Kafka's preferred log dir).
 		preferred map[topicPartition]*logDir
@@ -383,6 +386,8 @@ func (m *Manager) getOrCreate(topic string, partition int32, topicID *[16]byte, 
 	d.partitions[tp] = true
 	delete(m.mu.preferred, tp)
 	m.mu.logs[tp] = l
+	l.onFlushConfig = func() { m.flushConfigChanged(tp, l) }
+	m.scheduleFlushLocked(tp, l)
 	return l, nil
 }
 
@@ -578,27 +583,6 @@ func (m *Manager) checkpointOffsetsLocked(file string, get func(*Log) int64, cp 
 		c.dirty = false
 	}
 	return errors.Join(errs...)
-}
-
-func (m *Manager) flushDue(now time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.mu.closed {
-		return
-	}
-	flushed := false
-	for _, l := range m.mu.logs {
-		before := l.RecoveryPoint()
-		if err := l.flushIfDue(now); err != nil {
-			m.logger.Error("periodic flush failed", "dir", l.Dir(), "err", err)
-		}
-		flushed = flushed || l.RecoveryPoint() != before
-	}
-	if flushed {
-		if err := m.checkpointLocked(); err != nil {
-			m.logger.Error("recovery point checkpoint failed", "err", err)
-		}
-	}
 }
 
 // checkpointLocked writes every directory's recovery points.
