@@ -163,6 +163,8 @@ func actsForBroker(_ *Image, r brokerAtEpoch) int32 { return r.BrokerID }
 // clean is set.
 func (s *Store) fenceBroker(ctx context.Context, id int32, epoch int64, fenced, clean bool) error {
 	typ, verb := recUnfenceBroker, "unfence"
+	s.placeMu.Lock()
+	defer s.placeMu.Unlock()
 	rec := &fenceBrokerRecord{BrokerID: id, BrokerEpoch: epoch}
 	if fenced {
 		typ, verb = recFenceBroker, "fence"
@@ -384,6 +386,8 @@ type createTopicsRequest struct {
 }
 
 func (s *Store) createTopics(ctx context.Context, specs []TopicSpec, validateOnly bool) errorList {
+	s.placeMu.Lock() // until applied: see placeMu
+	defer s.placeMu.Unlock()
 	errs := make(errorList, len(specs))
 	count := map[string]int{}
 	for _, sp := range specs {
@@ -408,6 +412,9 @@ func (s *Store) createTopics(ctx context.Context, specs []TopicSpec, validateOnl
 		if err != nil || validateOnly {
 			errs[i] = err
 			continue
+		}
+		if s.planned != nil {
+			s.planned()
 		}
 		futures[i], errs[i] = s.start(ctx, recCreateTopic, rec)
 	}
@@ -765,6 +772,8 @@ type createPartitionsRequest struct {
 }
 
 func (s *Store) createPartitions(ctx context.Context, r createPartitionsRequest) error {
+	s.placeMu.Lock() // until applied: see placeMu
+	defer s.placeMu.Unlock()
 	img := s.Image()
 	t, ok := img.Topics[r.Topic]
 	if !ok {

@@ -295,6 +295,19 @@ type Store struct {
 	// pidMu serializes AllocateProducerIDs on this node, so that its
 	// proposals do not race each other for the same block.
 	pidMu        sync.Mutex
+	// placeMu serializes, on the active controller, the proposals that
+	// place leaders (CreateTopics, CreatePartitions) with those that
+	// change which brokers are alive (fencing and unfencing): each plans
+	// from the applied image and waits for its record to be applied
+	// before the next plans. Without it a topic planned while a broker
+	// was alive could commit after that broker's fence record, and its
+	// partitions would keep the fenced broker as leader with nothing left
+	// to move them: the fence was already applied. Kafka's controller
+	// gets the same order from its single event thread.
+	placeMu sync.Mutex
+	// planned, when set (by tests, while no CreateTopics runs), is called by
+	// createTopics between planning and proposing.
+	planned func()
 	featuresMu   sync.Mutex                         // serializes UpdateFeatures here
 	registration atomic.Pointer[BrokerRegistration] // this node's, for BrokerHeartbeat
 

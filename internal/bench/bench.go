@@ -66,7 +66,7 @@ func parseBenchFlags(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.BoolVar(&c.keep, "keep", false, "keep --dir (node logs, data) after the run")
 	var sets cliflag.StringList
 	fs.Var(&sets, "set", "a key=value given to every kbroker node (repeatable)")
-	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here")
+	fs.StringVar(&c.profileDir, "profile-dir", "", "compare: write each node's CPU, mutex and heap profiles of the full-speed produce here; scale: each node's profiles over an idle window after the measured one")
 	fs.IntVar(&c.kills, "kills", 6, "failover, rolling: kills or restarts (round robin over the three nodes)")
 	fs.IntVar(&c.topics, "topics", 15, "newtopic: topics created and written, one after the other")
 	fs.DurationVar(&c.settle, "settle", 14*time.Second, "failover, rolling: time every node is back in every ISR before the next kill or restart")

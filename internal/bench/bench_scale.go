@@ -12,7 +12,10 @@ package bench
 //   - idle: with no client, each node's CPU over --idle-window (utime +
 //     stime from /proc/<pid>/stat, as % of one core: mostly follower
 //     fetchers), its RSS (VmRSS) and its open descriptors (/proc/<pid>/fd),
-//     and their growth per hosted replica over the empty cluster;
+//     and their growth per hosted replica over the empty cluster; with
+//     --profile-dir, then each node's CPU profile over another idle
+//     window (admin.pprof.enable is on for those runs, and its mutex and
+//     block sampling cost a little CPU of their own);
 //   - restart: SIGTERM to all three (time to exit), start all three, time
 //     until every /readyz answers and until every partition has a leader
 //     and a full ISR again on every broker;
@@ -102,7 +105,7 @@ func runScale(ctx context.Context, c benchConfig, bin string, stdout, stderr io.
 		// Every replica of P partitions plus the propagation topic lands on
 		// every node: raise max.broker.partitions past the default 10,000.
 		sets := append([]string{fmt.Sprintf("max.broker.partitions=%d", p+2*c.scaleProp)}, c.sets...)
-		cl, err := newBenchCluster(bin, dir, sets, false)
+		cl, err := newBenchCluster(bin, dir, sets, c.profileDir != "")
 		if err != nil {
 			return err
 		}
@@ -179,6 +182,13 @@ func measureScale(ctx context.Context, c benchConfig, cl *benchCluster, p int, s
 	}
 	r.loadAfterIdle = loadAverage()
 	logf("idle: cpu %v%%, RSS %v KiB, fds %v, load %s", r.idleCPU, r.rssKiB, r.fds, r.loadAfterIdle)
+	if c.profileDir != "" {
+		// After the measured window, not during it: a profile costs
+		// the nodes CPU of its own.
+		dir := filepath.Join(c.profileDir, fmt.Sprintf("idle-%d", p))
+		cl.profile(ctx, dir, c.idleWindow, stderr)()
+		logf("idle profiles in %s", dir)
+	}
 
 	// SIGTERM all three at once, then start them all.
 	start = time.Now()
