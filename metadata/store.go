@@ -294,7 +294,7 @@ type Store struct {
 
 	// pidMu serializes AllocateProducerIDs on this node, so that its
 	// proposals do not race each other for the same block.
-	pidMu        sync.Mutex
+	pidMu sync.Mutex
 	// placeMu serializes, on the active controller, the proposals that
 	// place leaders (CreateTopics, CreatePartitions) with those that
 	// change which brokers are alive (fencing and unfencing): each plans
@@ -307,7 +307,7 @@ type Store struct {
 	placeMu sync.Mutex
 	// planned, when set (by tests, while no CreateTopics runs), is called by
 	// createTopics between planning and proposing.
-	planned func()
+	planned      func()
 	featuresMu   sync.Mutex                         // serializes UpdateFeatures here
 	registration atomic.Pointer[BrokerRegistration] // this node's, for BrokerHeartbeat
 
