@@ -30,6 +30,7 @@ type Purgatory[K comparable] struct {
 	seed    maphash.Seed
 	closed  atomic.Bool
 	waiting atomic.Int64
+	checks  atomic.Uint64 // Check calls so far
 	shards  [numShards]shard[K]
 }
 
@@ -255,6 +256,7 @@ func (p *Purgatory[K]) expire(e *entry[K]) {
 // returns how many this call completed. Completed operations are removed
 // from all their keys.
 func (p *Purgatory[K]) Check(key K) int {
+	p.checks.Add(1)
 	s := p.shardFor(key)
 	s.mu.Lock()
 	l := s.mu.lists[key]
@@ -275,6 +277,12 @@ func (p *Purgatory[K]) Check(key K) int {
 	}
 	return completed
 }
+
+// Checks returns how many times Check has been called, for any key. An
+// operation that notes it before reading its state and finds it unchanged
+// in TryComplete knows that no key changed since: it was woken by its
+// own TryCompleteElseWatch, and need not look again.
+func (p *Purgatory[K]) Checks() uint64 { return p.checks.Load() }
 
 // Len returns the number of operations waiting.
 func (p *Purgatory[K]) Len() int { return int(p.waiting.Load()) }

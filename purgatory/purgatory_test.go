@@ -433,3 +433,24 @@ func TestConcurrentNoClose(t *testing.T) {
 	}
 	assertEmpty(t, p)
 }
+
+// Checks counts every Check, of watched keys and of others alike, and
+// nothing else: an operation comparing it before and after learns whether
+// any key was checked meanwhile.
+func TestChecksCountsEveryCheck(t *testing.T) {
+	p := New[string]("test")
+	defer p.Close()
+	if n := p.Checks(); n != 0 {
+		t.Fatalf("new purgatory: %d checks", n)
+	}
+	op := &testOp{t: t}
+	p.TryCompleteElseWatch(op, time.Now().Add(time.Minute), "a")
+	if n := p.Checks(); n != 0 {
+		t.Fatalf("after watching: %d checks, want 0", n)
+	}
+	p.Check("a")
+	p.Check("unwatched")
+	if n := p.Checks(); n != 2 {
+		t.Fatalf("after two checks: %d, want 2", n)
+	}
+}

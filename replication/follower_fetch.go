@@ -94,7 +94,26 @@ func (m *Manager) ReadFollowerFetch(req *kmsg.FetchRequest, peer FetchPeer, now 
 // bufs.Release (storage.ReadBuffers), which the caller calls once the
 // response is encoded or dropped.
 func (m *Manager) ReadFollowerFetchPooled(req *kmsg.FetchRequest, peer FetchPeer, now time.Time, bufs *storage.ReadBuffers) (resp *kmsg.FetchResponse, recordBytes int, answerNow bool) {
+	return m.ReadFollowerFetchObserved(req, peer, now, bufs, nil)
+}
+
+// FollowerReadSeen is what the read of one partition of a follower fetch
+// went by: the partition, its Epochs as checked before reading and its
+// log start offset. Part is nil when the partition was not read (not
+// hosted, refused before its epochs were looked at).
+type FollowerReadSeen struct {
+	Part     *Partition
+	Epochs   Epochs
+	LogStart int64
+}
+
+// ReadFollowerFetchObserved is ReadFollowerFetchPooled, calling seen (if
+// not nil) for each partition of req in order, with the i-th partition's
+// FollowerReadSeen. A parked fetch keeps them to tell later, without
+// reading, that nothing the read depended on has changed.
+func (m *Manager) ReadFollowerFetchObserved(req *kmsg.FetchRequest, peer FetchPeer, now time.Time, bufs *storage.ReadBuffers, seen func(i int, s FollowerReadSeen)) (resp *kmsg.FetchResponse, recordBytes int, answerNow bool) {
 	replicaID, brokerEpoch := FetchReplica(req)
+	i := -1
 	resp = req.ResponseKind().(*kmsg.FetchResponse)
 	remaining := math.MaxInt32
 	if req.Version >= 3 && req.MaxBytes > 0 {
@@ -115,6 +134,7 @@ func (m *Manager) ReadFollowerFetchPooled(req *kmsg.FetchRequest, peer FetchPeer
 		}
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		for _, p := range t.Partitions {
+			i++
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
@@ -140,9 +160,13 @@ func (m *Manager) ReadFollowerFetchPooled(req *kmsg.FetchRequest, peer FetchPeer
 				ff.lastFetchedEpoch = -1
 			}
 			var res FollowerFetchResult
+			var read FollowerReadSeen
 			err := topicErr
 			if err == nil {
-				res, err = m.readForFollower(ff, now, bufs)
+				res, err = m.readForFollower(ff, now, bufs, &read)
+			}
+			if seen != nil {
+				seen(i, read)
 			}
 			if err != nil {
 				rp.ErrorCode = errorCode(err)
@@ -178,7 +202,7 @@ func (m *Manager) ReadFollowerFetchPooled(req *kmsg.FetchRequest, peer FetchPeer
 // ReadFollowerFetch). On ErrOffsetOutOfRange the result still carries the
 // high watermark and the log start and end offsets, so the follower can
 // restart.
-func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage.ReadBuffers) (FollowerFetchResult, error) {
+func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage.ReadBuffers, seen *FollowerReadSeen) (FollowerFetchResult, error) {
 	res := FollowerFetchResult{DivergingEpoch: -1, DivergingEndOffset: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
 	p, err := m.Partition(ff.tp)
 	if err != nil {
@@ -186,6 +210,7 @@ func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage
 	}
 	p.mu.RLock()
 	leader, replicas := p.mu.leader, p.mu.replicas
+	seen.Part, seen.Epochs = p, Epochs{Leader: leader, LeaderEpoch: p.mu.leaderEpoch, PartitionEpoch: p.mu.partitionEpoch}
 	p.mu.RUnlock()
 	if leader != m.cfg.NodeID {
 		return res, ErrNotLeader
@@ -199,6 +224,7 @@ func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage
 	}
 	res.HighWatermark = p.HighWatermark()
 	res.LogStartOffset = p.log.LogStartOffset()
+	seen.LogStart = res.LogStartOffset
 	leo := p.log.LogEndOffset()
 	res.LogEndOffset = leo
 	if ff.lastFetchedEpoch >= 0 {

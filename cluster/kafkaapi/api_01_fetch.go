@@ -95,7 +95,8 @@ func (h *Handlers) handleFetch(_ context.Context, rc *server.RequestContext, kre
 	}
 	f := &delayedFetch{node: h, rc: rc, req: fc.Read, session: fc, peer: h.fetchPeer(rc)}
 	f.follower = replica >= 0
-	f.watchBefore(img)
+	f.checksSeen = h.fetchWaiters.Checks()
+	f.prepareWatches(img)
 	resp, bytes, stop := f.read(false)
 	var keys []replication.TopicPartition
 	for _, t := range fc.Read.Topics {
@@ -155,16 +156,27 @@ type delayedFetch struct {
 	// follower: the fetch comes from a follower broker.
 	follower bool
 	// watches is, for each partition of req in order, what the first
-	// read found (fetch_watch.go).
-	watches []partitionWatch
+	// read found (fetch_watch.go); observed is set once a follower's
+	// first read has filled them.
+	watches  []partitionWatch
+	observed bool
+	// checksSeen is the fetch purgatory's Check count when the fetch
+	// last looked at its partitions.
+	checksSeen uint64
 }
 
 // TryComplete answers when MinBytes are available or a partition needs
 // an answer now (an error, a diverging log). Like Kafka's DelayedFetch it
-// first compares offsets, without reading: while every partition is
-// quiet (fetch_watch.go) there is nothing to read, and nothing is. Otherwise
-// only the partitions that changed are read.
+// first compares offsets, without reading: while no key was checked
+// since the last look, or every partition is quiet (fetch_watch.go),
+// there is nothing to read, and nothing is. Otherwise only the
+// partitions that changed are read.
 func (f *delayedFetch) TryComplete() bool {
+	checks := f.node.fetchWaiters.Checks()
+	if checks == f.checksSeen {
+		return false // no key changed since the last look
+	}
+	f.checksSeen = checks
 	if f.allQuiet() {
 		return false
 	}

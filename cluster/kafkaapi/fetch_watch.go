@@ -17,13 +17,12 @@ package kafkaapi
 // round.
 //
 // A partition is quiet while all of these hold:
-//   - it is still hosted, as the same replication.Partition (a deleted
-//     and recreated topic is another one);
-//   - its leader, leader epoch and partition epoch are those seen before
-//     the first read (taken before it, so a change racing with the read
-//     is seen as a change): leadership, the client's CurrentLeaderEpoch,
-//     the replica set a follower must be in and the KIP-320 divergence
-//     check all depend only on them;
+//   - its leader, leader epoch and partition epoch are those the first
+//     read went by (taken before it read, so a change racing with the
+//     read is seen as a change): leadership, the client's
+//     CurrentLeaderEpoch, the replica set a follower must be in and the
+//     KIP-320 divergence check all depend only on them, and a partition
+//     this broker stops hosting is left with no leader;
 //   - its log start offset is unchanged (retention or DeleteRecords could
 //     put the fetch offset out of range);
 //   - nothing can be read: for a follower the log end offset is the fetch
@@ -31,6 +30,12 @@ package kafkaapi
 //     the last stable offset, is at most the fetch offset;
 //   - the fetcher is still allowed to read the topic, and a follower is
 //     still a registered, unfenced broker at its epoch.
+//
+// Wakes are cheaper still: the fetch notes the purgatory's Check count
+// before its first read and before each look, and a TryComplete that
+// finds it unchanged returns at once. That is the common case at idle,
+// where TryCompleteElseWatch tries twice while parking and nothing else
+// wakes the fetch; only the expiry looks at every partition, once.
 //
 // A follower's position is recorded when its fetch arrives (the first
 // read), as Kafka records it in fetchMessages and not when the delayed
@@ -64,9 +69,11 @@ type quietState struct {
 	lastStable    int64
 }
 
-// watchBefore records each partition's handle, epochs and log start, just
-// before the fetch's first read.
-func (f *delayedFetch) watchBefore(img *metadata.Image) {
+// prepareWatches is called just before the fetch's first read. It names
+// each partition and, for a consumer, records its handle, epochs and log
+// start. A follower's are recorded by the read itself (observe), from
+// what it checked before reading each partition.
+func (f *delayedFetch) prepareWatches(img *metadata.Image) {
 	n := 0
 	for _, t := range f.req.Topics {
 		n += len(t.Partitions)
@@ -80,7 +87,7 @@ func (f *delayedFetch) watchBefore(img *metadata.Image) {
 			i++
 			w.tp = replication.TopicPartition{Topic: name, Partition: p.Partition}
 			w.fetchOffset = p.FetchOffset
-			if !known {
+			if !known || f.follower {
 				continue
 			}
 			part, err := f.node.replicas.Partition(w.tp)
@@ -89,6 +96,15 @@ func (f *delayedFetch) watchBefore(img *metadata.Image) {
 			}
 			w.part, w.epochs, w.logStart = part, part.Epochs(), part.LogStartOffset()
 		}
+	}
+}
+
+// observe records what the first read of a follower fetch went by for
+// its i-th partition.
+func (f *delayedFetch) observe(i int, s replication.FollowerReadSeen) {
+	if i < len(f.watches) {
+		w := &f.watches[i]
+		w.part, w.epochs, w.logStart = s.Part, s.Epochs, s.LogStart
 	}
 }
 
@@ -170,8 +186,11 @@ func (f *delayedFetch) quiet(i int, allowed map[string]bool) (quietState, bool) 
 	if !ok {
 		return quietState{}, false
 	}
-	cur, err := f.node.replicas.Partition(w.tp)
-	if err != nil || cur != w.part || cur.Epochs() != w.epochs || cur.LogStartOffset() != w.logStart {
+	// A partition removed from this broker (deleted, moved away, its
+	// directory offline) is left with no leader, so its epochs differ
+	// too; a topic created again is another Partition.
+	cur := w.part
+	if cur.Epochs() != w.epochs || cur.LogStartOffset() != w.logStart {
 		return quietState{}, false
 	}
 	hw := cur.HighWatermark()
@@ -210,7 +229,12 @@ func (f *delayedFetch) quietAnswer(i int, s quietState) kmsg.FetchResponseTopicP
 func (f *delayedFetch) readFollower(quiet []quietState) (*kmsg.FetchResponse, int, bool) {
 	now := time.Now()
 	if quiet == nil {
-		return f.node.replicas.ReadFollowerFetchPooled(f.req, f.peer, now, &f.bufs)
+		var observe func(int, replication.FollowerReadSeen)
+		if !f.observed {
+			f.observed = true
+			observe = f.observe
+		}
+		return f.node.replicas.ReadFollowerFetchObserved(f.req, f.peer, now, &f.bufs, observe)
 	}
 	sub := *f.req
 	sub.Topics = nil
