@@ -123,6 +123,9 @@ func (m *Manager) ReadFollowerFetchObserved(req *kmsg.FetchRequest, peer FetchPe
 	if !peer.Broker {
 		refused = fmt.Errorf("%w: replica %d", ErrReplicaNotAuthorized, replicaID)
 	}
+	// Whether the image vouches for the sender is the same for every
+	// partition: asked once, reported where checkFollower reports it.
+	brokerErr := m.CheckFollowerBroker(replicaID, brokerEpoch)
 	minOneBatch := true
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
@@ -163,7 +166,7 @@ func (m *Manager) ReadFollowerFetchObserved(req *kmsg.FetchRequest, peer FetchPe
 			var read FollowerReadSeen
 			err := topicErr
 			if err == nil {
-				res, err = m.readForFollower(ff, now, bufs, &read)
+				res, err = m.readForFollower(ff, brokerErr, now, bufs, &read)
 			}
 			if seen != nil {
 				seen(i, read)
@@ -202,7 +205,7 @@ func (m *Manager) ReadFollowerFetchObserved(req *kmsg.FetchRequest, peer FetchPe
 // ReadFollowerFetch). On ErrOffsetOutOfRange the result still carries the
 // high watermark and the log start and end offsets, so the follower can
 // restart.
-func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage.ReadBuffers, seen *FollowerReadSeen) (FollowerFetchResult, error) {
+func (m *Manager) readForFollower(ff followerFetch, brokerErr error, now time.Time, bufs *storage.ReadBuffers, seen *FollowerReadSeen) (FollowerFetchResult, error) {
 	res := FollowerFetchResult{DivergingEpoch: -1, DivergingEndOffset: -1, HighWatermark: -1, LogStartOffset: -1, LogEndOffset: -1}
 	p, err := m.Partition(ff.tp)
 	if err != nil {
@@ -219,7 +222,7 @@ func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage
 	if err := p.CheckLeaderEpoch(ff.currentLeaderEpoch); err != nil {
 		return res, err
 	}
-	if err := m.checkFollower(replicas, ff); err != nil {
+	if err := m.checkFollower(replicas, ff, brokerErr); err != nil {
 		return res, err
 	}
 	res.HighWatermark = p.HighWatermark()
@@ -283,7 +286,10 @@ func (m *Manager) readForFollower(ff followerFetch, now time.Time, bufs *storage
 // ISR it could be counted in. A broker epoch other than the registered
 // one, newer included, is refused: a newer one means this leader's image
 // lags the registration, which the follower's retry outlasts.
-func (m *Manager) checkFollower(replicas []int32, ff followerFetch) error {
+//
+// brokerErr is CheckFollowerBroker's answer for the sender, asked once
+// per request.
+func (m *Manager) checkFollower(replicas []int32, ff followerFetch, brokerErr error) error {
 	id := ff.replicaID
 	if id == m.cfg.NodeID {
 		return fmt.Errorf("%w: replica %d is this broker", ErrNotLeader, id)
@@ -294,7 +300,7 @@ func (m *Manager) checkFollower(replicas []int32, ff followerFetch) error {
 		}
 		return fmt.Errorf("%w: replica %d is not in the replica set %v", ErrNotLeader, id, replicas)
 	}
-	return m.CheckFollowerBroker(id, ff.brokerEpoch)
+	return brokerErr
 }
 
 // CheckFollowerBroker is the part of checkFollower that does not depend

@@ -103,7 +103,7 @@ func TestReadForFollowerChecks(t *testing.T) {
 	now := time.Now()
 	read := func(replica int32, tp TopicPartition, offset int64, epoch, lastEpoch int32) (FollowerFetchResult, error) {
 		return n1.m.readForFollower(followerFetch{replicaID: replica, brokerEpoch: -1, tp: tp, fetchOffset: offset,
-			currentLeaderEpoch: epoch, lastFetchedEpoch: lastEpoch, maxBytes: 1 << 20, minOneBatch: true}, now, nil, &FollowerReadSeen{})
+			currentLeaderEpoch: epoch, lastFetchedEpoch: lastEpoch, maxBytes: 1 << 20, minOneBatch: true}, n1.m.CheckFollowerBroker(replica, -1), now, nil, &FollowerReadSeen{})
 	}
 	cases := []struct {
 		name          string

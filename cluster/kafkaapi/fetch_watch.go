@@ -259,11 +259,13 @@ func (f *delayedFetch) readFollower(quiet []quietState) (*kmsg.FetchResponse, in
 		read, bytes, stop = f.node.replicas.ReadFollowerFetchPooled(&sub, f.peer, now, &f.bufs)
 	}
 	resp := f.req.ResponseKind().(*kmsg.FetchResponse)
+	resp.Topics = make([]kmsg.FetchResponseTopic, 0, len(f.req.Topics))
 	i = 0
 	next := 0 // the next topic of read
 	for _, t := range f.req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.TopicID = t.TopicID
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		var from *kmsg.FetchResponseTopic
 		fromNext := 0
 		for range t.Partitions {
