@@ -26,7 +26,10 @@ func TestCreateTopicsDoesNotRaceFence(t *testing.T) {
 		// Give the fence every chance to go first; with placeMu it
 		// cannot, and this wait ends on the timer.
 		select {
-		case <-fenced:
+		case err := <-fenced:
+			if err != nil {
+				t.Error(err)
+			}
 		case <-time.After(time.Second):
 		}
 	}
