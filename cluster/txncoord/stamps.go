@@ -29,13 +29,16 @@ func stamped(m *txn.Metadata) *txn.Metadata {
 }
 
 // unstamp turns m's times, read from the state log, into instants on the
-// monotonic clock: as old as the node's wall clock says they are.
+// monotonic clock: as old as the node's wall clock (wall, read at mono)
+// says they are. A stamp ahead of it (written by a node whose clock ran
+// ahead) counts as now: otherwise an open transaction would outlive its
+// timeout by the writer's lead, holding back the last stable offset.
 func unstamp(m *txn.Metadata, mono, wall time.Time) {
 	at := func(t time.Time) time.Time {
 		if t.IsZero() {
 			return t
 		}
-		return mono.Add(t.Sub(wall))
+		return mono.Add(min(t.Sub(wall), 0))
 	}
 	m.Start, m.LastUpdate = at(m.Start), at(m.LastUpdate)
 }
