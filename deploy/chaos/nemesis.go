@@ -253,9 +253,9 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 	for p := range led {
 		n.faults[i].Led = append(n.faults[i].Led, p)
 	}
-	start := n.faults[i].Start
+	start, kind := n.faults[i].Start, n.faults[i].Kind
 	n.mu.Unlock()
-	if len(led) == 0 {
+	if len(led) == 0 || keepsLeadership(kind) {
 		return
 	}
 	ctx := n.watchCtx
@@ -280,7 +280,7 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 		if err == nil {
 			f.Failover = time.Since(start)
 		}
-		kind, failover := f.Kind, f.Failover
+		failover := f.Failover
 		n.mu.Unlock()
 		if err == nil {
 			n.out("%s  leader change after %-15s node %d: %v (%d partitions)", time.Now().Format("15:04:05.000"), kind, node, failover.Round(time.Millisecond), len(led))
@@ -289,6 +289,10 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 		}
 	}()
 }
+
+// keepsLeadership says a fault kind leaves its node serving, so no
+// leadership change is awaited (a clock jump).
+func keepsLeadership(kind string) bool { return kind == "clock-jump" }
 
 // stopWatchers ends the failover watches still running and waits for them.
 func (n *nemesis) stopWatchers() {
