@@ -100,12 +100,15 @@ chaos: image
 # subprocesses, each on a tmpfs of its own (root is needed to mount them),
 # under every nemesis the subprocess target has: kills of a leader and of
 # the controller, SIGTERM bounces, pauses past the session timeout,
-# rolling restarts and disk-full (a node's disk filled until it stops,
-# then freed and restarted); plain idempotent, transactional and EOS
-# producers with consumer groups; then the safety checks. Network
-# partitions need the compose target (make chaos).
-soak:
-	go run ./deploy/chaos --target subprocess --nemeses all --duration $(DURATION)
+# rolling restarts, clock jumps of one node's wall clock and disk-full (a
+# node's disk filled until it stops, then freed and restarted); plain
+# idempotent, transactional and EOS producers with consumer groups; then
+# the safety checks. make soak TARGET=compose DURATION=1h runs the same
+# against the compose cluster (image built first), which adds network
+# partitions (isolate); the transactional producers are on there too.
+TARGET ?= subprocess
+soak: $(if $(filter compose,$(TARGET)),image)
+	go run ./deploy/chaos --target $(TARGET) --nemeses all $(if $(filter compose,$(TARGET)),--txn-producers 2) --duration $(DURATION)
 
 # The same run on three local subprocesses with SASL_SSL everywhere: TLS +
 # SCRAM-SHA-512 for clients and between brokers, mutual TLS on the

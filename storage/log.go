@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/storage/integrity"
 	"github.com/kbroker/kbroker/storage/logfs"
 	"github.com/kbroker/kbroker/storage/producerstate"
@@ -27,7 +28,8 @@ type Log struct {
 	fs      FS
 	cfg     atomic.Pointer[LogConfig] // replaced whole by SetConfig
 	logger  *slog.Logger
-	now     func() time.Time
+	now     func() time.Time // durations: flush.ms, the age of an empty segment
+	wall    func() time.Time // time of day: timestamps (LogOptions.Wall)
 	// deleteLater schedules the removal of deleted segments' files
 	// (LogOptions.DeleteLater); nil removes them at once.
 	deleteLater func(files []string, at time.Time)
@@ -98,6 +100,10 @@ type LogOptions struct {
 	// log end offset).
 	HighWatermark int64
 	Now           func() time.Time // nil: time.Now
+	// Wall is the time of day for the timestamps the log writes and
+	// compares (LogAppendTime, the timestamp bounds, markers); nil: Now
+	// when set, else wallclock.Now, the broker's wall clock.
+	Wall func() time.Time
 	// DeleteLater, when set, takes the files of deleted segments (already
 	// renamed .deleted) to remove at the given time (file.delete.delay.ms);
 	// nil removes them at once.
@@ -121,10 +127,16 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.Wall == nil {
+		opts.Wall = opts.Now
+	}
+	if opts.Wall == nil {
+		opts.Wall = wallclock.Now
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, deleteLater: opts.DeleteLater, corrupt: opts.Corrupt,
+	l := &Log{fs: opts.FS, logger: opts.Logger, now: opts.Now, wall: opts.Wall, deleteLater: opts.DeleteLater, corrupt: opts.Corrupt,
 		dirGone: opts.DirGone}
 	l.dirPath.Store(&dir)
 	l.cfg.Store(&cfg)
@@ -268,7 +280,7 @@ func (l *Log) AppendAsLeader(b record.Batch, opts AppendOptions) (AppendResult, 
 	if err := l.validateClientBatch(b); err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}
-	b, logAppendTime, err := validateForAppend(b, l.config(), l.now())
+	b, logAppendTime, err := validateForAppend(b, l.config(), l.wall())
 	if err != nil {
 		return AppendResult{}, fmt.Errorf("append to %s: %w", l.Dir(), err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/storage/cleaner"
 	"github.com/kbroker/kbroker/storage/integrity"
 	"github.com/kbroker/kbroker/storage/logfs"
@@ -486,20 +487,23 @@ func (m *Manager) Run(ctx context.Context) {
 		case now := <-t.C:
 			m.flushDue(now)
 			m.DeleteDue(now)
-		case now := <-rt.C:
-			m.applyRetention(now)
+		case <-rt.C:
+			// retention.ms compares record timestamps with the time of day.
+			m.applyRetention(wallclock.Now())
 		case <-ct.C:
 			m.checkpointOffsets()
 		case <-m.cleanerBackoffChanged:
 			m.mu.Lock()
 			clt.Reset(m.mu.cleanerBackoff)
 			m.mu.Unlock()
-		case now := <-clt.C:
+		case <-clt.C:
 			m.mu.Lock()
 			disabled := m.mu.cleanerDisabled
 			m.mu.Unlock()
 			if !disabled {
-				m.CleanLogs(ctx, now)
+				// The compaction lags and delete.retention.ms compare
+				// record timestamps with the time of day.
+				m.CleanLogs(ctx, wallclock.Now())
 			}
 		}
 	}

@@ -512,7 +512,7 @@ func (m *Manager) copyFile(ctx context.Context, src, dst string, from, limit int
 // moves, so a cleaning planned on them is not swapped in.
 func (l *Log) reloadLocked(dir string) error {
 	nl, err := OpenLog(dir, *l.config(), LogOptions{
-		FS: l.fs, Logger: l.logger, Now: l.now, DeleteLater: l.deleteLater,
+		FS: l.fs, Logger: l.logger, Now: l.now, Wall: l.wall, DeleteLater: l.deleteLater,
 		Clean: true, RecoveryPoint: l.mu.logEndOffset,
 		LogStartOffset: l.mu.logStartOffset, HighWatermark: l.published.highWatermark.Load(),
 	})

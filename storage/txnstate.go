@@ -85,7 +85,7 @@ func (l *Log) AppendControl(producerID int64, producerEpoch int16, coordinatorEp
 	if commit {
 		typ = record.ControlCommit
 	}
-	now := l.now().UnixMilli()
+	now := l.wall().UnixMilli()
 	logAppendTime := l.config().MessageTimestampType == TimestampLogAppendTime
 	b, err := record.BuildEndTxnMarker(record.MarkerSpec{
 		BaseOffset:           l.mu.logEndOffset,

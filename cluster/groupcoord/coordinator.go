@@ -13,6 +13,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/purgatory"
 	"github.com/kbroker/kbroker/replication"
@@ -159,8 +160,9 @@ func (c *Coordinator) Run(ctx context.Context) {
 			c.handleRoleChanges(ctx, &wg)
 		case now := <-tick.C:
 			c.tick(now)
-		case now := <-sweep.C:
-			c.expireOffsets(now)
+		case <-sweep.C:
+			// Commit timestamps are the time of day (offsets.go).
+			c.expireOffsets(wallclock.Now())
 		}
 	}
 }

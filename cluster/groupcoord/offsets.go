@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/wire/record"
 )
 
@@ -267,7 +268,7 @@ func offsetRecords(groupID string, offsets []PartitionOffset, now time.Time, err
 			errs[i] = kerr.OffsetMetadataTooLarge
 			continue
 		}
-		o := group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: now.UnixMilli()}
+		o := group.Offset{Offset: po.Offset, LeaderEpoch: po.LeaderEpoch, Metadata: po.Metadata, CommitTimestamp: wallclock.Stamp(now).UnixMilli()}
 		accepted[po.TP] = o
 		recs = append(recs, record.Record{Key: group.OffsetKey(groupID, po.TP), Value: group.OffsetValue(o)})
 	}

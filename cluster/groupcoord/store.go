@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kbroker/kbroker/cluster/coordinator"
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -32,7 +33,7 @@ func (c *Coordinator) store(p int32, recs []record.Record, done func(error)) {
 		recs[i].OffsetDelta = int32(i)
 	}
 	batch, err := record.Build(record.BatchSpec{
-		BaseTimestamp: now.UnixMilli(),
+		BaseTimestamp: wallclock.NowMs(),
 		ProducerID:    -1, ProducerEpoch: -1, BaseSequence: -1,
 	}, recs)
 	if err != nil {

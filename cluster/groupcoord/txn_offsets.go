@@ -20,6 +20,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/group"
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
@@ -130,7 +131,7 @@ func (c *Coordinator) storeTxn(p int32, producerID int64, epoch int16, recs []re
 	}
 	batch, err := record.Build(record.BatchSpec{
 		Attributes:    record.TransactionalFlag,
-		BaseTimestamp: now.UnixMilli(),
+		BaseTimestamp: wallclock.NowMs(),
 		ProducerID:    producerID, ProducerEpoch: epoch, BaseSequence: seq,
 	}, recs)
 	if err != nil {

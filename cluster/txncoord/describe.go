@@ -23,7 +23,7 @@ func (c *Coordinator) Describe(id string) (*txn.Metadata, error) {
 	case e == nil || e.meta == nil || e.meta.State == txn.Dead:
 		return nil, kerr.TransactionalIDNotFound
 	}
-	return e.meta.Clone(), nil
+	return stamped(e.meta), nil
 }
 
 // ListFilter selects transactions for ListTransactions; empty sets
@@ -56,7 +56,7 @@ func (c *Coordinator) List(f ListFilter, now time.Time) ([]*txn.Metadata, error)
 		case len(f.ProducerIDs) > 0 && !f.ProducerIDs[m.ProducerID]:
 		case f.MinDuration >= 0 && (m.Start.IsZero() || now.Sub(m.Start) < f.MinDuration):
 		default:
-			out = append(out, m.Clone())
+			out = append(out, stamped(m))
 		}
 	}
 	return out, nil

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/txn"
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/storage"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -83,6 +84,7 @@ func (c *Coordinator) readPartition(ctx context.Context, p int32, part coordinat
 				case m == nil:
 					delete(out, id)
 				default:
+					unstamp(m, time.Now(), wallclock.Now())
 					out[id] = m
 				}
 				return nil

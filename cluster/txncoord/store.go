@@ -11,6 +11,7 @@ import (
 
 	"github.com/kbroker/kbroker/cluster/coordinator"
 	"github.com/kbroker/kbroker/cluster/txn"
+	"github.com/kbroker/kbroker/internal/wallclock"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -27,11 +28,11 @@ func (c *Coordinator) store(p int32, id string, m *txn.Metadata, done func(error
 	}
 	rec := record.Record{Key: txn.Key(id)}
 	if m != nil {
-		rec.Value = txn.Value(m)
+		rec.Value = txn.Value(stamped(m))
 	}
 	now := time.Now()
 	batch, err := record.Build(record.BatchSpec{
-		BaseTimestamp: now.UnixMilli(),
+		BaseTimestamp: wallclock.NowMs(),
 		ProducerID:    -1, ProducerEpoch: -1, BaseSequence: -1,
 	}, []record.Record{rec})
 	if err != nil {

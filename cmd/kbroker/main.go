@@ -84,6 +84,7 @@ func serveContext(ctx context.Context, args, env []string, stderr io.Writer) int
 	fs.Var(&sets, "set", "a config key=value (repeatable; wins over the file and KBROKER_* env vars)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "log JSON lines instead of text")
+	faultClockFile := fs.String("fault-clock-file", "", "TEST ONLY: offset this broker's wall clock by the Go duration in FILE (e.g. -2h), re-read on SIGUSR2 (fault injection for the chaos harness; never in production)")
 	var scrams, scramFiles cliflag.StringList
 	fs.Var(&scrams, "add-scram", "a SCRAM credential as kafka-storage format takes it, e.g. 'SCRAM-SHA-512=[name=admin,password=admin-secret]' (repeatable; written to the metadata log only at the quorum's first start)")
 	fs.Var(&scramFiles, "add-scram-file", "a file of --add-scram arguments, one per line (repeatable; keeps passwords off the command line)")
@@ -131,6 +132,17 @@ func serveContext(ctx context.Context, args, env []string, stderr io.Writer) int
 	if err != nil {
 		fmt.Fprintf(stderr, "kbroker: %v\n", err)
 		return 2
+	}
+	if *faultClockFile != "" {
+		fctx, cancel := context.WithCancel(ctx)
+		fc, err := startFaultClock(fctx, *faultClockFile, logger)
+		if err != nil {
+			cancel()
+			fmt.Fprintf(stderr, "kbroker: --fault-clock-file: %v\n", err)
+			return 2
+		}
+		defer fc.stop()
+		defer cancel()
 	}
 	node, err := cluster.NewNode(cfg, logger, cluster.WithBootstrapScram(creds...))
 	if err != nil {

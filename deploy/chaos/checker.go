@@ -200,7 +200,7 @@ type failover struct {
 func failovers(faults []fault) map[string]failover {
 	out := map[string]failover{}
 	for _, f := range singled(faults) {
-		if f.LedParts == 0 {
+		if f.LedParts == 0 || keepsLeadership(f.Kind) {
 			continue
 		}
 		fo := out[f.Kind]

@@ -20,6 +20,8 @@ import (
 // brokers on localhost:19092, 29092 and 39092.
 type composeTarget struct {
 	file     string
+	overlay  string   // docker-compose.chaos.yml beside file
+	env      []string // CHAOS_KBn_* for the overlay
 	compose  []string // "docker compose" or "docker-compose"
 	network  string
 	dataDir  string // the broker's log.dirs inside the container
@@ -36,6 +38,12 @@ type composeTarget struct {
 	ours     bool          // no kb container ran before: take it down at the end
 	final    []string      // problems collected before taking it down
 	issues   []string
+	// diskFull: each node's data dir is a tmpfs of the harness's, bind
+	// mounted (disk-full nemesis, diskfull.go); diskErr says why not.
+	diskFull bool
+	diskErr  string
+	mounted  map[int32]bool
+	filled   map[int32]bool // disk full: the node may exit by itself
 }
 
 // dockerAvailable says why docker cannot be used, or "".
@@ -51,10 +59,17 @@ func dockerAvailable() string {
 	return ""
 }
 
-func docker(args ...string) (string, error) {
+func docker(args ...string) (string, error) { return dockerEnv(nil, args...) }
+
+// dockerEnv runs a docker command with env added to the harness's.
+func dockerEnv(env []string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return string(out), fmt.Errorf("%s: %w: %s", strings.Join(args, " "), err, truncate(strings.TrimSpace(string(out)), 300))
 	}
@@ -69,9 +84,11 @@ func newComposeTarget(file, network, work string) (*composeTarget, error) {
 		}
 		file = filepath.Join(root, "deploy", "docker-compose.yml")
 	}
-	t := &composeTarget{file: file, network: network, dataDir: "/var/lib/kbroker", work: work,
+	t := &composeTarget{file: file, overlay: filepath.Join(filepath.Dir(file), "docker-compose.chaos.yml"),
+		network: network, dataDir: "/var/lib/kbroker", work: work,
 		cont: map[int32]string{}, cname: map[int32]string{}, down: map[int32]bool{}, paused: map[int32]bool{},
-		cut: map[int32]bool{}, kills: map[int32]int{}, restarts: map[int32]int{}}
+		cut: map[int32]bool{}, kills: map[int32]int{}, restarts: map[int32]int{},
+		mounted: map[int32]bool{}, filled: map[int32]bool{}}
 	if _, err := docker("docker", "compose", "version"); err == nil {
 		t.compose = []string{"docker", "compose"}
 	} else if _, err := exec.LookPath("docker-compose"); err == nil {
@@ -95,14 +112,17 @@ func (t *composeTarget) seeds() []string {
 func (t *composeTarget) security() []kgo.Opt { return nil }
 
 func (t *composeTarget) composeCmd(args ...string) (string, error) {
-	full := append(append(append([]string{}, t.compose...), "-f", t.file), args...)
-	return docker(full...)
+	full := append(append(append([]string{}, t.compose...), "-f", t.file, "-f", t.overlay), args...)
+	return dockerEnv(t.env, full...)
 }
 
 func (t *composeTarget) start(ctx context.Context) error {
 	t.ctx = ctx
 	if _, err := docker("docker", "image", "inspect", "kbroker:latest"); err != nil {
 		return fmt.Errorf("image kbroker:latest missing: run `make image` first")
+	}
+	if err := t.prepareDirs(); err != nil {
+		return err
 	}
 	if out, err := t.composeCmd("ps", "-q"); err == nil && strings.TrimSpace(out) == "" {
 		t.ours = true
@@ -142,6 +162,15 @@ func (t *composeTarget) restartCount(id int32) int {
 }
 
 func (t *composeTarget) running(id int32) bool {
+	t.mu.Lock()
+	filled := t.filled[id] && !t.down[id]
+	t.mu.Unlock()
+	if filled {
+		// A node whose disk is full stops by itself: ask docker.
+		if out, err := docker("docker", "inspect", "-f", "{{.State.Running}}", t.cont[id]); err == nil && out == "false" {
+			t.set(t.down, id, true)
+		}
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return !t.down[id] && !t.paused[id] && !t.cut[id]
@@ -193,6 +222,10 @@ func (t *composeTarget) pause(id int32) error {
 func (t *composeTarget) resume(id int32) error {
 	_, err := docker("docker", "unpause", t.cont[id])
 	t.set(t.paused, id, false)
+	if err == nil {
+		// A clock jump while it was paused could not signal it.
+		_, err = docker("docker", "kill", "-s", "USR2", t.cont[id])
+	}
 	return err
 }
 
@@ -302,10 +335,12 @@ func (t *composeTarget) scan() []string {
 // this run brought it up, and otherwise leaves the user's cluster running.
 func (t *composeTarget) close() {
 	_ = t.heal()
-	if t.ours {
+	// A cluster on the harness's tmpfs disks cannot outlive the run.
+	if t.ours || len(t.mounted) > 0 {
 		t.final = append(t.scan(), []string{}...)
 		if _, err := t.composeCmd("down", "-v"); err != nil {
 			t.final = append(t.final, "compose down: "+err.Error())
 		}
 	}
+	t.unmountDisks()
 }

@@ -72,12 +72,18 @@ func (t *procTarget) fillDisk(id int32) error {
 	n.mu.Lock()
 	n.expectExit = true
 	n.mu.Unlock()
+	return fillDir(n.dataDir)
+}
+
+// fillDir takes every free byte of the file system of dir with a ballast
+// file in it.
+func fillDir(dir string) error {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(n.dataDir, &st); err != nil {
+	if err := syscall.Statfs(dir, &st); err != nil {
 		return err
 	}
 	free := int64(st.Bavail) * st.Bsize
-	f, err := os.Create(filepath.Join(n.dataDir, ballast))
+	f, err := os.Create(filepath.Join(dir, ballast))
 	if err != nil {
 		return err
 	}
@@ -111,10 +117,105 @@ func (t *procTarget) freeDisk(id int32) error {
 	return err
 }
 
+// The compose target's nodes have host directories of the harness's
+// (docker-compose.chaos.yml): /fault, read-only, for the clock file, and,
+// as root with disk-full selected, their data dir on a tmpfs of
+// diskSize mounted here and owned by the image's user, which the
+// harness fills from the host as for the subprocess target. The image is
+// FROM scratch (no shell to fill anything from inside), and a Docker
+// volume of type tmpfs would be unmounted, its data lost, whenever its
+// container stops.
+
+// composeUID is the image's USER (deploy/Dockerfile).
+const composeUID = "65532"
+
+func (t *composeTarget) faultDir(id int32) string {
+	return filepath.Join(t.work, fmt.Sprintf("kb%d-fault", id))
+}
+
+func (t *composeTarget) nodeData(id int32) string {
+	return filepath.Join(t.work, fmt.Sprintf("kb%d-data", id))
+}
+
+// prepareDirs makes the fault directories and, for disk-full, mounts the
+// data tmpfs; it sets the overlay's variables.
+func (t *composeTarget) prepareDirs() error {
+	t.env = nil
+	for _, id := range t.ids() {
+		if err := os.MkdirAll(t.faultDir(id), 0o755); err != nil {
+			return err
+		}
+		// The work dir is private (0700); the broker's user must reach
+		// the file through it.
+		if err := os.Chmod(t.work, 0o755); err != nil {
+			return err
+		}
+		t.env = append(t.env, fmt.Sprintf("CHAOS_KB%d_FAULT=%s", id, t.faultDir(id)))
+	}
+	if !t.diskFull {
+		return nil
+	}
+	for _, id := range t.ids() {
+		dir := t.nodeData(id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		opts := fmt.Sprintf("size=%s,uid=%s,gid=%s,mode=0755", diskSize, composeUID, composeUID)
+		out, err := exec.Command("mount", "-t", "tmpfs", "-o", opts, "tmpfs", dir).CombinedOutput()
+		if err != nil {
+			t.diskErr = fmt.Sprintf("a size-limited disk per node needs a tmpfs mount, and this process cannot mount one (%v: %s); run as root",
+				err, strings.TrimSpace(string(out)))
+			t.unmountDisks()
+			return nil
+		}
+		t.mounted[id] = true
+	}
+	for _, id := range t.ids() {
+		t.env = append(t.env, fmt.Sprintf("CHAOS_KB%d_DATA=%s", id, t.nodeData(id)))
+	}
+	return nil
+}
+
+func (t *composeTarget) unmountDisks() {
+	for id := range t.mounted {
+		_ = exec.Command("umount", "-l", t.nodeData(id)).Run()
+		delete(t.mounted, id)
+	}
+}
+
 func (t *composeTarget) diskFullSupport() string {
-	return "the compose nodes' volumes have no size limit; the subprocess target (as root) mounts a tmpfs per node"
+	switch {
+	case !t.diskFull:
+		return "not selected"
+	case t.diskErr != "":
+		return t.diskErr
+	}
+	return ""
 }
-func (t *composeTarget) fillDisk(int32) error {
-	return errors.New("disk-full: not supported for compose")
+
+// fillDisk fills node id's tmpfs from the host. Docker must not restart
+// the node when it stops by itself (restart: unless-stopped would make it
+// fail again at once); restart() brings it back and the policy with it.
+func (t *composeTarget) fillDisk(id int32) error {
+	if !t.mounted[id] {
+		return errors.New("disk-full: the node has no disk of its own")
+	}
+	if _, err := docker("docker", "update", "--restart=no", t.cont[id]); err != nil {
+		return err
+	}
+	t.set(t.filled, id, true)
+	return fillDir(t.nodeData(id))
 }
-func (t *composeTarget) freeDisk(int32) error { return nil }
+
+// freeDisk gives node id's space back.
+func (t *composeTarget) freeDisk(id int32) error {
+	err := os.Remove(filepath.Join(t.nodeData(id), ballast))
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	t.set(t.filled, id, false)
+	if _, uerr := docker("docker", "update", "--restart=unless-stopped", t.cont[id]); uerr != nil && err == nil {
+		err = uerr
+	}
+	return err
+}

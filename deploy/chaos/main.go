@@ -15,7 +15,7 @@ import (
 )
 
 // Every nemesis the harness knows, in the order the summary lists them.
-var allNemeses = []string{"kill-leader", "kill-controller", "bounce", "pause-leader", "isolate", "rolling-restart"}
+var allNemeses = []string{"kill-leader", "kill-controller", "bounce", "pause-leader", "isolate", "rolling-restart", "clock-jump"}
 
 // extraNemeses are known but not run unless named or "all" is: disk-full
 // needs root (a tmpfs per node) and the subprocess target.

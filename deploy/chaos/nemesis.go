@@ -168,6 +168,7 @@ func (n *nemesis) inject(ctx context.Context, kind string) bool {
 		node int32
 		note string
 		err  error
+		jump time.Duration // clock-jump
 	)
 	switch kind {
 	case "kill-leader", "pause-leader":
@@ -188,6 +189,14 @@ func (n *nemesis) inject(ctx context.Context, kind string) bool {
 		note = "(active controller)"
 	case "bounce", "isolate", "disk-full":
 		node, err = n.anyNode()
+	case "clock-jump":
+		// Forwards or backwards, picked now for the fault's note.
+		node, err = n.anyNode()
+		jump = n.between(clockJumpMin, clockJumpMaxFwd)
+		if n.intn(2) == 0 {
+			jump = -n.between(clockJumpMin, clockJumpMaxBack)
+		}
+		note = fmt.Sprintf("(wall clock %+v)", jump)
 	case "rolling-restart":
 		var got []int32
 		for _, id := range n.t.ids() {
@@ -220,7 +229,7 @@ func (n *nemesis) inject(ctx context.Context, kind string) bool {
 	}
 	i := n.begin(kind, node, note)
 	n.watchFailover(i, node, before)
-	err = n.act(ctx, kind, node)
+	err = n.act(ctx, kind, node, jump)
 	n.end(i, err)
 	return true
 }
@@ -244,9 +253,9 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 	for p := range led {
 		n.faults[i].Led = append(n.faults[i].Led, p)
 	}
-	start := n.faults[i].Start
+	start, kind := n.faults[i].Start, n.faults[i].Kind
 	n.mu.Unlock()
-	if len(led) == 0 {
+	if len(led) == 0 || keepsLeadership(kind) {
 		return
 	}
 	ctx := n.watchCtx
@@ -271,7 +280,7 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 		if err == nil {
 			f.Failover = time.Since(start)
 		}
-		kind, failover := f.Kind, f.Failover
+		failover := f.Failover
 		n.mu.Unlock()
 		if err == nil {
 			n.out("%s  leader change after %-15s node %d: %v (%d partitions)", time.Now().Format("15:04:05.000"), kind, node, failover.Round(time.Millisecond), len(led))
@@ -281,13 +290,18 @@ func (n *nemesis) watchFailover(i int, node int32, before *kmsg.MetadataResponse
 	}()
 }
 
+// keepsLeadership says a fault kind leaves its node serving, so no
+// leadership change is awaited (a clock jump).
+func keepsLeadership(kind string) bool { return kind == "clock-jump" }
+
 // stopWatchers ends the failover watches still running and waits for them.
 func (n *nemesis) stopWatchers() {
 	n.stopWatch()
 	n.watchers.Wait()
 }
 
-func (n *nemesis) act(ctx context.Context, kind string, node int32) error {
+// act injects kind on node and ends it; jump is clock-jump's offset.
+func (n *nemesis) act(ctx context.Context, kind string, node int32, jump time.Duration) error {
 	sleep := func(d time.Duration) {
 		select {
 		case <-ctx.Done():
@@ -351,6 +365,15 @@ func (n *nemesis) act(ctx context.Context, kind string, node int32) error {
 			return fmt.Errorf("disk-full: node %d did not stop within 60s of its disk filling", node)
 		}
 		return nil
+	case "clock-jump":
+		// One jump (forwards or backwards), held, then back to the host's
+		// time; the jumped node keeps serving throughout.
+		if err := n.t.jumpClock(node, jump); err != nil {
+			_ = n.t.jumpClock(node, 0)
+			return err
+		}
+		sleep(n.between(5*time.Second, 20*time.Second))
+		return n.t.jumpClock(node, 0)
 	case "rolling-restart":
 		for _, id := range n.t.ids() {
 			if err := n.t.term(id); err != nil {

@@ -94,7 +94,11 @@ func run(ctx context.Context, cfg *config) (res result) {
 			t = pt
 		}
 	case "compose":
-		t, err = newComposeTarget(cfg.composeFile, cfg.network, work)
+		var ct *composeTarget
+		if ct, err = newComposeTarget(cfg.composeFile, cfg.network, work); err == nil {
+			ct.diskFull = contains(cfg.nemeses, "disk-full")
+			t = ct
+		}
 	}
 	if err != nil {
 		return fail(err)
@@ -249,6 +253,8 @@ func run(ctx context.Context, cfg *config) (res result) {
 			why = t.isolateSupport()
 		case "disk-full":
 			why = t.diskFullSupport()
+		case "clock-jump":
+			why = t.clockJumpSupport()
 		}
 		if why != "" {
 			rep.skipped[k] = why

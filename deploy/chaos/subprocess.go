@@ -52,6 +52,9 @@ type procNode struct {
 	logFile    *os.File
 	issues     []string
 	mounted    bool // its data dir is a tmpfs of its own
+	// clockFile holds the node's wall clock offset (clock-jump nemesis,
+	// clockjump.go), outside its data dir so a full disk cannot refuse it.
+	clockFile string
 }
 
 // timing makes failure detection quick, as the brief asks.
@@ -134,7 +137,8 @@ func (t *procTarget) configure() error {
 			addr:    ports.Addr(per * i),
 		}
 		ctrl := ports.Addr(per*i + 1)
-		n.args = []string{"serve", "--set", fmt.Sprintf("node.id=%d", i+1)}
+		n.clockFile = filepath.Join(t.dir, fmt.Sprintf("node-%d.clock", i+1))
+		n.args = []string{"serve", "--set", fmt.Sprintf("node.id=%d", i+1), "--fault-clock-file", n.clockFile}
 		if t.secure != nil {
 			props, err := t.secure.nodeProps(t.dir, i+1, n.addr, ports.Addr(per*i+3), ctrl)
 			if err != nil {

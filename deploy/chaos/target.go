@@ -37,6 +37,11 @@ type target interface {
 	freeDisk(id int32) error // give the space back
 	isolate(id int32) error
 	reconnect(id int32) error
+	// jumpClock sets node id's wall clock to the host's plus offset (the
+	// broker's test-only --fault-clock-file, re-read on SIGUSR2); 0 puts
+	// it back. clockJumpSupport is "" when it works, else why not.
+	jumpClock(id int32, offset time.Duration) error
+	clockJumpSupport() string
 	// sessionTimeout is the nodes' broker.session.timeout.ms: pause and
 	// isolate last longer, so the controller fences the node and its
 	// leaderships move (a shorter fault only tests the client's patience).
