@@ -151,7 +151,7 @@ func partErr(code int16, msg *string) error {
 	return err
 }
 
-func (p statePersister) Read(ctx context.Context, k share.StateKey, leaderEpoch int32) (share.Snapshot, error) {
+func (p statePersister) doRead(ctx context.Context, k share.StateKey, leaderEpoch int32) (share.Snapshot, error) {
 	id, ep, local, err := p.coordinatorOf(ctx, k)
 	if err != nil {
 		return share.Snapshot{}, err
@@ -186,7 +186,7 @@ func (p statePersister) Read(ctx context.Context, k share.StateKey, leaderEpoch 
 	return s, nil
 }
 
-func (p statePersister) Write(ctx context.Context, k share.StateKey, leaderEpoch int32, s share.Snapshot) error {
+func (p statePersister) doWrite(ctx context.Context, k share.StateKey, leaderEpoch int32, s share.Snapshot) error {
 	id, ep, local, err := p.coordinatorOf(ctx, k)
 	if err != nil {
 		return err
@@ -219,7 +219,7 @@ func (p statePersister) Write(ctx context.Context, k share.StateKey, leaderEpoch
 	return partErr(resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[0].Partitions[0].ErrorMessage)
 }
 
-func (p statePersister) Initialize(ctx context.Context, k share.StateKey, stateEpoch int32, startOffset int64) error {
+func (p statePersister) doInitialize(ctx context.Context, k share.StateKey, stateEpoch int32, startOffset int64) error {
 	id, ep, local, err := p.coordinatorOf(ctx, k)
 	if err != nil {
 		return err
@@ -246,7 +246,7 @@ func (p statePersister) Initialize(ctx context.Context, k share.StateKey, stateE
 	return partErr(resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[0].Partitions[0].ErrorMessage)
 }
 
-func (p statePersister) Summary(ctx context.Context, k share.StateKey) (sharecoord.Summary, error) {
+func (p statePersister) doSummary(ctx context.Context, k share.StateKey) (sharecoord.Summary, error) {
 	id, ep, local, err := p.coordinatorOf(ctx, k)
 	if err != nil {
 		return sharecoord.Summary{}, err
@@ -277,7 +277,7 @@ func (p statePersister) Summary(ctx context.Context, k share.StateKey) (sharecoo
 	return sharecoord.Summary{StateEpoch: rpp.StateEpoch, LeaderEpoch: rpp.LeaderEpoch, StartOffset: rpp.StartOffset, DeliveryComplete: rpp.DeliveryCompleteCount}, nil
 }
 
-func (p statePersister) Delete(ctx context.Context, k share.StateKey) error {
+func (p statePersister) doDelete(ctx context.Context, k share.StateKey) error {
 	id, ep, local, err := p.coordinatorOf(ctx, k)
 	if err != nil {
 		return err
@@ -302,4 +302,58 @@ func (p statePersister) Delete(ctx context.Context, k share.StateKey) error {
 		return fmt.Errorf("%w: DeleteShareGroupState answer of another shape", kerr.UnknownServerError)
 	}
 	return partErr(resp.Topics[0].Partitions[0].ErrorCode, resp.Topics[0].Partitions[0].ErrorMessage)
+}
+
+// Kafka's persister retries the errors of a coordinator that moved or is
+// loading, with backoff; so does this one, within statePersistRetry.
+const (
+	statePersistRetry   = 15 * time.Second
+	statePersistBackoff = 100 * time.Millisecond
+)
+
+// retry runs f until it succeeds, fails with an error no retry mends, or
+// statePersistRetry (or ctx) ends.
+func retry[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, statePersistRetry)
+	defer cancel()
+	backoff := statePersistBackoff
+	for {
+		v, err := f(ctx)
+		if err == nil || !(errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.CoordinatorNotAvailable)) {
+			return v, err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+func (p statePersister) Read(ctx context.Context, k share.StateKey, leaderEpoch int32) (share.Snapshot, error) {
+	return retry(ctx, func(ctx context.Context) (share.Snapshot, error) { return p.doRead(ctx, k, leaderEpoch) })
+}
+
+func (p statePersister) Write(ctx context.Context, k share.StateKey, leaderEpoch int32, s share.Snapshot) error {
+	_, err := retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, p.doWrite(ctx, k, leaderEpoch, s) })
+	return err
+}
+
+func (p statePersister) Initialize(ctx context.Context, k share.StateKey, stateEpoch int32, startOffset int64) error {
+	_, err := retry(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, p.doInitialize(ctx, k, stateEpoch, startOffset)
+	})
+	return err
+}
+
+func (p statePersister) Summary(ctx context.Context, k share.StateKey) (sharecoord.Summary, error) {
+	return retry(ctx, func(ctx context.Context) (sharecoord.Summary, error) { return p.doSummary(ctx, k) })
+}
+
+func (p statePersister) Delete(ctx context.Context, k share.StateKey) error {
+	_, err := retry(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, p.doDelete(ctx, k) })
+	return err
 }
