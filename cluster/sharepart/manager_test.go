@@ -48,7 +48,9 @@ func (r *fakeReplica) Read(off int64, maxBytes int, upper int64) ([]byte, error)
 	}
 	return out, nil
 }
-func (r *fakeReplica) AbortedTransactions(int64, int64) ([]storage.AbortedTxn, error) { return nil, nil }
+func (r *fakeReplica) AbortedTransactions(int64, int64) ([]storage.AbortedTxn, error) {
+	return nil, nil
+}
 
 type fakeHost struct {
 	rep *fakeReplica
