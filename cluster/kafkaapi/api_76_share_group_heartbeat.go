@@ -1,6 +1,8 @@
 package kafkaapi
 
-// ShareGroupHeartbeat (key 76, KIP-932).
+// ShareGroupHeartbeat (key 76).
+//
+// KIP-932.
 //
 // A member of a share group joins (epoch 0, naming its topics),
 // heartbeats with its epoch (its topics only when they change), and

@@ -1,6 +1,8 @@
 package kafkaapi
 
-// ShareGroupDescribe (key 77, KIP-932).
+// ShareGroupDescribe (key 77).
+//
+// KIP-932.
 //
 // Each share group this broker coordinates with its state (Empty or
 // Stable), epochs, the "simple" assignor, and its members with their

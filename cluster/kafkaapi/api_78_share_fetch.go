@@ -1,7 +1,8 @@
 package kafkaapi
 
-// ShareFetch (key 78, KIP-932; v1 KIP-1206 record limits; v2 KIP-1222
-// renew acknowledgements and the acquire mode).
+// ShareFetch (key 78).
+//
+// KIP-932; v1 KIP-1206 record limits; v2 KIP-1222 renew acknowledgements and the acquire mode.
 //
 // Served by the leader of each partition (package sharepart): the share
 // session of the member moves by its epoch (0 opens one, -1 closes it,

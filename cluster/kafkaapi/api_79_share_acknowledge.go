@@ -1,6 +1,8 @@
 package kafkaapi
 
-// ShareAcknowledge (key 79, KIP-932; v2 KIP-1222 renewals).
+// ShareAcknowledge (key 79).
+//
+// KIP-932; v2 KIP-1222 renewals.
 //
 // Acknowledgements outside a fetch, on the member's share session (its
 // epoch must be the session's; -1 closes the session after them, which

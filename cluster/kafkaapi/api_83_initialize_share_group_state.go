@@ -1,6 +1,8 @@
 package kafkaapi
 
-// InitializeShareGroupState (key 83, KIP-932), between brokers.
+// InitializeShareGroupState (key 83).
+//
+// KIP-932, between brokers.
 //
 // Starts share-partitions over at a start offset with a new state epoch
 // (an older or equal one is FENCED_STATE_EPOCH), on the share

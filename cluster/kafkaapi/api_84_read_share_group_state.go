@@ -1,6 +1,8 @@
 package kafkaapi
 
-// ReadShareGroupState (key 84, KIP-932), between brokers.
+// ReadShareGroupState (key 84).
+//
+// KIP-932, between brokers.
 //
 // A share-partition's persisted state for its (new) leader: its state
 // epoch, start offset and state batches; the leader epoch given is

@@ -1,6 +1,8 @@
 package kafkaapi
 
-// WriteShareGroupState (key 85, KIP-932), between brokers.
+// WriteShareGroupState (key 85).
+//
+// KIP-932, between brokers.
 //
 // A share-partition leader's state: its state batches replace those they
 // overlap, those below the new start offset go. An older state epoch is

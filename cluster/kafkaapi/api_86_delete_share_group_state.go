@@ -1,6 +1,8 @@
 package kafkaapi
 
-// DeleteShareGroupState (key 86, KIP-932), between brokers.
+// DeleteShareGroupState (key 86).
+//
+// KIP-932, between brokers.
 //
 // Deletes share-partitions' states (a tombstone in __share_group_state);
 // deleting one without state succeeds. Served by the share coordinator.

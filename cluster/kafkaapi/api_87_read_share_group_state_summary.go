@@ -1,6 +1,8 @@
 package kafkaapi
 
-// ReadShareGroupStateSummary (key 87, KIP-932), between brokers.
+// ReadShareGroupStateSummary (key 87).
+//
+// KIP-932, between brokers.
 //
 // A share-partition's state epoch, leader epoch and start offset, for
 // DescribeShareGroupOffsets; one without state is

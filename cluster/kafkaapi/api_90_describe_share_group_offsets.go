@@ -1,6 +1,8 @@
 package kafkaapi
 
-// DescribeShareGroupOffsets (key 90, KIP-932; v1 adds the lag).
+// DescribeShareGroupOffsets (key 90).
+//
+// KIP-932; v1 adds the lag.
 //
 // The start offset of each share-partition of the groups named (all the
 // ones a group has state for when its topics are null), read from their

@@ -1,6 +1,8 @@
 package kafkaapi
 
-// AlterShareGroupOffsets (key 91, KIP-932).
+// AlterShareGroupOffsets (key 91).
+//
+// KIP-932.
 //
 // Sets the start offset of share-partitions of an empty share group
 // (NON_EMPTY_GROUP while it has members; the group is created if it

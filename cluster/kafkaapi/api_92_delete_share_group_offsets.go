@@ -1,6 +1,8 @@
 package kafkaapi
 
-// DeleteShareGroupOffsets (key 92, KIP-932).
+// DeleteShareGroupOffsets (key 92).
+//
+// KIP-932.
 //
 // Deletes the share-partition states of topics of an empty share group
 // (NON_EMPTY_GROUP while it has members; GROUP_ID_NOT_FOUND for a group
