@@ -7,6 +7,11 @@ import (
 	"github.com/kbroker/kbroker/cluster/share"
 )
 
+// sb is a state batch.
+func sb(first, last int64, st share.RecordState, count int32) share.StateBatch {
+	return share.StateBatch{First: first, Last: last, State: st, DeliveryCount: count}
+}
+
 func TestMerge(t *testing.T) {
 	A, K, X := share.Available, share.Acknowledged, share.Archived
 	for _, tc := range []struct {
@@ -16,15 +21,15 @@ func TestMerge(t *testing.T) {
 		wantBats []share.StateBatch
 	}{
 		{"replace overlapped",
-			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{{0, 9, A, 1}}},
-			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{{3, 4, K, 1}}},
-			0, []share.StateBatch{{0, 2, A, 1}, {3, 4, K, 1}, {5, 9, A, 1}}},
+			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{sb(0, 9, A, 1)}},
+			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{sb(3, 4, K, 1)}},
+			0, []share.StateBatch{sb(0, 2, A, 1), sb(3, 4, K, 1), sb(5, 9, A, 1)}},
 		{"start offset drops below",
-			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{{0, 4, A, 2}, {5, 6, X, 5}}},
-			share.Snapshot{StartOffset: 3, Batches: []share.StateBatch{{6, 6, A, 1}}},
-			3, []share.StateBatch{{3, 4, A, 2}, {5, 5, X, 5}, {6, 6, A, 1}}},
+			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{sb(0, 4, A, 2), sb(5, 6, X, 5)}},
+			share.Snapshot{StartOffset: 3, Batches: []share.StateBatch{sb(6, 6, A, 1)}},
+			3, []share.StateBatch{sb(3, 4, A, 2), sb(5, 5, X, 5), sb(6, 6, A, 1)}},
 		{"full state",
-			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{{0, 4, A, 1}}},
+			share.Snapshot{StartOffset: 0, Batches: []share.StateBatch{sb(0, 4, A, 1)}},
 			share.Snapshot{StartOffset: 5, Batches: []share.StateBatch{}},
 			5, []share.StateBatch{}},
 	} {
