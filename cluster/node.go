@@ -21,6 +21,8 @@ import (
 	"github.com/kbroker/kbroker/cluster/kafkaapi"
 	"github.com/kbroker/kbroker/cluster/quotas"
 	"github.com/kbroker/kbroker/cluster/server"
+	"github.com/kbroker/kbroker/cluster/sharecoord"
+	"github.com/kbroker/kbroker/cluster/sharepart"
 	"github.com/kbroker/kbroker/cluster/txncoord"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/internal/quota"
@@ -75,6 +77,10 @@ type Node struct {
 	// marker sender's connections to other brokers.
 	txns       *txncoord.Coordinator
 	txnClients *txncoord.MarkerClients
+	// shares is the share coordinator (package sharecoord), shareParts
+	// the share-partitions this broker leads (package sharepart).
+	shares     *sharecoord.Coordinator
+	shareParts *sharepart.Manager
 
 	// security is the listeners' TLS/SASL, the inter-broker client side
 	// and the controller listener's mutual TLS (security.go).
@@ -150,6 +156,9 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 	n.groups = groupcoord.New(groupsNodeHost{n}, groupsConfigOf(n), logger)
 	n.txnClients = &txncoord.MarkerClients{Dialer: n.security.dialer}
 	n.txns = txncoord.New(txnsNodeHost{n: n, clients: n.txnClients}, txnsConfigOf(n), logger)
+	n.shares = sharecoord.New(sharesNodeHost{n}, sharesConfigOf(n), logger)
+	n.shares.SetPersister(statePersister{n})
+	n.shareParts = sharepart.New(sharePartsHost{n}, statePersister{n}, n.fetchWaiters, logger)
 	n.metrics.Registry.MustRegister(newStateCollector(n))
 	n.metrics.Registry.MustRegister(newIntegrityCollector(n))
 	scfg := server.ConfigFrom(&cfg)
@@ -164,6 +173,7 @@ func NewNode(cfg config.Config, logger *slog.Logger, opts ...NodeOption) (*Node,
 		ProduceWaiters: n.produceWaiters, FetchWaiters: n.fetchWaiters,
 		FetchSessions: n.fetchSessions, ProducerIDs: &n.producerIDs,
 		Groups: n.groups, Txns: n.txns, TxnClients: n.txnClients,
+		Shares: n.shares, SharePartitions: n.shareParts,
 		FetchPeer: n.fetchPeer,
 	})
 	n.server = server.New(logger, n.handlers.APIs(), scfg, n.metrics)
@@ -331,7 +341,12 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	wg.Go(func() { n.watchCleanerConfigs(bg) })
 	wg.Go(func() { n.groups.Run(bg) })
 	wg.Go(func() { n.handlers.RunAutoCreate(bg) })
-	wg.Go(func() { n.txns.Run(bg); n.txnClients.Close() })
+	// The share goroutines stop before the inter-broker clients they
+	// persist through close.
+	var shareWG sync.WaitGroup
+	shareWG.Go(func() { n.shares.Run(bg) })
+	shareWG.Go(func() { n.shareParts.Run(bg) })
+	wg.Go(func() { n.txns.Run(bg); shareWG.Wait(); n.txnClients.Close() })
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)
 		if err != nil {
@@ -377,6 +392,8 @@ func (n *Node) Run(ctx context.Context) (err error) {
 		n.fetchWaiters.Close()
 		n.groups.Close()
 		n.txns.Close()
+		n.shareParts.Close()
+		n.shares.Close()
 	})
 	defer stopWatch()
 	// Every waiting request is answered above; this is the backstop for
@@ -436,6 +453,7 @@ func (n *Node) replicationConfig(capacity int64, current func(*metadata.Image) b
 			n.fetchWaiters.Check(tp)
 			n.groups.OnHighWatermark(tp)
 			n.txns.OnHighWatermark(tp)
+			n.shares.OnHighWatermark(tp)
 		},
 		OnLogAppend: func(tp replication.TopicPartition) { n.fetchWaiters.Check(tp) },
 		OnRoleChange: func(tp replication.TopicPartition) {
@@ -443,6 +461,7 @@ func (n *Node) replicationConfig(capacity int64, current func(*metadata.Image) b
 			n.fetchWaiters.Check(tp)
 			n.groups.OnRoleChange(tp)
 			n.txns.OnRoleChange(tp)
+			n.shares.OnRoleChange(tp, groupcoord.OffsetsTopic)
 		},
 		OnLeaderUnreachable: n.leaderUnreachable,
 		OnLeaderReachable:   n.leaderReachable,

@@ -145,6 +145,18 @@ type Config struct {
 	GroupConsumerHeartbeatIntervalMs int32    `kafka:"group.consumer.heartbeat.interval.ms"`
 	GroupConsumerAssignors           []string `kafka:"group.consumer.assignors"`
 	GroupConsumerMigrationPolicy     string   `kafka:"group.consumer.migration.policy"`
+	// Share groups (KIP-932) and __share_group_state (share.go).
+	GroupShareSessionTimeoutMs         int32 `kafka:"group.share.session.timeout.ms"`
+	GroupShareHeartbeatIntervalMs      int32 `kafka:"group.share.heartbeat.interval.ms"`
+	GroupShareMaxSize                  int32 `kafka:"group.share.max.size"`
+	GroupShareRecordLockDurationMs     int32 `kafka:"group.share.record.lock.duration.ms"`
+	GroupShareMinRecordLockDurationMs  int32 `kafka:"group.share.min.record.lock.duration.ms"`
+	GroupShareMaxRecordLockDurationMs  int32 `kafka:"group.share.max.record.lock.duration.ms"`
+	GroupShareDeliveryCountLimit       int32 `kafka:"group.share.delivery.count.limit"`
+	GroupSharePartitionMaxRecordLocks  int32 `kafka:"group.share.partition.max.record.locks"`
+	ShareCoordinatorStateTopicNumParts int32 `kafka:"share.coordinator.state.topic.num.partitions"`
+	ShareCoordinatorStateTopicRF       int16 `kafka:"share.coordinator.state.topic.replication.factor"`
+	ShareCoordinatorStateTopicMinISR   int16 `kafka:"share.coordinator.state.topic.min.isr"`
 
 	// The transaction coordinator and __transaction_state.
 	TransactionStateLogNumPartitions                     int32 `kafka:"transaction.state.log.num.partitions"`

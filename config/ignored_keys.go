@@ -34,7 +34,7 @@ const (
 	whyPurge    = "no purgatory purge intervals: waiting requests are removed when they complete"
 	whyNewGroup = "KIP-848 groups use fixed bounds"
 	whyQuota    = "no log-dir move quotas"
-	whyNoShare  = "no share groups"
+	whyNoShare  = "share groups use Kafka's default bounds and thread model for these"
 	whyFetch    = "replication fetches are sized by replica.fetch.max.bytes and replica.fetch.wait.max.ms"
 )
 
@@ -137,19 +137,11 @@ var ignoredKeys = []ignoredKey{
 	{"group.consumer.max.heartbeat.interval.ms", TypeInt, whyNewGroup},
 	{"group.consumer.max.size", TypeInt, whyNewGroup},
 	{"group.share.enable", TypeBoolean, whyNoShare},
-	{"group.share.session.timeout.ms", TypeInt, whyNoShare},
-	{"group.share.heartbeat.interval.ms", TypeInt, whyNoShare},
-	{"group.share.max.size", TypeInt, whyNoShare},
-	{"group.share.record.lock.duration.ms", TypeInt, whyNoShare},
-	{"group.share.delivery.count.limit", TypeInt, whyNoShare},
 	{"group.share.min.session.timeout.ms", TypeInt, whyNoShare},
 	{"group.share.max.session.timeout.ms", TypeInt, whyNoShare},
 	{"group.share.min.heartbeat.interval.ms", TypeInt, whyNoShare},
 	{"group.share.max.heartbeat.interval.ms", TypeInt, whyNoShare},
-	{"group.share.min.record.lock.duration.ms", TypeInt, whyNoShare},
-	{"group.share.max.record.lock.duration.ms", TypeInt, whyNoShare},
 	{"group.share.max.groups", TypeShort, whyNoShare},
-	{"group.share.partition.max.record.locks", TypeInt, whyNoShare},
 	{"share.coordinator.threads", TypeInt, whyNoShare},
 	{"share.coordinator.append.linger.ms", TypeInt, whyNoShare},
 	{"share.coordinator.load.buffer.size", TypeInt, whyNoShare},
@@ -157,9 +149,6 @@ var ignoredKeys = []ignoredKey{
 	{"share.coordinator.state.topic.compression.codec", TypeInt, whyNoShare},
 	{"share.coordinator.state.topic.segment.bytes", TypeInt, whyNoShare},
 	{"share.coordinator.write.timeout.ms", TypeInt, whyNoShare},
-	{"share.coordinator.state.topic.replication.factor", TypeShort, whyNoShare},
-	{"share.coordinator.state.topic.min.isr", TypeShort, whyNoShare},
-	{"share.coordinator.state.topic.num.partitions", TypeInt, whyNoShare},
 	{"offsets.load.buffer.size", TypeInt, "the offsets topic is read through its own buffers"},
 	{"offsets.commit.timeout.ms", TypeInt, "an offset commit waits for the offsets topic's acks=all with the request's deadline"},
 	{"offsets.retention.check.interval.ms", TypeLong, "expired offsets are checked with the group's own timer"},

@@ -72,6 +72,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyUnregisterBroker(next, r)
 	case *brokerConfigChangeRecord:
 		err = applyBrokerConfigChange(next, r)
+	case *groupConfigChangeRecord:
+		err = applyGroupConfigChange(next, r)
 	case *featureLevelRecord:
 		err = applyFeatureLevel(next, index, r)
 	}

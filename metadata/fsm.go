@@ -195,6 +195,9 @@ type snapshotFile struct {
 	// BrokerConfigs: the per-broker dynamic configs by broker id (JSON
 	// sorts the keys); added later in version 1, absent means none.
 	BrokerConfigs map[int32]map[string]string `json:"brokerConfigs,omitempty"`
+	// GroupConfigs: the GROUP config resources by group id; added later
+	// in version 2, absent means none.
+	GroupConfigs map[string]map[string]string `json:"groupConfigs,omitempty"`
 	// ACLs (sorted as ACLs.All), ACLVersion and Scram (sorted by user and
 	// mechanism): added later in version 1; absent means none.
 	ACLs       []*ACL             `json:"acls,omitempty"`
@@ -219,6 +222,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		Topics:         sortedTopics(img),
 		ClusterConfigs: img.ClusterConfigs,
 		BrokerConfigs:  img.BrokerConfigs,
+		GroupConfigs:   img.GroupConfigs,
 		ACLs:           img.ACLs.All(),
 		ACLVersion:     img.ACLVersion,
 		Scram:          img.ScramCredentials(),
@@ -256,6 +260,7 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	img.Offset = sf.Offset
 	img.ClusterConfigs = sf.ClusterConfigs
 	img.BrokerConfigs = sf.BrokerConfigs
+	img.GroupConfigs = sf.GroupConfigs
 	img.ClusterID = sf.ClusterID
 	img.NextProducerID = sf.NextProducerID
 	for _, b := range sf.Brokers {

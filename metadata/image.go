@@ -27,6 +27,9 @@ type Image struct {
 	// BrokerConfigs are the per-broker dynamic configs by broker id
 	// (brokers.go), over ClusterConfigs on that broker only.
 	BrokerConfigs map[int32]map[string]string
+	// GroupConfigs are the GROUP config resources' values by group id
+	// (group_configs.go).
+	GroupConfigs map[string]map[string]string
 	// ACLs are the access control entries; never nil. ACLVersion is the
 	// raft index of the last record that changed them, so a cache of
 	// authorization decisions knows when to forget.

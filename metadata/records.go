@@ -236,6 +236,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &brokerConfigChangeRecord{}
 	case recFeatureLevel:
 		p = &featureLevelRecord{}
+	case recGroupConfigChange:
+		p = &groupConfigChangeRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

@@ -21,6 +21,11 @@ package kafkaapi
 // Transactional keys (key type 1): the leader of the id's partition of
 // __transaction_state, created on the first lookup in the same way
 // (transaction.state.log.* keys, internal_topic.go).
+//
+// Share keys (key type 2, KIP-932), group:topicId:partition (anything
+// else is INVALID_REQUEST): the leader of the key's partition of
+// __share_group_state, for brokers (CLUSTER_ACTION on the cluster, else
+// CLUSTER_AUTHORIZATION_FAILED). Share groups themselves use group keys.
 
 import (
 	"context"
@@ -41,6 +46,8 @@ func coordinatorResource(keyType int8) (kmsg.ACLResourceType, bool) {
 		return kmsg.ACLResourceTypeGroup, true
 	case 1:
 		return kmsg.ACLResourceTypeTransactionalId, true
+	case 2:
+		return kmsg.ACLResourceTypeCluster, true
 	}
 	return 0, false
 }
@@ -49,8 +56,8 @@ func coordinatorResource(keyType int8) (kmsg.ACLResourceType, bool) {
 func findCoordinatorActions(_ *server.RequestContext, kreq kmsg.Request) []server.Action {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	rt, ok := coordinatorResource(req.CoordinatorType)
-	if !ok {
-		return nil
+	if !ok || rt == kmsg.ACLResourceTypeCluster {
+		return nil // share keys: CLUSTER_ACTION, asked by the handler
 	}
 	keys := req.CoordinatorKeys
 	if req.Version < 4 {
@@ -71,6 +78,8 @@ func (h *Handlers) handleFindCoordinator(ctx context.Context, rc *server.Request
 		switch {
 		case !ok:
 			return -1, "", -1, kerr.InvalidRequest
+		case rt == kmsg.ACLResourceTypeCluster:
+			return h.findShareCoordinator(ctx, rc, key)
 		case rt == kmsg.ACLResourceTypeTransactionalId && !rc.Authorized(kmsg.ACLOperationDescribe, rt, key):
 			return -1, "", -1, kerr.TransactionalIDAuthorizationFailed
 		case rt == kmsg.ACLResourceTypeTransactionalId && key == "":

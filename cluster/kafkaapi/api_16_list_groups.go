@@ -3,13 +3,15 @@ package kafkaapi
 // ListGroups (key 16).
 //
 // Lists the groups this broker coordinates (clients ask every broker).
-// v4 filters by state (case-insensitive, as Kafka), v5 by type: "classic"
-// or "consumer" (KIP-848).
+// v4 filters by state (case-insensitive, as Kafka), v5 by type: "classic",
+// "consumer" (KIP-848) or "share" (KIP-932; share groups answer with the
+// protocol type "share" and the states Empty or Stable).
 
 import (
 	"context"
 	"strings"
 
+	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -35,7 +37,11 @@ func (h *Handlers) handleListGroups(_ context.Context, rc *server.RequestContext
 	// DESCRIBE on the cluster lists every group; without it, the groups
 	// the principal may DESCRIBE.
 	all := rc.AuthorizedCluster(kmsg.ACLOperationDescribe)
-	for _, g := range h.groups.List() {
+	groups := h.groups.List()
+	for _, g := range h.shares.List() {
+		groups = append(groups, groupcoord.GroupOverview{ID: g.ID, ProtocolType: "share", State: g.State, Type: "share"})
+	}
+	for _, g := range groups {
 		if !matches(req.StatesFilter, g.State) || !matches(req.TypesFilter, g.Type) {
 			continue
 		}

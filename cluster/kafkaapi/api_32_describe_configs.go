@@ -13,7 +13,9 @@ package kafkaapi
 // DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
 // STATIC_BROKER_CONFIG and DEFAULT_CONFIG (an empty name describes the
 // cluster-wide defaults the same way), and the Kafka keys it
-// accepted and ignores with their values. ConfigNames narrows the keys; null means all. Other
+// accepted and ignores with their values. Groups (type 32): the share
+// group keys (share.*), each the group's own value or the broker's
+// group.share.* one. ConfigNames narrows the keys; null means all. Other
 // resource types get INVALID_REQUEST.
 
 import (
@@ -68,6 +70,13 @@ func (h *Handlers) handleDescribeConfigs(_ context.Context, rc *server.RequestCo
 				break
 			}
 			entries = h.cfg.BrokerConfigEntriesFor(img.ClusterConfigs, img.BrokerConfigs[h.cfg.NodeID])
+		case kmsg.ConfigResourceTypeGroupConfig:
+			// Share group configs (KIP-932): DESCRIBE_CONFIGS on the group.
+			if !rc.AuthorizedGroup(kmsg.ACLOperationDescribeConfigs, r.ResourceName) {
+				rr.ErrorCode = kerr.GroupAuthorizationFailed.Code
+				break
+			}
+			entries = h.cfg.ShareGroupConfigEntries(img.GroupConfigs[r.ResourceName])
 		default:
 			rr.ErrorCode = kerr.InvalidRequest.Code
 		}

@@ -8,10 +8,13 @@ package kafkaapi
 // metadata are written; the response waits for them to be replicated and
 // carries the write's error for the group if one failed (with its message
 // from v3). Consumer (KIP-848) groups are deleted the same way, with their
-// own tombstones.
+// own tombstones. Share groups (KIP-932) are deleted with their
+// share-partition states (DeleteShareGroupState on their share
+// coordinators) before the answer.
 
 import (
 	"context"
+	"time"
 
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -22,14 +25,21 @@ func init() {
 	register(apiSpec{key: 42, min: 0, max: 3, handle: (*Handlers).handleDeleteGroups})
 }
 
-func (h *Handlers) handleDeleteGroups(_ context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) handleDeleteGroups(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	// Groups the principal may not DELETE are answered
 	// GROUP_AUTHORIZATION_FAILED and left alone.
 	var allowed []string
+	shareErrs := map[string]error{}
 	for _, id := range req.Groups {
-		if rc.AuthorizedGroup(kmsg.ACLOperationDelete, id) {
+		switch {
+		case !rc.AuthorizedGroup(kmsg.ACLOperationDelete, id):
+		case h.shares.Has(id):
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			shareErrs[id] = h.shares.DeleteGroup(sctx, id)
+			cancel()
+		default:
 			allowed = append(allowed, id)
 		}
 	}
@@ -38,7 +48,12 @@ func (h *Handlers) handleDeleteGroups(_ context.Context, rc *server.RequestConte
 		for _, id := range req.Groups {
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group = id
-			if rc.AuthorizedGroup(kmsg.ACLOperationDelete, id) {
+			if err, ok := shareErrs[id]; ok {
+				rg.ErrorCode = errorCode(err)
+				if err != nil && req.Version >= 3 {
+					rg.ErrorMessage = errorMessage(err)
+				}
+			} else if rc.AuthorizedGroup(kmsg.ACLOperationDelete, id) {
 				rg.ErrorCode = errorCode(errs[i])
 				if errs[i] != nil && req.Version >= 3 {
 					rg.ErrorMessage = groupErrorMessage(errs[i])

@@ -15,7 +15,8 @@ package kafkaapi
 // named by a broker id, Kafka's DYNAMIC_BROKER_CONFIG, over the cluster
 // default on that broker only), through the broker named, as Kafka's
 // admin clients send them: a name that is not this broker's id is
-// INVALID_REQUEST ("Unexpected broker id ..."), as in Kafka.
+// INVALID_REQUEST ("Unexpected broker id ..."), as in Kafka. Groups
+// (type 32): a share group's share.* keys (SET and DELETE).
 
 import (
 	"context"
@@ -135,6 +136,31 @@ func (h *Handlers) alterConfigResource(ctx context.Context, rc *server.RequestCo
 		if err := h.store.AlterClusterConfigs(ctx, c.set, c.remove); err != nil {
 			return err
 		}
+	case kmsg.ConfigResourceTypeGroupConfig:
+		// Share group configs: ALTER_CONFIGS on the group, Kafka's
+		// GroupConfig keys within the broker's bounds.
+		if !rc.AuthorizedGroup(kmsg.ACLOperationAlterConfigs, name) {
+			return kerr.GroupAuthorizationFailed
+		}
+		if name == "" {
+			return fmt.Errorf("%w: a group config needs a group id", kerr.InvalidRequest)
+		}
+		c, err := change(h.store.Image().GroupConfigs[name])
+		if err != nil {
+			return err
+		}
+		if err := h.cfg.ValidateShareGroupConfigs(c.set); err != nil {
+			return fmt.Errorf("%w: %w", metadata.ErrInvalidConfig, err)
+		}
+		for _, k := range c.remove {
+			if !slices.Contains(config.ShareGroupConfigKeys, k) {
+				return fmt.Errorf("%w: %s is not a group config", metadata.ErrInvalidConfig, k)
+			}
+		}
+		if validateOnly {
+			return nil
+		}
+		return h.store.AlterGroupConfigs(ctx, name, c.set, c.remove)
 	default:
 		return fmt.Errorf("%w: resource type %d", kerr.InvalidRequest, typ)
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/kbroker/kbroker/cluster/fetchsession"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
+	"github.com/kbroker/kbroker/cluster/sharecoord"
+	"github.com/kbroker/kbroker/cluster/sharepart"
 	"github.com/kbroker/kbroker/cluster/txncoord"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
@@ -68,6 +70,11 @@ type Deps struct {
 	Groups     *groupcoord.Coordinator
 	Txns       *txncoord.Coordinator
 	TxnClients *txncoord.MarkerClients
+	// Shares is the share coordinator (share groups and the states of
+	// __share_group_state), SharePartitions the share-partitions this
+	// broker leads (KIP-932).
+	Shares          *sharecoord.Coordinator
+	SharePartitions *sharepart.Manager
 
 	// FetchPeer says how a Fetch request's sender counts: a broker (a
 	// follower, or a principal of the inter-broker listener) or a
@@ -92,6 +99,8 @@ type Handlers struct {
 	groups         *groupcoord.Coordinator
 	txns           *txncoord.Coordinator
 	txnClients     *txncoord.MarkerClients
+	shares         *sharecoord.Coordinator
+	shareParts     *sharepart.Manager
 	fetchPeer      func(rc *server.RequestContext) replication.FetchPeer
 	autoCreator    *autoCreator
 
@@ -108,6 +117,7 @@ func New(d Deps) *Handlers {
 		produceWaiters: d.ProduceWaiters, fetchWaiters: d.FetchWaiters,
 		fetchSessions: d.FetchSessions, producerIDs: d.ProducerIDs,
 		groups: d.Groups, txns: d.Txns, txnClients: d.TxnClients,
+		shares: d.Shares, shareParts: d.SharePartitions,
 		fetchPeer:   d.FetchPeer,
 		autoCreator: newAutoCreator(),
 	}

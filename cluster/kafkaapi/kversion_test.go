@@ -94,7 +94,9 @@ func guessSkipKeys() []int16 {
 		keys = append(keys, k)
 	}
 	for k, spec := range registry {
-		if v, ok := kafka4().LookupMaxKeyVersion(k); ok && spec.max > v {
+		// Served beyond Kafka 4.0: a higher version, or a key 4.0 does not
+		// serve (the share group APIs of 4.1 and 4.2).
+		if v, ok := kafka4().LookupMaxKeyVersion(k); !ok || spec.max > v {
 			keys = append(keys, k)
 		}
 	}

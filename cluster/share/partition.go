@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -442,4 +443,27 @@ func Restore(cfg Config, s Snapshot) (*Partition, error) {
 	}
 	p.advance()
 	return p, nil
+}
+
+// Clone is an independent copy of p: its owner keeps it to roll p back
+// when the state p moved to could not be persisted.
+func (p *Partition) Clone() *Partition {
+	q := *p
+	q.inflight = slices.Clone(p.inflight)
+	return &q
+}
+
+// SkipTo passes the offsets from EndOffset up to off that the log holds
+// but no consumer is given (control batches, aborted transactions):
+// never delivered, so done at once, as the offsets compaction removed.
+// It reports false when the record locks do not allow it yet.
+func (p *Partition) SkipTo(off int64) bool {
+	if off <= p.end {
+		return true
+	}
+	if !p.skip(off) {
+		return false
+	}
+	p.advance()
+	return true
 }
