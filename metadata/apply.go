@@ -74,6 +74,10 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyBrokerConfigChange(next, r)
 	case *featureLevelRecord:
 		err = applyFeatureLevel(next, index, r)
+	case *DelegationToken:
+		err = applyDelegationToken(next, r)
+	case *removeDelegationTokenRecord:
+		err = applyRemoveDelegationToken(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.

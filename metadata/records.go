@@ -236,6 +236,10 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &brokerConfigChangeRecord{}
 	case recFeatureLevel:
 		p = &featureLevelRecord{}
+	case recDelegationToken:
+		p = &DelegationToken{}
+	case recRemoveDelegationToken:
+		p = &removeDelegationTokenRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}
