@@ -20,7 +20,7 @@ var advertisedAPIs = map[int16][2]int16{
 	35: {0, 4}, 36: {0, 2}, 37: {0, 3},
 	38: {1, 3}, 39: {1, 2}, 40: {1, 2}, 41: {1, 3},
 	42: {0, 3}, 43: {0, 2}, 44: {0, 1}, 45: {0, 1}, 46: {0, 0}, 47: {0, 0}, 48: {0, 1}, 49: {0, 1}, 50: {0, 0},
-	51: {0, 0}, 55: {0, 2}, 57: {0, 2}, 60: {0, 2}, 61: {0, 0}, 64: {0, 0}, 65: {0, 0}, 66: {0, 1}, 68: {0, 1},
+	51: {0, 0}, 55: {0, 2}, 57: {0, 2}, 60: {0, 2}, 61: {0, 0}, 64: {0, 0}, 65: {0, 0}, 66: {0, 2}, 68: {0, 1},
 	69: {0, 1}, 74: {0, 1}, 75: {0, 0}, 80: {0, 0}, 81: {0, 0},
 }
 
@@ -47,7 +47,6 @@ func TestAdvertisedAPIsAreTheExpectedList(t *testing.T) {
 // serves below Kafka 4.1's maximum, or not at all. elsewhere marks work
 // on another branch, as in kafka4Gaps.
 var kafka41Gaps = map[int16]versionGap{
-	66: {"ListTransactions: v2 (KIP-1152, TransactionalIdPattern) is not served", false},
 	71: kafka4Gaps[71],
 	72: kafka4Gaps[72],
 	76: {"ShareGroupHeartbeat: share groups", true},
