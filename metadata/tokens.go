@@ -57,7 +57,7 @@ var (
 )
 
 func init() {
-	for _, c := range []struct {
+	errorCodes = append(errorCodes, []struct {
 		code string
 		err  error
 	}{
@@ -66,9 +66,7 @@ func init() {
 		{"DELEGATION_TOKEN_OWNER_MISMATCH", ErrDelegationTokenOwnerMismatch},
 		{"DELEGATION_TOKEN_AUTH_DISABLED", ErrDelegationTokensDisabled},
 		{"INVALID_PRINCIPAL_TYPE", ErrInvalidPrincipalType},
-	} {
-		errorCodes = append(errorCodes, c)
-	}
+	}...)
 	recordNames[recDelegationToken] = "DelegationToken"
 	recordNames[recRemoveDelegationToken] = "RemoveDelegationToken"
 }
