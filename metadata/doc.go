@@ -163,6 +163,8 @@
 // CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
 // (quotas.go), UnregisterBroker and AlterBrokerConfigs (brokers.go),
 // ElectLeaders (elect.go), UpdateFeatures (feature_levels.go),
+// CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken
+// (tokens.go; the controller loop also removes expired tokens),
 // AlterPartitionReassignments (reassign.go), and DescribeQuorum,
 // AddVoter and RemoveVoter (quorum.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its
