@@ -542,6 +542,12 @@ func (n *Node) metadataConfig() metadata.Config {
 		MaxBrokerPartitions:          int64(cfg.MaxBrokerPartitions),
 		UncleanLeaderElection:        cfg.UncleanLeaderElectionEnable,
 		BootstrapScram:               n.bootstrapScram,
+		DelegationTokens: metadata.DelegationTokenConfig{
+			Enabled:             cfg.DelegationTokenSecretKey != "",
+			MaxLifetime:         time.Duration(cfg.DelegationTokenMaxLifetimeMs) * time.Millisecond,
+			ExpiryTime:          time.Duration(cfg.DelegationTokenExpiryTimeMs) * time.Millisecond,
+			ExpiryCheckInterval: time.Duration(cfg.DelegationTokenExpiryCheckIntervalMs) * time.Millisecond,
+		},
 	}
 	n.security.applyMetadata(&mc)
 	return mc

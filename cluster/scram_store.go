@@ -11,12 +11,17 @@ import (
 // authentication: the UserScramCredential records of this node's metadata
 // image, so a credential altered on any node is used by every node as
 // soon as its image has it.
-type imageScramStore struct{ n *Node }
+//
+// It also authenticates delegation tokens (token_store.go).
+type imageScramStore struct {
+	n      *Node
+	tokens tokenCredentials
+}
 
-func (n *Node) scramStore() sasl.CredentialStore { return imageScramStore{n} }
+func (n *Node) scramStore() sasl.CredentialStore { return &imageScramStore{n: n} }
 
 // ScramCredential implements sasl.CredentialStore.
-func (s imageScramStore) ScramCredential(_ context.Context, m sasl.ScramMechanism, user string) (sasl.ScramCredential, bool, error) {
+func (s *imageScramStore) ScramCredential(_ context.Context, m sasl.ScramMechanism, user string) (sasl.ScramCredential, bool, error) {
 	c, ok := s.n.image().ScramCredential(user, m.Type)
 	if !ok {
 		return sasl.ScramCredential{}, false, nil

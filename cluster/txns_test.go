@@ -135,6 +135,38 @@ func TestTransactionsCommitAndAbort(t *testing.T) {
 	if none, err := adm.ListTransactions(ctx, nil, []string{"Ongoing"}); err != nil || len(none) != 0 {
 		t.Errorf("ListTransactions(Ongoing) = %v, %v; want none", none, err)
 	}
+
+	// v2 filters by a transactional id pattern, matched whole.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(node.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+		code    int16
+	}{
+		{"t-commit-.*", []string{"t-commit-abort"}, 0},
+		{"t-commit", nil, 0}, // a prefix is not a whole match
+		{"", []string{"t-commit-abort"}, 0},
+		{"t-(", nil, kerr.InvalidRegularExpression.Code},
+	} {
+		req := kmsg.NewPtrListTransactionsRequest()
+		req.Version = 2
+		req.TransactionalIDPattern = kmsg.StringPtr(tc.pattern)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, s := range resp.TransactionStates {
+			got = append(got, s.TransactionalID)
+		}
+		if resp.ErrorCode != tc.code || !slices.Equal(got, tc.want) {
+			t.Errorf("ListTransactions v2 pattern %q: code %d, %v; want %d, %v", tc.pattern, resp.ErrorCode, got, tc.code, tc.want)
+		}
+	}
 }
 
 // Two producers with the same transactional id: the second's

@@ -218,6 +218,13 @@ type Config struct {
 	// one by one, so it has no single tag.
 	Security map[string]string `kafka:"-"`
 
+	// Delegation tokens (keys: delegation_tokens.go). An empty
+	// DelegationTokenSecretKey disables them.
+	DelegationTokenSecretKey             string `kafka:"delegation.token.secret.key"`
+	DelegationTokenMaxLifetimeMs         int64  `kafka:"delegation.token.max.lifetime.ms"`
+	DelegationTokenExpiryTimeMs          int64  `kafka:"delegation.token.expiry.time.ms"`
+	DelegationTokenExpiryCheckIntervalMs int64  `kafka:"delegation.token.expiry.check.interval.ms"`
+
 	// Log and cleaner keys (log_keys.go).
 	LogRollJitterMs                  int64    `kafka:"log.roll.jitter.ms"`
 	LogSegmentDeleteDelayMs          int64    `kafka:"log.segment.delete.delay.ms"`

@@ -56,7 +56,8 @@ func TestSecurityKeys(t *testing.T) {
 			t.Errorf("%s shows the secret", e.Name)
 		}
 		secret := strings.Contains(e.Name, "password") || strings.HasSuffix(e.Name, "sasl.jaas.config") ||
-			e.Name == "ssl.keystore.key" || e.Name == "ssl.keystore.certificate.chain" || e.Name == "ssl.truststore.certificates"
+			e.Name == "ssl.keystore.key" || e.Name == "ssl.keystore.certificate.chain" || e.Name == "ssl.truststore.certificates" ||
+			e.Name == "delegation.token.secret.key"
 		if secret != e.Sensitive {
 			t.Errorf("%s: Sensitive = %v", e.Name, e.Sensitive)
 		}
@@ -103,5 +104,34 @@ func TestControllerSASLMechanism(t *testing.T) {
 				t.Fatalf("err = %v, want it to contain %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// The delegation token secret is a password: never shown by
+// DescribeConfigs, whatever its value.
+func TestDelegationTokenSecretHidden(t *testing.T) {
+	c, err := Load("", nil, []string{"delegation.token.secret.key=token-secret-xyz"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DelegationTokenSecretKey != "token-secret-xyz" || c.DelegationTokenMaxLifetimeMs != 604800000 ||
+		c.DelegationTokenExpiryTimeMs != 86400000 || c.DelegationTokenExpiryCheckIntervalMs != 3600000 {
+		t.Fatalf("delegation token config %q %d %d %d", c.DelegationTokenSecretKey, c.DelegationTokenMaxLifetimeMs,
+			c.DelegationTokenExpiryTimeMs, c.DelegationTokenExpiryCheckIntervalMs)
+	}
+	found := false
+	for _, e := range c.BrokerConfigEntries() {
+		if strings.Contains(e.Value, "token-secret-xyz") {
+			t.Errorf("%s shows the secret", e.Name)
+		}
+		if e.Name == "delegation.token.secret.key" {
+			found = true
+			if !e.Sensitive {
+				t.Error("delegation.token.secret.key is not sensitive")
+			}
+		}
+	}
+	if !found {
+		t.Error("delegation.token.secret.key not in BrokerConfigEntries")
 	}
 }

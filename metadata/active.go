@@ -216,7 +216,7 @@ func (s *Store) controllerLoop() {
 	prevController := int32(-1)
 	// prevContact is when this node last heard from that leader.
 	var prevContact time.Time
-	var lastRebalance time.Time
+	var lastRebalance, lastTokenSweep time.Time
 	for {
 		select {
 		case <-s.ctx.Done():
@@ -251,6 +251,10 @@ func (s *Store) controllerLoop() {
 		s.fenceSuspects(now)
 		if s.cfg.ProbeSilence > 0 {
 			s.probeSilent(now)
+		}
+		if now.Sub(lastTokenSweep) >= s.cfg.DelegationTokens.withDefaults().ExpiryCheckInterval {
+			s.sweepExpiredTokens(now)
+			lastTokenSweep = now
 		}
 		if *s.cfg.AutoLeaderRebalance && now.Sub(lastRebalance) >= s.cfg.LeaderImbalanceCheckInterval {
 			s.electPreferredLeaders()

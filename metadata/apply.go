@@ -76,6 +76,10 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyGroupConfigChange(next, r)
 	case *featureLevelRecord:
 		err = applyFeatureLevel(next, index, r)
+	case *DelegationToken:
+		err = applyDelegationToken(next, r)
+	case *removeDelegationTokenRecord:
+		err = applyRemoveDelegationToken(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.

@@ -82,6 +82,10 @@
 //	  13  UserScramCredential    1  set a user's credential for a mechanism: salt, stored key,
 //	                                server key, iterations (never the password)
 //	  14  RemoveUserScramCredential 1  remove a user's credential for a mechanism
+//	  38  DelegationToken        1  add or replace a delegation token: id, owner, requester, renewers,
+//	                                issue/max/expiry timestamps (never its HMAC); metadata.version 4
+//	                                and up only (tokens.go)
+//	  39  RemoveDelegationToken  1  remove a delegation token by id; metadata.version 4 and up only
 //	  40  AlterReassignment      1  start, replace or cancel a partition reassignment (reassign.go)
 //	  44  BrokerConfigChange     1  set/remove the per-broker dynamic configs of one broker id (brokers.go)
 //	  48  ClientQuota            1  set/remove client quota values of one entity (quotas.go)
@@ -159,6 +163,8 @@
 // CreateACLs, DeleteACLs, AlterScramCredentials, AlterClientQuotas
 // (quotas.go), UnregisterBroker and AlterBrokerConfigs (brokers.go),
 // ElectLeaders (elect.go), UpdateFeatures (feature_levels.go),
+// CreateDelegationToken, RenewDelegationToken, ExpireDelegationToken
+// (tokens.go; the controller loop also removes expired tokens),
 // AlterPartitionReassignments (reassign.go), and DescribeQuorum,
 // AddVoter and RemoveVoter (quorum.go) may be called on any
 // node. CreateACLs gives each new ACL a random id; DeleteACLs matches its

@@ -205,6 +205,9 @@ type snapshotFile struct {
 	Scram      []*ScramCredential `json:"scram,omitempty"`
 	// Quotas sorted by entity: added later in version 1; absent means none.
 	Quotas []QuotaEntry `json:"quotas,omitempty"`
+	// Tokens sorted by id: delegation tokens, metadata.version 4 only;
+	// absent means none.
+	Tokens []*DelegationToken `json:"delegationTokens,omitempty"`
 	// Features and FeaturesEpoch: version 2 only.
 	Features      map[string]int16 `json:"features,omitempty"`
 	FeaturesEpoch int64            `json:"featuresEpoch,omitempty"`
@@ -227,6 +230,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		ACLVersion:     img.ACLVersion,
 		Scram:          img.ScramCredentials(),
 		Quotas:         img.QuotaEntries(),
+		Tokens:         img.DelegationTokens(),
 	}
 	if img.features != nil {
 		sf.Version, sf.Features, sf.FeaturesEpoch = snapshotVersion, img.features, img.featuresEpoch
@@ -284,6 +288,12 @@ func readSnapshot(r io.Reader) (*Image, error) {
 			img.Scram = map[ScramKey]*ScramCredential{}
 		}
 		img.Scram[c.Key()] = c
+	}
+	for _, t := range sf.Tokens {
+		if img.Tokens == nil {
+			img.Tokens = map[string]*DelegationToken{}
+		}
+		img.Tokens[t.TokenID] = t
 	}
 	for _, q := range sf.Quotas {
 		if img.Quotas == nil {

@@ -37,6 +37,8 @@ type Image struct {
 	ACLVersion uint64
 	// Scram holds the SCRAM credentials by user and mechanism.
 	Scram map[ScramKey]*ScramCredential
+	// Tokens holds the delegation tokens by id (tokens.go).
+	Tokens map[string]*DelegationToken
 	// Quotas holds the client quota values by entity (quotas.go).
 	Quotas map[QuotaEntity]map[string]float64
 	// features are the finalized levels (nil: features.Implied) and

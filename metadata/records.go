@@ -238,6 +238,10 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &featureLevelRecord{}
 	case recGroupConfigChange:
 		p = &groupConfigChangeRecord{}
+	case recDelegationToken:
+		p = &DelegationToken{}
+	case recRemoveDelegationToken:
+		p = &removeDelegationTokenRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

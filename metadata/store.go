@@ -126,6 +126,10 @@ type Config struct {
 	// with AuthorizePeer, for principals that name one node.
 	SASL *ControllerSASL
 
+	// DelegationTokens are the delegation.token.* configs the active
+	// controller applies (tokens.go).
+	DelegationTokens DelegationTokenConfig
+
 	// tuneRaft, set by tests, adjusts the raft config (shorter timeouts).
 	tuneRaft func(*raft.Config)
 	// wrapListener, set by tests, wraps the controller listener (to make

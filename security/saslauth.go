@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -55,6 +56,23 @@ func (a *SASLAuthenticator) Authenticated() bool { return a.state == saslComplet
 
 // Principal is the authenticated principal, valid once Authenticated.
 func (a *SASLAuthenticator) Principal() Principal { return a.principal }
+
+// TokenAuthenticated reports whether the exchange succeeded with a
+// delegation token (SCRAM with tokenauth=true): the principal is then the
+// token's owner, and Kafka refuses delegation token requests from it.
+func (a *SASLAuthenticator) TokenAuthenticated() bool {
+	ts, ok := a.session.(sasl.TokenSession)
+	return a.state == saslComplete && ok && ts.TokenAuthenticated()
+}
+
+// CredentialExpiry is when the token of a token-authenticated session
+// expires; zero otherwise.
+func (a *SASLAuthenticator) CredentialExpiry() time.Time {
+	if !a.TokenAuthenticated() {
+		return time.Time{}
+	}
+	return a.session.(sasl.TokenSession).CredentialExpiry()
+}
 
 // Mechanism is the chosen mechanism, "" before the handshake.
 func (a *SASLAuthenticator) Mechanism() string {

@@ -4,17 +4,22 @@ package kafkaapi
 //
 // The transactions this broker
 // coordinates, filtered by state, producer id and (v1) how long they have
-// been running. Unknown state names are echoed in UnknownStateFilters and
-// select nothing, as Kafka.
+// been running, and (v2, KIP-1152) whose transactional id matches
+// TransactionalIDPattern as a whole: RE2 syntax, which is Kafka's (RE2/J)
+// and Go's; a pattern that does not compile is INVALID_REGULAR_EXPRESSION.
+// Unknown state names are echoed in UnknownStateFilters and select
+// nothing, as Kafka.
 //
 // Authorization, as Kafka: only transactional ids the principal may
 // DESCRIBE are listed.
 
 import (
 	"context"
+	"regexp"
 	"sort"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/server"
@@ -23,7 +28,7 @@ import (
 )
 
 func init() {
-	register(apiSpec{key: 66, min: 0, max: 1, handle: (*Handlers).handleListTransactions})
+	register(apiSpec{key: 66, min: 0, max: 2, handle: (*Handlers).handleListTransactions})
 }
 
 // txnStateByName is the inverse of txn.State.String.
@@ -53,6 +58,14 @@ func (h *Handlers) handleListTransactions(_ context.Context, rc *server.RequestC
 	for _, id := range req.ProducerIDFilters {
 		f.ProducerIDs[id] = true
 	}
+	var idPattern *regexp.Regexp
+	if req.Version >= 2 && req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
+		var err error
+		if idPattern, err = regexp.Compile("^(?:" + *req.TransactionalIDPattern + ")$"); err != nil {
+			resp.ErrorCode = kerr.InvalidRegularExpression.Code
+			return resp, nil
+		}
+	}
 	if req.Version >= 1 && req.DurationFilterMillis >= 0 {
 		f.MinDuration = time.Duration(req.DurationFilterMillis) * time.Millisecond
 	}
@@ -63,7 +76,8 @@ func (h *Handlers) handleListTransactions(_ context.Context, rc *server.RequestC
 	}
 	sort.Slice(txns, func(i, j int) bool { return txns[i].TransactionalID < txns[j].TransactionalID })
 	for _, m := range txns {
-		if !rc.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, m.TransactionalID) {
+		if idPattern != nil && !idPattern.MatchString(m.TransactionalID) ||
+			!rc.Authorized(kmsg.ACLOperationDescribe, kmsg.ACLResourceTypeTransactionalId, m.TransactionalID) {
 			continue
 		}
 		ts := kmsg.NewListTransactionsResponseTransactionState()

@@ -29,14 +29,8 @@ type versionGap struct {
 // kafka4Gaps is the allow-list: every other Kafka 4.0 API must be served
 // up to Kafka's maximum version.
 var kafka4Gaps = map[int16]versionGap{
-
-	38: {"CreateDelegationToken: delegation tokens are not implemented", false},
-	39: {"RenewDelegationToken: delegation tokens are not implemented", false},
-	40: {"ExpireDelegationToken: delegation tokens are not implemented", false},
-	41: {"DescribeDelegationToken: delegation tokens are not implemented", false},
-	71: {"GetTelemetrySubscriptions: client telemetry (KIP-714) is not implemented", false},
-	72: {"PushTelemetry: client telemetry (KIP-714) is not implemented", false},
-	74: {"ListConfigResources: client-metrics resources (KIP-714) are not implemented", false},
+	71: {"GetTelemetrySubscriptions: not advertised, as a Kafka broker without a client telemetry plugin does not advertise it (docs/ARCHITECTURE.md)", false},
+	72: {"PushTelemetry: not advertised, as a Kafka broker without a client telemetry plugin does not advertise it (docs/ARCHITECTURE.md)", false},
 }
 
 // The registry serves every Kafka 4.0 API up to Kafka's maximum, but for

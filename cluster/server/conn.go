@@ -529,6 +529,8 @@ func (c *conn) dispatch(ctx context.Context, s *slot, body []byte) error {
 		Remote:    c.nc.RemoteAddr(),
 		conn:      c,
 		slot:      s,
+
+		TokenRequestsAllowed: c.auth.tokenRequestsAllowed(),
 	}
 	rc.authz.authorizer = c.srv.authorizer
 	rc.requestBytes = s.size

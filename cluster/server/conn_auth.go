@@ -43,9 +43,14 @@ type connAuth struct {
 	// the same.
 	reauth    *security.SASLAuthenticator
 	principal Principal
-	// expiry is when the SASL session ends (connections.max.reauth.ms);
-	// zero when it does not.
+	// expiry is when the SASL session ends (connections.max.reauth.ms,
+	// or the delegation token's expiry); zero when it does not.
 	expiry time.Time
+	// lifetime is expiry less the time of the authentication, the
+	// SessionLifetimeMs the client is sent.
+	lifetime time.Duration
+	// token: the session authenticated with a delegation token.
+	token bool
 }
 
 // startAuth secures a new connection: the TLS handshake on SSL and SASL_SSL
@@ -190,8 +195,8 @@ func (c *conn) authenticate(ctx context.Context, req *kmsg.SASLAuthenticateReque
 		resp.ErrorCode, resp.ErrorMessage, resp.SASLAuthBytes = kerr.SaslAuthenticationFailed.Code, &msg, nil
 		return resp, err
 	}
-	if a.l.Reauth > 0 && req.Version >= 1 {
-		resp.SessionLifetimeMillis = a.l.Reauth.Milliseconds()
+	if !a.expiry.IsZero() && req.Version >= 1 {
+		resp.SessionLifetimeMillis = max(a.lifetime.Milliseconds(), 1)
 	}
 	return resp, nil
 }
@@ -211,11 +216,42 @@ func (c *conn) authenticated(auth *security.SASLAuthenticator) error {
 		}
 	}
 	a.principal = p
-	if a.l.Reauth > 0 {
-		a.expiry = time.Now().Add(a.l.Reauth)
-	}
+	a.token = auth.TokenAuthenticated()
+	now := time.Now()
+	a.expiry = sessionExpiry(now, a.l.Reauth, auth.CredentialExpiry())
+	a.lifetime = a.expiry.Sub(now)
 	c.logger.Debug("SASL authenticated", "principal", p.String(), "mechanism", auth.Mechanism())
 	return nil
+}
+
+// sessionExpiry is when a SASL session authenticated at now ends, as
+// Kafka's SaslServerAuthenticator computes it: after reauth
+// (connections.max.reauth.ms, 0 unbounded), and no later than the
+// credential's expiry (a delegation token's; zero for none) even when
+// reauth is 0. Zero: never.
+func sessionExpiry(now time.Time, reauth time.Duration, credential time.Time) time.Time {
+	var end time.Time
+	if reauth > 0 {
+		end = now.Add(reauth)
+	}
+	if !credential.IsZero() && (end.IsZero() || credential.Before(end)) {
+		end = credential
+	}
+	return end
+}
+
+// tokenRequestsAllowed is Kafka's allowTokenRequests: delegation tokens
+// may be created, renewed, expired and described only over a connection
+// whose principal was authenticated (SASL, or SSL with a client
+// certificate) by other means than a delegation token.
+func (a *connAuth) tokenRequestsAllowed() bool {
+	switch {
+	case a.token || a.l == nil:
+		return false
+	case a.l.sasl():
+		return a.cs != nil && a.cs.Authenticated()
+	}
+	return a.cs != nil && a.principal != AnonymousPrincipal
 }
 
 // saslFailed counts and logs a failed exchange. The log has the

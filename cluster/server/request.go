@@ -36,6 +36,11 @@ type RequestContext struct {
 	Listener string
 	// Remote is the client's address.
 	Remote net.Addr
+	// TokenRequestsAllowed: the connection's principal was authenticated
+	// (SASL, or a TLS client certificate) and not with a delegation
+	// token, which Kafka requires of delegation token requests
+	// (DELEGATION_TOKEN_REQUEST_NOT_ALLOWED otherwise).
+	TokenRequestsAllowed bool
 
 	conn  *conn
 	slot  *slot

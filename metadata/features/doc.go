@@ -25,6 +25,9 @@
 //	                             raft entry: the AlterPartition controller operation and
 //	                             its PartitionChangeBatch record; below 3 brokers send
 //	                             one ChangePartition per partition
+//	                     4       delegation tokens (KIP-48): the DelegationToken and
+//	                             RemoveDelegationToken records; below 4
+//	                             CreateDelegationToken is refused (UNSUPPORTED_VERSION)
 //	kraft.version        1       the voter set changes with AddRaftVoter/RemoveRaftVoter
 //	                             (KIP-853), as it always could in kbroker: the
 //	                             configuration lives in hashicorp/raft's log, not in
@@ -46,6 +49,7 @@
 // A feature other than metadata.version can change only at
 // metadata.version 2 or later (a record must carry it). metadata.version
 // is never downgraded below a level whose records an older level cannot
-// read: from 2 to 1 and from 3 to 2 it is refused, safe or unsafe, as
+// read: from 2 to 1, from 3 to 2 and from 4 to 3 it is
+// refused, safe or unsafe, as
 // Kafka refuses a downgrade that would lose metadata.
 package features

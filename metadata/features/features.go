@@ -27,8 +27,11 @@ const (
 	// operation and its PartitionChangeBatch record (many partitions'
 	// changes in one raft entry).
 	MetadataVersionAlterPartitionBatch int16 = 3
+	// MetadataVersionDelegationTokens: delegation tokens (KIP-48), the
+	// DelegationToken and RemoveDelegationToken records.
+	MetadataVersionDelegationTokens int16 = 4
 	// LatestMetadataVersion is the highest level this build knows.
-	LatestMetadataVersion = MetadataVersionAlterPartitionBatch
+	LatestMetadataVersion = MetadataVersionDelegationTokens
 )
 
 // Range is the levels a node supports of a feature, both ends included

@@ -13,7 +13,7 @@ func TestPlan(t *testing.T) {
 	narrow := Node{Name: "broker 3", Supported: map[string]Range{MetadataVersion: {1, 2}, KRaftVersion: {1, 1}, GroupVersion: {1, 1}}}
 	atMV1 := Implied()
 	atMV2 := map[string]int16{MetadataVersion: 2, KRaftVersion: 1, GroupVersion: 1}
-	atMV3 := Bootstrap()
+	atMV3 := map[string]int16{MetadataVersion: 3, KRaftVersion: 1, GroupVersion: 1}
 	withTxn := Bootstrap()
 	withTxn[TransactionVersion] = 1
 
@@ -31,8 +31,12 @@ func TestPlan(t *testing.T) {
 			[]string{""}, nil},
 		{"old broker blocks the upgrade", []Update{{MetadataVersion, 2, Upgrade}}, atMV1, []Node{local, old},
 			[]string{"Invalid update version 2 for feature metadata.version. broker 2 only supports versions 1"}, nil},
-		{"above this controller", []Update{{MetadataVersion, 4, Upgrade}}, atMV3, []Node{local},
-			[]string{"Local controller 1 only supports versions 1-3"}, nil},
+		{"above this controller", []Update{{MetadataVersion, 5, Upgrade}}, atMV3, []Node{local},
+			[]string{"Local controller 1 only supports versions 1-4"}, nil},
+		{"upgrade to delegation tokens", []Update{{MetadataVersion, 4, Upgrade}}, atMV3, []Node{local},
+			[]string{""}, []Level{{MetadataVersion, 4}}},
+		{"metadata.version 4 to 3 loses metadata", []Update{{MetadataVersion, 3, SafeDowngrade}}, map[string]int16{MetadataVersion: 4, KRaftVersion: 1}, []Node{local},
+			[]string{"Invalid metadata.version 3. Refusing to perform the requested downgrade"}, nil},
 		{"upgrade to AlterPartition batches", []Update{{MetadataVersion, 3, Upgrade}}, atMV2, []Node{local},
 			[]string{""}, []Level{{MetadataVersion, 3}}},
 		{"a broker without AlterPartition batches blocks them", []Update{{MetadataVersion, 3, Upgrade}}, atMV2, []Node{local, narrow},
@@ -64,7 +68,7 @@ func TestPlan(t *testing.T) {
 		{"metadata.version unsafe downgrade", []Update{{MetadataVersion, 1, UnsafeDowngrade}}, atMV2, []Node{local},
 			[]string{"Invalid metadata.version 1. Unsafe metadata downgrade is not supported in this version."}, nil},
 		{"metadata.version 0", []Update{{MetadataVersion, 0, UnsafeDowngrade}}, atMV2, []Node{local},
-			[]string{"Local controller 1 only supports versions 1-3"}, nil},
+			[]string{"Local controller 1 only supports versions 1-4"}, nil},
 		{"other features need metadata.version 2", []Update{{TransactionVersion, 1, Upgrade}}, atMV1, []Node{local},
 			[]string{"It requires metadata.version 2 or later, and the cluster is at 1."}, nil},
 		{"metadata.version first in the same request", []Update{{TransactionVersion, 1, Upgrade}, {MetadataVersion, 2, Upgrade}}, atMV1, []Node{local},
@@ -125,9 +129,9 @@ func TestCheck(t *testing.T) {
 		{"implied levels on a build before feature levels", Implied(), nil, ""},
 		{"bootstrap levels on this build", Bootstrap(), Supported(), ""},
 		{"bootstrap levels on a build before feature levels", Bootstrap(), nil,
-			"the cluster finalized metadata.version at level 3, and this build supports levels 1"},
-		{"a level above this build", map[string]int16{MetadataVersion: 4}, Supported(),
-			"the cluster finalized metadata.version at level 4, and this build supports levels 1-3"},
+			"the cluster finalized metadata.version at level 4, and this build supports levels 1"},
+		{"a level above this build", map[string]int16{MetadataVersion: 5}, Supported(),
+			"the cluster finalized metadata.version at level 5, and this build supports levels 1-4"},
 		{"an unknown feature", map[string]int16{MetadataVersion: 2, "share.version": 1}, Supported(),
 			"the cluster finalized share.version at level 1, which this build does not know"},
 		{"level 0 is not finalized", map[string]int16{MetadataVersion: 1, "share.version": 0}, Supported(), ""},
@@ -158,9 +162,9 @@ func TestApply(t *testing.T) {
 		{"first record on the implied levels", nil, Level{MetadataVersion, 2},
 			map[string]int16{MetadataVersion: 2, KRaftVersion: 1, GroupVersion: 1}},
 		{"level 0 removes a feature", Bootstrap(), Level{GroupVersion, 0},
-			map[string]int16{MetadataVersion: 3, KRaftVersion: 1}},
+			map[string]int16{MetadataVersion: 4, KRaftVersion: 1}},
 		{"set a feature", Bootstrap(), Level{TransactionVersion, 1},
-			map[string]int16{MetadataVersion: 3, KRaftVersion: 1, GroupVersion: 1, TransactionVersion: 1}},
+			map[string]int16{MetadataVersion: 4, KRaftVersion: 1, GroupVersion: 1, TransactionVersion: 1}},
 		{"another feature at metadata.version 1", nil, Level{TransactionVersion, 1}, nil},
 		{"metadata.version 0", Bootstrap(), Level{MetadataVersion, 0}, nil},
 		{"no name", Bootstrap(), Level{"", 1}, nil},

@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // maxScramMessage bounds a client SCRAM message; real ones are ~200 bytes.
@@ -33,6 +34,12 @@ type scramServer struct {
 	// wrong password (RFC 5802 section 5.1 recommends this).
 	unknownUser bool
 	done        bool
+	// token is set when the client asked for delegation token
+	// authentication (the tokenauth extension): user is then the token
+	// id, and owner the principal name it authenticates as.
+	token       bool
+	owner       string
+	tokenExpiry time.Time
 	// serverNonce makes the server's part of the nonce; tests replace it
 	// to replay RFC 7677's example.
 	serverNonce func() string
@@ -45,10 +52,24 @@ func newScramServer(m ScramMechanism, store CredentialStore) *scramServer {
 func (s *scramServer) Mechanism() string { return s.mech.name }
 func (s *scramServer) Done() bool        { return s.done }
 func (s *scramServer) Username() string {
-	if !s.done {
+	switch {
+	case !s.done:
 		return ""
+	case s.token:
+		return s.owner
 	}
 	return s.user
+}
+
+// TokenAuthenticated implements TokenSession.
+func (s *scramServer) TokenAuthenticated() bool { return s.done && s.token }
+
+// CredentialExpiry implements TokenSession.
+func (s *scramServer) CredentialExpiry() time.Time {
+	if !s.done || !s.token {
+		return time.Time{}
+	}
+	return s.tokenExpiry
 }
 
 func (s *scramServer) Step(ctx context.Context, response []byte) ([]byte, error) {
@@ -115,20 +136,26 @@ func (s *scramServer) clientFirst(ctx context.Context, msg string) ([]byte, erro
 	if !validNonce(clientNonce) {
 		return nil, failf("Invalid %s client-first-message: bad nonce", s.mech.name)
 	}
-	// Kafka knows one extension, tokenauth (delegation tokens, KIP-48),
-	// which this broker does not support; any extension is refused rather
-	// than silently ignored, because ignoring tokenauth would check the
-	// token's HMAC as a password.
-	for _, ext := range attrs[2:] {
-		name, _, _ := strings.Cut(ext, "=")
-		return nil, failf("Authentication failed: unsupported %s extension %q", s.mech.name, name)
+	// Kafka knows one extension, tokenauth (delegation tokens, KIP-48):
+	// with tokenauth=true the user name is a token id and the password
+	// the token's HMAC. Any other extension is refused, as Kafka's
+	// ScramSaslServer refuses extensions it does not support.
+	token, err := s.extensions(attrs[2:])
+	if err != nil {
+		return nil, err
 	}
 	if authzid != "" && authzid != user {
 		return nil, failf("Authentication failed: Client requested an authorization id that is different from username")
 	}
 	s.user = user
 
-	cred, found, err := s.store.ScramCredential(ctx, s.mech, user)
+	var cred ScramCredential
+	var found bool
+	if token {
+		cred, found, err = s.tokenCredential(ctx, user)
+	} else {
+		cred, found, err = s.store.ScramCredential(ctx, s.mech, user)
+	}
 	if err != nil {
 		return nil, internalFailure(s.mech.name, err)
 	}
@@ -143,6 +170,39 @@ func (s *scramServer) clientFirst(ctx context.Context, msg string) ([]byte, erro
 	s.nonce = clientNonce + s.serverNonce()
 	s.serverFirst = "r=" + s.nonce + ",s=" + base64.StdEncoding.EncodeToString(cred.Salt) + ",i=" + strconv.Itoa(cred.Iterations)
 	return []byte(s.serverFirst), nil
+}
+
+// extensions parses the client-first-message's extensions (RFC 5802
+// section 5.1, "name=value") and reports whether tokenauth is true.
+func (s *scramServer) extensions(exts []string) (token bool, err error) {
+	for _, ext := range exts {
+		name, value, ok := strings.Cut(ext, "=")
+		if !ok || name != TokenAuthExtension {
+			return false, failf("Authentication failed: unsupported %s extension %q", s.mech.name, name)
+		}
+		// Kafka reads the value with equalsIgnoreCase("true").
+		token = strings.EqualFold(value, "true")
+	}
+	return token, nil
+}
+
+// tokenCredential looks the token up when the store can (TokenStore).
+// An unknown or expired token continues with a fake credential, like an
+// unknown user, so it fails at the same step as a wrong HMAC.
+func (s *scramServer) tokenCredential(ctx context.Context, tokenID string) (ScramCredential, bool, error) {
+	ts, ok := s.store.(TokenStore)
+	if !ok {
+		return ScramCredential{}, false, nil
+	}
+	tc, found, err := ts.DelegationTokenCredential(ctx, s.mech, tokenID)
+	if err != nil || !found {
+		return ScramCredential{}, false, err
+	}
+	if !tc.Expiry.IsZero() && !time.Now().Before(tc.Expiry) {
+		return ScramCredential{}, false, nil
+	}
+	s.token, s.owner, s.tokenExpiry = true, tc.Owner, tc.Expiry
+	return tc.Credential, true, nil
 }
 
 // fakeSaltKey makes fake salts stable per process: a real user's salt does
@@ -240,6 +300,9 @@ type ScramClient struct {
 	Password string
 	// Nonce is the client nonce; empty means random.
 	Nonce string
+	// Token authenticates with a delegation token (the tokenauth=true
+	// extension): User is the token id, Password its HMAC in base64.
+	Token bool
 
 	step               int
 	clientFirstBare    string
@@ -262,6 +325,9 @@ func (c *ScramClient) Start() ([]byte, error) {
 		return nil, fmt.Errorf("%s: invalid client nonce", c.Mech.name)
 	}
 	c.clientFirstBare = "n=" + saslNameEscaper.Replace(c.User) + ",r=" + c.Nonce
+	if c.Token {
+		c.clientFirstBare += "," + TokenAuthExtension + "=true"
+	}
 	return []byte("n,," + c.clientFirstBare), nil
 }
 
