@@ -74,6 +74,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyBrokerConfigChange(next, r)
 	case *featureLevelRecord:
 		err = applyFeatureLevel(next, index, r)
+	case *remoteSegmentRecord:
+		err = applyRemoteSegment(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.
@@ -261,6 +263,7 @@ func applyDeleteTopic(img *Image, r *deleteTopicRecord) error {
 		return fmt.Errorf("%w: id %x", ErrUnknownTopic, r.TopicID)
 	}
 	img.withoutTopic(t)
+	img.withoutRemoteTopic(t.ID)
 	return nil
 }
 

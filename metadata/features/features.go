@@ -27,8 +27,12 @@ const (
 	// operation and its PartitionChangeBatch record (many partitions'
 	// changes in one raft entry).
 	MetadataVersionAlterPartitionBatch int16 = 3
+	// MetadataVersionRemoteLogMetadata: RemoteSegment records (tiered
+	// storage's remote log segment metadata) and their snapshot section.
+	// Level 4 is the delegation tokens'.
+	MetadataVersionRemoteLogMetadata int16 = 5
 	// LatestMetadataVersion is the highest level this build knows.
-	LatestMetadataVersion = MetadataVersionAlterPartitionBatch
+	LatestMetadataVersion = MetadataVersionRemoteLogMetadata
 )
 
 // Range is the levels a node supports of a feature, both ends included
