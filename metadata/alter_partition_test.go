@@ -55,7 +55,7 @@ func TestAlterPartitionBatch(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s := openReady(t, testConfig(t.TempDir()))
-	if mv := s.Image().Features()[features.MetadataVersion]; mv != features.MetadataVersionAlterPartitionBatch {
+	if mv := s.Image().Features()[features.MetadataVersion]; mv != features.LatestMetadataVersion {
 		t.Fatalf("a new cluster is at metadata.version %d", mv)
 	}
 	batchTopic(ctx, t, s)
