@@ -332,6 +332,11 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	wg.Go(func() { n.groups.Run(bg) })
 	wg.Go(func() { n.handlers.RunAutoCreate(bg) })
 	wg.Go(func() { n.txns.Run(bg); n.txnClients.Close() })
+	if err := n.startTiered(bg, &wg); err != nil { // tiered.go
+		stopBG()
+		wg.Wait()
+		return fmt.Errorf("tiered storage: %w", err)
+	}
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/kbroker/kbroker/wire/record"
 )
@@ -23,6 +24,8 @@ type ReaderConfig struct {
 	// Threads bounds the store fetches in flight, reads and read-ahead
 	// together (remote.log.reader.threads).
 	Threads int
+	// FetchTimeout bounds one fetch from the store (0: 30 s).
+	FetchTimeout time.Duration
 }
 
 // ErrOffsetNotInSegment: a read asked a segment for an offset it does not
@@ -74,6 +77,9 @@ func NewReader(store Storage, cfg ReaderConfig) *Reader {
 	cfg.CacheBytes = max(cfg.CacheBytes, cfg.ChunkSize)
 	if cfg.Threads <= 0 {
 		cfg.Threads = 10
+	}
+	if cfg.FetchTimeout <= 0 {
+		cfg.FetchTimeout = 30 * time.Second
 	}
 	r := &Reader{store: store, cfg: cfg, sem: make(chan struct{}, cfg.Threads)}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -192,62 +198,60 @@ func (r *Reader) readAt(ctx context.Context, seg Segment, pos int64, n int) ([]b
 	return out, nil
 }
 
-// readAhead fetches k in the background if it is not cached and a fetch
-// slot is free.
-func (r *Reader) readAhead(seg Segment, k chunkKey) {
-	r.mu.Lock()
-	_, have := r.mu.entries[k]
-	r.mu.Unlock()
-	if have || r.ctx.Err() != nil {
-		return
-	}
-	select {
-	case r.sem <- struct{}{}:
-	default:
-		return
-	}
-	r.wg.Add(1)
-	go func() {
-		defer r.wg.Done()
-		<-r.sem
-		_, _ = r.get(r.ctx, seg, k)
-	}()
-}
+// readAhead starts fetching k if it is not cached.
+func (r *Reader) readAhead(seg Segment, k chunkKey) { r.start(seg, k) }
 
-// get returns a cached chunk or fetches it; concurrent gets of one chunk
-// share one fetch.
-func (r *Reader) get(ctx context.Context, seg Segment, k chunkKey) ([]byte, error) {
+// start returns k's entry, starting its fetch if it has none. The fetch
+// runs on a goroutine the Reader owns, under the Reader's context with
+// FetchTimeout, so a reader that stops waiting (its fetch's deadline)
+// leaves it to finish and fill the cache for the next read.
+func (r *Reader) start(seg Segment, k chunkKey) *chunk {
 	r.mu.Lock()
-	c, ok := r.mu.entries[k]
-	if ok {
+	defer r.mu.Unlock()
+	if c, ok := r.mu.entries[k]; ok {
 		if c.elem != nil {
 			r.mu.lru.MoveToFront(c.elem)
 		}
-		r.mu.Unlock()
-		select {
-		case <-c.ready:
-			return c.data, c.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		return c
 	}
-	c = &chunk{key: k, ready: make(chan struct{})}
+	c := &chunk{key: k, ready: make(chan struct{})}
+	if r.ctx.Err() != nil {
+		c.err = r.ctx.Err()
+		close(c.ready)
+		return c
+	}
 	r.mu.entries[k] = c
-	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		ctx, cancel := context.WithTimeout(r.ctx, r.cfg.FetchTimeout)
+		data, err := r.fetch(ctx, seg, k)
+		cancel()
+		r.mu.Lock()
+		c.data, c.err = data, err
+		if err != nil {
+			delete(r.mu.entries, k)
+		} else {
+			c.elem = r.mu.lru.PushFront(c)
+			r.mu.bytes += int64(len(data))
+			r.evictLocked()
+		}
+		r.mu.Unlock()
+		close(c.ready)
+	}()
+	return c
+}
 
-	data, err := r.fetch(ctx, seg, k)
-	r.mu.Lock()
-	c.data, c.err = data, err
-	if err != nil {
-		delete(r.mu.entries, k)
-	} else {
-		c.elem = r.mu.lru.PushFront(c)
-		r.mu.bytes += int64(len(data))
-		r.evictLocked()
+// get returns k's bytes, from the cache or the store, waiting at most
+// until ctx ends.
+func (r *Reader) get(ctx context.Context, seg Segment, k chunkKey) ([]byte, error) {
+	c := r.start(seg, k)
+	select {
+	case <-c.ready:
+		return c.data, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	r.mu.Unlock()
-	close(c.ready)
-	return data, err
 }
 
 func (r *Reader) evictLocked() {

@@ -190,3 +190,6 @@ func notFound(err error) bool {
 	var ae smithy.APIError
 	return errors.As(err, &ae) && (ae.ErrorCode() == "NoSuchKey" || ae.ErrorCode() == "NotFound")
 }
+
+// String names the store without its credentials.
+func (s *S3) String() string { return s.cfg.String() }
