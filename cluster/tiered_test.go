@@ -202,7 +202,7 @@ func TestTieredStorage(t *testing.T) {
 		}
 		keys, err := st.Objects(ctx, remote.Key(orphanSeg, remote.FileOffsetIndex))
 		if err != nil || len(keys) > 0 {
-			return fmt.Errorf("abandoned objects %v, %v", keys, err)
+			return fmt.Errorf("abandoned objects %v: %w", keys, err)
 		}
 		return nil
 	}, "the new leader cleans up the abandoned upload")

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"math"
 	"regexp"
 	"strconv"
@@ -172,15 +171,6 @@ func checkGzipLevel(v string) error {
 		return errString(strconv.Quote(v) + " is not -1 or a level from 1 to 9")
 	}
 	return nil
-}
-
-func refuseTrue(why string) func(bool) error {
-	return func(x bool) error {
-		if x {
-			return errors.New(why)
-		}
-		return nil
-	}
 }
 
 // throttledReplica is one entry of a *.replication.throttled.replicas

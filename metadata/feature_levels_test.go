@@ -139,11 +139,12 @@ func TestRefuseUnsupportedLevel(t *testing.T) {
 	defer cancel()
 	cfg := testConfig(t.TempDir())
 	s := openReady(t, cfg)
-	// A newer build's controller finalized metadata.version 4.
-	if _, err := s.propose(ctx, recFeatureLevel, &featureLevelRecord{Feature: features.MetadataVersion, Level: 4}); err != nil {
+	// A newer build's controller finalized a metadata.version above ours.
+	above := features.LatestMetadataVersion + 1
+	if _, err := s.propose(ctx, recFeatureLevel, &featureLevelRecord{Feature: features.MetadataVersion, Level: above}); err != nil {
 		t.Fatal(err)
 	}
-	want := "the cluster finalized metadata.version at level 4, and this build supports levels 1-3"
+	want := fmt.Sprintf("the cluster finalized metadata.version at level %d, and this build supports levels 1-%d", above, features.LatestMetadataVersion)
 	if err := CheckSupported(s.Image()); !errors.Is(err, ErrUnsupportedFeature) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("CheckSupported: %v", err)
 	}
