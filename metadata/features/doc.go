@@ -25,6 +25,9 @@
 //	                             raft entry: the AlterPartition controller operation and
 //	                             its PartitionChangeBatch record; below 3 brokers send
 //	                             one ChangePartition per partition
+//	                     4       (delegation tokens; another branch)
+//	                     5       tiered storage's RemoteSegment records (remote log
+//	                             segment metadata) and their snapshot section
 //	kraft.version        1       the voter set changes with AddRaftVoter/RemoveRaftVoter
 //	                             (KIP-853), as it always could in kbroker: the
 //	                             configuration lives in hashicorp/raft's log, not in
