@@ -347,6 +347,11 @@ func (n *Node) Run(ctx context.Context) (err error) {
 	shareWG.Go(func() { n.shares.Run(bg) })
 	shareWG.Go(func() { n.shareParts.Run(bg) })
 	wg.Go(func() { n.txns.Run(bg); shareWG.Wait(); n.txnClients.Close() })
+	if err := n.startTiered(bg, &wg); err != nil { // tiered.go
+		stopBG()
+		wg.Wait()
+		return fmt.Errorf("tiered storage: %w", err)
+	}
 	if cfg.AdminListener != "" {
 		ln, err := net.Listen("tcp", cfg.AdminListener)
 		if err != nil {

@@ -124,7 +124,8 @@ func TestNewTopicKeysOverTheWire(t *testing.T) {
 		t.Fatalf("delete.retention.ms from the broker: %v %v %+v", *c.Value, c.Source, c.ConfigSynonyms)
 	}
 
-	// Tiered storage is refused at creation, with the reason.
+	// Tiered storage is refused at creation on a broker without
+	// remote.log.storage.system.enable, with the reason.
 	req := kmsg.NewPtrCreateTopicsRequest()
 	rt := kmsg.NewCreateTopicsRequestTopic()
 	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "tiered", 1, 1
@@ -136,7 +137,7 @@ func TestNewTopicKeysOverTheWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := resp.Topics[0]
-	if tr.ErrorCode != kerr.InvalidConfig.Code || tr.ErrorMessage == nil || !strings.Contains(*tr.ErrorMessage, "tiered storage is not supported") {
+	if tr.ErrorCode != kerr.InvalidConfig.Code || tr.ErrorMessage == nil || !strings.Contains(*tr.ErrorMessage, "remote.log.storage.system.enable=false") {
 		t.Fatalf("remote.storage.enable=true: code %d message %v", tr.ErrorCode, tr.ErrorMessage)
 	}
 }

@@ -226,26 +226,34 @@ type Config struct {
 	DelegationTokenExpiryCheckIntervalMs int64  `kafka:"delegation.token.expiry.check.interval.ms"`
 
 	// Log and cleaner keys (log_keys.go).
-	LogRollJitterMs                  int64    `kafka:"log.roll.jitter.ms"`
-	LogSegmentDeleteDelayMs          int64    `kafka:"log.segment.delete.delay.ms"`
-	LogPreallocate                   bool     `kafka:"log.preallocate"`
-	LogCleanerMinCleanableRatio      float64  `kafka:"log.cleaner.min.cleanable.ratio"`
-	LogCleanerDeleteRetentionMs      int64    `kafka:"log.cleaner.delete.retention.ms"`
-	LogCleanerMinCompactionLagMs     int64    `kafka:"log.cleaner.min.compaction.lag.ms"`
-	LogCleanerMaxCompactionLagMs     int64    `kafka:"log.cleaner.max.compaction.lag.ms"`
-	LogCleanerEnable                 bool     `kafka:"log.cleaner.enable"`
-	LogCleanerBackoffMs              int64    `kafka:"log.cleaner.backoff.ms"`
-	LogCleanerDedupeBufferSize       int64    `kafka:"log.cleaner.dedupe.buffer.size"`
-	LogCleanerIOMaxBytesPerSecond    float64  `kafka:"log.cleaner.io.max.bytes.per.second"`
-	LogCleanerThreads                int32    `kafka:"log.cleaner.threads"`
-	LogScrubberBytesPerSecond        int64    `kafka:"log.scrubber.bytes.per.second"`
-	CompressionGzipLevel             int32    `kafka:"compression.gzip.level"`
-	CompressionLz4Level              int32    `kafka:"compression.lz4.level"`
-	CompressionZstdLevel             int32    `kafka:"compression.zstd.level"`
-	LogLocalRetentionMs              int64    `kafka:"log.local.retention.ms"`
-	LogLocalRetentionBytes           int64    `kafka:"log.local.retention.bytes"`
-	RemoteLogStorageSystemEnable     bool     `kafka:"remote.log.storage.system.enable"`
-	ControllerQuorumBootstrapServers []string `kafka:"controller.quorum.bootstrap.servers"`
+	LogRollJitterMs               int64   `kafka:"log.roll.jitter.ms"`
+	LogSegmentDeleteDelayMs       int64   `kafka:"log.segment.delete.delay.ms"`
+	LogPreallocate                bool    `kafka:"log.preallocate"`
+	LogCleanerMinCleanableRatio   float64 `kafka:"log.cleaner.min.cleanable.ratio"`
+	LogCleanerDeleteRetentionMs   int64   `kafka:"log.cleaner.delete.retention.ms"`
+	LogCleanerMinCompactionLagMs  int64   `kafka:"log.cleaner.min.compaction.lag.ms"`
+	LogCleanerMaxCompactionLagMs  int64   `kafka:"log.cleaner.max.compaction.lag.ms"`
+	LogCleanerEnable              bool    `kafka:"log.cleaner.enable"`
+	LogCleanerBackoffMs           int64   `kafka:"log.cleaner.backoff.ms"`
+	LogCleanerDedupeBufferSize    int64   `kafka:"log.cleaner.dedupe.buffer.size"`
+	LogCleanerIOMaxBytesPerSecond float64 `kafka:"log.cleaner.io.max.bytes.per.second"`
+	LogCleanerThreads             int32   `kafka:"log.cleaner.threads"`
+	LogScrubberBytesPerSecond     int64   `kafka:"log.scrubber.bytes.per.second"`
+	CompressionGzipLevel          int32   `kafka:"compression.gzip.level"`
+	CompressionLz4Level           int32   `kafka:"compression.lz4.level"`
+	CompressionZstdLevel          int32   `kafka:"compression.zstd.level"`
+	LogLocalRetentionMs           int64   `kafka:"log.local.retention.ms"`
+	LogLocalRetentionBytes        int64   `kafka:"log.local.retention.bytes"`
+	RemoteLogStorageSystemEnable  bool    `kafka:"remote.log.storage.system.enable"`
+	// Tiered storage (remote_keys.go).
+	RemoteLogManagerTaskIntervalMs        int64         `kafka:"remote.log.manager.task.interval.ms"`
+	RemoteLogManagerCopierThreadPoolSize  int32         `kafka:"remote.log.manager.copier.thread.pool.size"`
+	RemoteLogManagerTaskRetryBackoffMs    int64         `kafka:"remote.log.manager.task.retry.backoff.ms"`
+	RemoteLogManagerTaskRetryBackoffMaxMs int64         `kafka:"remote.log.manager.task.retry.backoff.max.ms"`
+	RemoteLogReaderThreads                int32         `kafka:"remote.log.reader.threads"`
+	RemoteFetchMaxWaitMs                  int32         `kafka:"remote.fetch.max.wait.ms"`
+	RemoteStorage                         RemoteStorage `kafka:"-"`
+	ControllerQuorumBootstrapServers      []string      `kafka:"controller.quorum.bootstrap.servers"`
 
 	// Ignored are the Kafka broker keys that were set and that kbroker
 	// accepts without effect (ignored_keys.go), sorted by name, for the

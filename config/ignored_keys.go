@@ -29,7 +29,7 @@ const (
 	whyJVM      = "a Java/JVM setting"
 	whyRaft     = "the metadata quorum runs on hashicorp/raft with its own timeouts"
 	whyMetaLog  = "the metadata log is hashicorp/raft's, snapshotted by its own rules"
-	whyNoTier   = "no tiered storage"
+	whyNoTier   = "tiered storage is built in: no plugins, no remote quotas yet"
 	whyNoPolicy = "no pluggable Java policies"
 	whyPurge    = "no purgatory purge intervals: waiting requests are removed when they complete"
 	whyNewGroup = "KIP-848 groups use fixed bounds"
@@ -160,7 +160,7 @@ var ignoredKeys = []ignoredKey{
 	{"alter.log.dirs.replication.quota.window.num", TypeInt, whyQuota},
 	{"alter.log.dirs.replication.quota.window.size.seconds", TypeInt, whyQuota},
 
-	// Tiered storage (remote.log.storage.system.enable=true is refused).
+	// Tiered storage: the plugin and metadata-manager keys (kbroker's are built in, remote_keys.go) and the quotas not implemented.
 	{"remote.log.storage.manager.class.name", TypeString, whyNoTier},
 	{"remote.log.storage.manager.class.path", TypeString, whyNoTier},
 	{"remote.log.storage.manager.impl.prefix", TypeString, whyNoTier},
@@ -170,12 +170,8 @@ var ignoredKeys = []ignoredKey{
 	{"remote.log.metadata.manager.listener.name", TypeString, whyNoTier},
 	{"remote.log.index.file.cache.total.size.bytes", TypeLong, whyNoTier},
 	{"remote.log.manager.thread.pool.size", TypeInt, whyNoTier},
-	{"remote.log.manager.copier.thread.pool.size", TypeInt, whyNoTier},
 	{"remote.log.manager.expiration.thread.pool.size", TypeInt, whyNoTier},
-	{"remote.log.manager.task.interval.ms", TypeLong, whyNoTier},
-	{"remote.log.reader.threads", TypeInt, whyNoTier},
 	{"remote.log.reader.max.pending.tasks", TypeInt, whyNoTier},
-	{"remote.fetch.max.wait.ms", TypeInt, whyNoTier},
 	{"remote.list.offsets.request.timeout.ms", TypeLong, whyNoTier},
 	{"remote.log.manager.copy.max.bytes.per.second", TypeLong, whyNoTier},
 	{"remote.log.manager.copy.quota.window.num", TypeInt, whyNoTier},
@@ -183,8 +179,6 @@ var ignoredKeys = []ignoredKey{
 	{"remote.log.manager.fetch.max.bytes.per.second", TypeLong, whyNoTier},
 	{"remote.log.manager.fetch.quota.window.num", TypeInt, whyNoTier},
 	{"remote.log.manager.fetch.quota.window.size.seconds", TypeInt, whyNoTier},
-	{"remote.log.manager.task.retry.backoff.ms", TypeLong, whyNoTier},
-	{"remote.log.manager.task.retry.backoff.max.ms", TypeLong, whyNoTier},
 	{"remote.log.manager.task.retry.jitter", TypeDouble, whyNoTier},
 	{"remote.log.metadata.custom.metadata.max.bytes", TypeInt, whyNoTier},
 }

@@ -171,7 +171,7 @@ const (
 // keys is the table of broker keys, in no particular order (Keys sorts):
 // the core keys below, the log and cleaner keys of log_keys.go and the
 // security keys of security.go.
-var keys = slices.Concat(coreKeys, logKeys, securityKeys, replicationQuotaKeys, delegationTokenKeys)
+var keys = slices.Concat(coreKeys, logKeys, securityKeys, replicationQuotaKeys, delegationTokenKeys, remoteKeys)
 
 var coreKeys = []brokerKey{
 	intKey("node.id", "1", "This node's id, unique in the cluster.", 0,

@@ -49,18 +49,15 @@ var logKeys = []brokerKey{
 		func(c *Config) *int32 { return &c.CompressionLz4Level }),
 	intKey("compression.zstd.level", "3", "zstd level (-131072 to 22) when the broker compresses (topic: compression.zstd.level).", minZstdLevel,
 		func(c *Config) *int32 { return &c.CompressionZstdLevel }),
-	intKey("log.local.retention.ms", "-2", "Tiered storage: local retention; -2 means log.retention.ms. Accepted; no tiered storage (topic: local.retention.ms).", -2,
+	intKey("log.local.retention.ms", "-2", "Tiered storage: how long segments copied to remote storage stay on local disk; -2 means log.retention.ms (topic: local.retention.ms).", -2,
 		func(c *Config) *int64 { return &c.LogLocalRetentionMs }),
-	intKey("log.local.retention.bytes", "-2", "Tiered storage: local retention size; -2 means log.retention.bytes. Accepted; no tiered storage (topic: local.retention.bytes).", -2,
+	intKey("log.local.retention.bytes", "-2", "Tiered storage: local bytes a partition keeps of what is copied to remote storage; -2 means log.retention.bytes (topic: local.retention.bytes).", -2,
 		func(c *Config) *int64 { return &c.LogLocalRetentionBytes }),
 	{
 		name: "remote.log.storage.system.enable", def: "false", typ: TypeBoolean,
-		doc: "Tiered storage; kbroker has none, so only false is accepted.",
+		doc: "Tiered storage: topics with remote.storage.enable=true copy their closed segments to the S3-compatible store of the rsm.config.storage.* keys and serve them from there once local retention deleted them.",
 		parse: func(b *builder, v string) error {
 			x, err := parseBool(v)
-			if err == nil && x {
-				return errString("tiered storage is not supported by kbroker; remove the key or set it to false")
-			}
 			b.RemoteLogStorageSystemEnable = x
 			return err
 		},

@@ -57,7 +57,8 @@ func TestSecurityKeys(t *testing.T) {
 		}
 		secret := strings.Contains(e.Name, "password") || strings.HasSuffix(e.Name, "sasl.jaas.config") ||
 			e.Name == "ssl.keystore.key" || e.Name == "ssl.keystore.certificate.chain" || e.Name == "ssl.truststore.certificates" ||
-			e.Name == "delegation.token.secret.key"
+			e.Name == "delegation.token.secret.key" ||
+			e.Name == "rsm.config.storage.aws.secret.access.key"
 		if secret != e.Sensitive {
 			t.Errorf("%s: Sensitive = %v", e.Name, e.Sensitive)
 		}

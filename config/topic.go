@@ -42,8 +42,8 @@ type TopicConfig struct {
 	// and validated; not enforced yet.
 	LeaderReplicationThrottledReplicas   string // leader.replication.throttled.replicas
 	FollowerReplicationThrottledReplicas string // follower.replication.throttled.replicas
-	// Tiered storage keys: accepted with Kafka's defaults; kbroker has no
-	// remote storage, so remote.storage.enable=true is refused.
+	// Tiered storage keys (package tiered); remote.log.copy.disable and
+	// remote.log.delete.on.disable are accepted without effect.
 	RemoteStorageEnable      bool  // remote.storage.enable
 	LocalRetentionMs         int64 // local.retention.ms; -2 means retention.ms
 	LocalRetentionBytes      int64 // local.retention.bytes; -2 means retention.bytes
@@ -195,6 +195,9 @@ func (c *Config) ValidateTopicConfigs(overrides map[string]string) error {
 		if err := k.check(c, overrides[name]); err != nil {
 			return &Error{Key: name, Msg: err.Error(), Err: ErrInvalid}
 		}
+	}
+	if err := checkRemoteCompact(c.ResolveTopic(overrides)); err != nil {
+		return &Error{Key: "remote.storage.enable", Msg: err.Error(), Err: ErrInvalid}
 	}
 	return nil
 }

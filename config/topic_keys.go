@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"math"
 	"regexp"
 	"strconv"
@@ -121,13 +120,13 @@ var topicKeys = []topicKey{
 		func(t *TopicConfig) *string { return &t.LeaderReplicationThrottledReplicas }),
 	throttledReplicas("follower.replication.throttled.replicas", "Replicas (partition:broker, or *) whose follower-side replication is throttled to follower.replication.throttled.rate on that broker.",
 		func(t *TopicConfig) *string { return &t.FollowerReplicationThrottledReplicas }),
-	topicBool("remote.storage.enable", "", "Tiered storage; kbroker has none, so only false is accepted.", refuseTrue("tiered storage is not supported by kbroker"),
+	withBound(topicBool("remote.storage.enable", "", "Tiered storage: copy closed segments to remote storage (needs the broker's remote.log.storage.system.enable; not with cleanup.policy compact).", nil,
 		func(t *TopicConfig) *bool { return &t.RemoteStorageEnable },
-		func(*Config) bool { return false }),
-	topicInt("local.retention.ms", "log.local.retention.ms", "Tiered storage: local retention; -2 means retention.ms. Accepted; without tiered storage retention.ms applies.", -2,
+		func(*Config) bool { return false }), checkRemoteStorageEnable),
+	topicInt("local.retention.ms", "log.local.retention.ms", "Tiered storage: how long segments copied to remote storage stay on local disk; -2 means retention.ms. Without remote.storage.enable retention.ms applies.", -2,
 		func(t *TopicConfig) *int64 { return &t.LocalRetentionMs },
 		func(c *Config) int64 { return c.LogLocalRetentionMs }),
-	topicInt("local.retention.bytes", "log.local.retention.bytes", "Tiered storage: local retention size; -2 means retention.bytes. Accepted; without tiered storage retention.bytes applies.", -2,
+	topicInt("local.retention.bytes", "log.local.retention.bytes", "Tiered storage: local bytes kept of what is copied to remote storage; -2 means retention.bytes. Without remote.storage.enable retention.bytes applies.", -2,
 		func(t *TopicConfig) *int64 { return &t.LocalRetentionBytes },
 		func(c *Config) int64 { return c.LogLocalRetentionBytes }),
 	topicBool("remote.log.copy.disable", "", "Tiered storage: stop copying segments to remote storage. Accepted; no effect without tiered storage.", nil,
@@ -172,15 +171,6 @@ func checkGzipLevel(v string) error {
 		return errString(strconv.Quote(v) + " is not -1 or a level from 1 to 9")
 	}
 	return nil
-}
-
-func refuseTrue(why string) func(bool) error {
-	return func(x bool) error {
-		if x {
-			return errors.New(why)
-		}
-		return nil
-	}
 }
 
 // throttledReplica is one entry of a *.replication.throttled.replicas

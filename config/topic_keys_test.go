@@ -56,7 +56,7 @@ func TestTopicKeysTable(t *testing.T) {
 		{"message.downconversion.enable", "false", "", "no", "not a boolean", ""},
 		{"leader.replication.throttled.replicas", "0:1, 1:2", "0:1,1:2", "0-1", "partition:broker", ""},
 		{"follower.replication.throttled.replicas", "*", "", "*,0:1", "partition:broker", ""},
-		{"remote.storage.enable", "false", "", "true", "tiered storage is not supported", ""},
+		{"remote.storage.enable", "false", "", "true", "remote.log.storage.system.enable=false", ""},
 		{"local.retention.ms", "1000", "", "-3", "less than the minimum -2", "2000"},
 		{"local.retention.bytes", "-1", "", "-3", "less than the minimum -2", "2000"},
 		{"remote.log.copy.disable", "true", "", "1", "not a boolean", ""},
@@ -204,13 +204,39 @@ func TestQuorumBootstrapServers(t *testing.T) {
 	}
 }
 
-func TestTieredStorageRefused(t *testing.T) {
+// Tiered storage needs a bucket; remote.storage.enable=true needs the
+// broker switch and a topic that is not compacted.
+func TestTieredStorageKeys(t *testing.T) {
 	_, err := Load("", nil, []string{"remote.log.storage.system.enable=true"})
-	if err == nil || !strings.Contains(err.Error(), "tiered storage is not supported") {
-		t.Fatalf("%v", err)
+	if err == nil || !strings.Contains(err.Error(), "rsm.config.storage.s3.bucket.name") {
+		t.Fatalf("no bucket: %v", err)
 	}
-	if _, err := Load("", nil, []string{"remote.log.storage.system.enable=false", "remote.log.manager.thread.pool.size=2"}); err != nil {
+	c, err := Load("", nil, []string{"remote.log.storage.system.enable=true", "rsm.config.storage.s3.bucket.name=b",
+		"rsm.config.storage.aws.secret.access.key=topsecret", "remote.log.manager.thread.pool.size=2"})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if c.RemoteStorage.S3BucketName != "b" || c.RemoteStorage.ChunkSize != 4<<20 || c.RemoteLogManagerTaskIntervalMs != 30000 {
+		t.Fatalf("loaded %+v, interval %d", c.RemoteStorage, c.RemoteLogManagerTaskIntervalMs)
+	}
+	for _, e := range c.BrokerConfigEntries() {
+		if strings.Contains(e.Value, "topsecret") {
+			t.Errorf("%s shows the secret access key", e.Name)
+		}
+	}
+	tests := []struct {
+		overrides map[string]string
+		bad       string
+	}{
+		{map[string]string{"remote.storage.enable": "true"}, ""},
+		{map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact"}, "compacted"},
+		{map[string]string{"remote.storage.enable": "true", "cleanup.policy": "compact,delete"}, "compacted"},
+	}
+	for _, tc := range tests {
+		err := c.ValidateTopicConfigs(tc.overrides)
+		if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)) {
+			t.Errorf("%v: %v, want %q", tc.overrides, err, tc.bad)
+		}
 	}
 }
 

@@ -21,6 +21,7 @@ func (c *Config) Validate() error {
 	}
 
 	errs = append(errs, c.checkLogKeys()...)
+	add(checkRemoteStorage(c))
 	if len(c.LogDirs) == 0 {
 		add(invalid("log.dirs", "must name at least one directory"))
 	}

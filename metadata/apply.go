@@ -80,6 +80,8 @@ func applyEntry(img *Image, index uint64, data []byte) (*Image, any) {
 		err = applyDelegationToken(next, r)
 	case *removeDelegationTokenRecord:
 		err = applyRemoveDelegationToken(next, r)
+	case *remoteSegmentRecord:
+		err = applyRemoteSegment(next, r)
 	}
 	if err != nil {
 		// Rejected: nothing but the offset changes.
@@ -267,6 +269,7 @@ func applyDeleteTopic(img *Image, r *deleteTopicRecord) error {
 		return fmt.Errorf("%w: id %x", ErrUnknownTopic, r.TopicID)
 	}
 	img.withoutTopic(t)
+	img.withoutRemoteTopic(t.ID)
 	return nil
 }
 

@@ -139,7 +139,7 @@ func TestRefuseUnsupportedLevel(t *testing.T) {
 	defer cancel()
 	cfg := testConfig(t.TempDir())
 	s := openReady(t, cfg)
-	// A newer build's controller finalized the level above this build's.
+	// A newer build's controller finalized a metadata.version above ours.
 	above := features.LatestMetadataVersion + 1
 	if _, err := s.propose(ctx, recFeatureLevel, &featureLevelRecord{Feature: features.MetadataVersion, Level: above}); err != nil {
 		t.Fatal(err)

@@ -211,6 +211,9 @@ type snapshotFile struct {
 	// Features and FeaturesEpoch: version 2 only.
 	Features      map[string]int16 `json:"features,omitempty"`
 	FeaturesEpoch int64            `json:"featuresEpoch,omitempty"`
+	// RemoteSegments: version 2, written from metadata.version 5 on (an
+	// older cluster has none); absent means none.
+	RemoteSegments []remotePartitionSegments `json:"remoteSegments,omitempty"`
 }
 
 func writeSnapshot(w io.Writer, img *Image) error {
@@ -231,6 +234,7 @@ func writeSnapshot(w io.Writer, img *Image) error {
 		Scram:          img.ScramCredentials(),
 		Quotas:         img.QuotaEntries(),
 		Tokens:         img.DelegationTokens(),
+		RemoteSegments: sortedRemote(img),
 	}
 	if img.features != nil {
 		sf.Version, sf.Features, sf.FeaturesEpoch = snapshotVersion, img.features, img.featuresEpoch
@@ -262,6 +266,12 @@ func readSnapshot(r io.Reader) (*Image, error) {
 	img := emptyImage()
 	img.features, img.featuresEpoch = sf.Features, sf.FeaturesEpoch
 	img.Offset = sf.Offset
+	for _, r := range sf.RemoteSegments {
+		if img.remote == nil {
+			img.remote = map[RemotePartition][]*RemoteSegment{}
+		}
+		img.remote[r.RemotePartition] = r.Segments
+	}
 	img.ClusterConfigs = sf.ClusterConfigs
 	img.BrokerConfigs = sf.BrokerConfigs
 	img.GroupConfigs = sf.GroupConfigs

@@ -45,6 +45,9 @@ type Image struct {
 	// featuresEpoch the index of their last change (feature_levels.go).
 	features      map[string]int16
 	featuresEpoch int64
+	// remote holds the remote log segments by partition
+	// (remote_segments.go); replaced whole, copy-on-write.
+	remote map[RemotePartition][]*RemoteSegment
 
 	// Indexes derived from Topics, so that no record and no request
 	// needs a pass over every partition (or a sort of every name) for

@@ -27,6 +27,9 @@ const (
 	recRemoveAccessControlEntry  recordType = 12
 	recUserScramCredential       recordType = 13
 	recRemoveUserScramCredential recordType = 14
+
+	// Tiered storage (remote_segments.go), numbered from 100.
+	recRemoteSegment recordType = 100
 )
 
 var recordNames = map[recordType]string{
@@ -45,6 +48,7 @@ var recordNames = map[recordType]string{
 	recRemoveAccessControlEntry:  "RemoveAccessControlEntry",
 	recUserScramCredential:       "UserScramCredential",
 	recRemoveUserScramCredential: "RemoveUserScramCredential",
+	recRemoteSegment:             "RemoteSegment",
 }
 
 func (t recordType) String() string {
@@ -242,6 +246,8 @@ func decodeRecord(data []byte) (recordType, any, error) {
 		p = &DelegationToken{}
 	case recRemoveDelegationToken:
 		p = &removeDelegationTokenRecord{}
+	case recRemoteSegment:
+		p = &remoteSegmentRecord{}
 	default:
 		return env.Type, nil, fmt.Errorf("%w: type %v", ErrUnsupportedRecord, env.Type)
 	}

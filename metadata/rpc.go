@@ -54,6 +54,7 @@ var errorCodes = []struct {
 	{"VOTER_NOT_READY", ErrVoterNotReady},
 	{"VOTER_CHANGE_REFUSED", ErrVoterChangeRefused},
 	{"CLOSED", ErrClosed},
+	{"INVALID_REMOTE_SEGMENT_STATE", ErrInvalidRemoteSegmentState},
 	{"STALE_PRODUCER_ID_BLOCK", errStaleProducerIDBlock},
 	{"TIMEOUT", context.DeadlineExceeded},
 	{"CANCELED", context.Canceled},

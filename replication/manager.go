@@ -518,6 +518,9 @@ func logConfig(c config.TopicConfig) storage.LogConfig {
 	lc.MessageTimestampAfterMaxMs = c.MessageTimestampAfterMaxMs
 	lc.RetentionMs = c.RetentionMs
 	lc.RetentionBytes = c.RetentionBytes
+	lc.RemoteStorageEnable = c.RemoteStorageEnable
+	lc.LocalRetentionMs = c.LocalRetentionMs
+	lc.LocalRetentionBytes = c.LocalRetentionBytes
 	lc.MinCleanableDirtyRatio = c.MinCleanableDirtyRatio
 	lc.DeleteRetentionMs = c.DeleteRetentionMs
 	lc.MinCompactionLagMs = c.MinCompactionLagMs

@@ -88,6 +88,8 @@ type hooks struct {
 	onRoleChange    func(TopicPartition)
 	onUnreachable   func(leader int32, refused bool)
 	onReachable     func(leader int32)
+	// remote serves reads below the local log start (remote.go).
+	remote atomic.Pointer[RemoteLog]
 }
 
 func (h *hooks) leaderUnreachable(leader int32, refused bool) {
@@ -172,8 +174,18 @@ func (p *Partition) HighWatermark() int64 { return p.highWatermark.Load() }
 // LogEndOffset returns the local log end offset.
 func (p *Partition) LogEndOffset() int64 { return p.log.LogEndOffset() }
 
-// LogStartOffset returns the local log start offset.
-func (p *Partition) LogStartOffset() int64 { return p.log.LogStartOffset() }
+// LogStartOffset returns the log start offset: the remote log's when the
+// partition has remote storage that starts earlier (remote.go), else the
+// local one.
+func (p *Partition) LogStartOffset() int64 {
+	local := p.log.LogStartOffset()
+	if r := p.remoteLog(); r != nil {
+		if s, ok := r.LogStartOffset(p.TP, p.TopicID); ok && s < local {
+			return s
+		}
+	}
+	return local
+}
 
 // Log exposes the partition's log for reads that need it directly.
 func (p *Partition) Log() *storage.Log { return p.log }
@@ -294,11 +306,14 @@ func (p *Partition) ReadPooled(offset int64, maxBytes int, minOneBatch bool, buf
 		return FetchResult{}, ErrNotLeader
 	}
 	hw := p.HighWatermark()
+	if r := p.remoteLog(); r != nil && offset < p.log.LogStartOffset() {
+		return p.readRemote(r, offset, maxBytes, minOneBatch, hw)
+	}
 	recs, err := p.log.ReadPooled(offset, maxBytes, hw, minOneBatch, bufs)
 	if err != nil {
 		return FetchResult{}, err
 	}
-	return FetchResult{Records: recs, HighWatermark: hw, LogStartOffset: p.log.LogStartOffset()}, nil
+	return FetchResult{Records: recs, HighWatermark: hw, LogStartOffset: p.LogStartOffset()}, nil
 }
 
 // roleChange says what an update changed.

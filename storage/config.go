@@ -70,6 +70,14 @@ type LogConfig struct {
 	// clock (INVALID_TIMESTAMP otherwise).
 	MessageTimestampBeforeMaxMs int64 `kafka:"message.timestamp.before.max.ms"`
 	MessageTimestampAfterMaxMs  int64 `kafka:"message.timestamp.after.max.ms"`
+	// RemoteStorageEnable is remote.storage.enable on a broker with
+	// remote.log.storage.system.enable: retention applies
+	// LocalRetentionMs and LocalRetentionBytes (local.retention.ms and
+	// local.retention.bytes; -2: retention.ms and retention.bytes) to
+	// the segments the remote store holds (tiered.go).
+	RemoteStorageEnable bool  `kafka:"remote.storage.enable"`
+	LocalRetentionMs    int64 `kafka:"local.retention.ms"`
+	LocalRetentionBytes int64 `kafka:"local.retention.bytes"`
 }
 
 // Timestamp types (message.timestamp.type values).
@@ -141,6 +149,8 @@ func DefaultLogConfig() LogConfig {
 		MessageTimestampType:        TimestampCreateTime,
 		MessageTimestampBeforeMaxMs: math.MaxInt64,
 		MessageTimestampAfterMaxMs:  3600000,
+		LocalRetentionMs:            -2,
+		LocalRetentionBytes:         -2,
 	}
 }
 
@@ -173,6 +183,10 @@ func (c LogConfig) Validate() error {
 		return fmt.Errorf("max.compaction.lag.ms: %d must be at least 1", c.MaxCompactionLagMs)
 	case c.SegmentJitter < 0:
 		return fmt.Errorf("segment.jitter.ms: %v must not be negative", c.SegmentJitter)
+	case c.LocalRetentionMs < -2:
+		return fmt.Errorf("local.retention.ms: %d must be at least -2", c.LocalRetentionMs)
+	case c.LocalRetentionBytes < -2:
+		return fmt.Errorf("local.retention.bytes: %d must be at least -2", c.LocalRetentionBytes)
 	case c.FileDeleteDelayMs < 0:
 		return fmt.Errorf("file.delete.delay.ms: %d must not be negative", c.FileDeleteDelayMs)
 	}

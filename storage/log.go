@@ -48,6 +48,10 @@ type Log struct {
 	cleanMu sync.Mutex
 	cleaner cleanerState
 
+	// remoteCopied is the last offset the remote store holds, -1 if
+	// none (tiered.go).
+	remoteCopied atomic.Int64
+
 	// syncMu serializes SyncTo's fsyncs, which run outside mu so that
 	// appends and reads go on meanwhile (group commit).
 	syncMu sync.Mutex
@@ -140,6 +144,7 @@ func OpenLog(dir string, cfg LogConfig, opts LogOptions) (*Log, error) {
 		dirGone: opts.DirGone}
 	l.dirPath.Store(&dir)
 	l.cfg.Store(&cfg)
+	l.remoteCopied.Store(-1)
 	l.mu.producers = make(producerstate.State)
 	l.mu.snapshotOffset = -1
 	if err := l.load(opts.Clean, opts.RecoveryPoint, opts.LogStartOffset); err != nil {

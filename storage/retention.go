@@ -70,6 +70,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 	if !l.config().Delete() {
 		return 0, nil
 	}
+	retentionMs, retentionBytes = l.config().localRetention(retentionMs, retentionBytes) // tiered.go
 	segs := l.mu.segments
 	n := 0
 	if retentionMs >= 0 {
@@ -77,6 +78,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 		for n < len(segs)-1 && (segs[n].size == 0 || segs[n].maxTimestamp >= 0 && nowMs-segs[n].maxTimestamp > retentionMs) {
 			n++
 		}
+		n = l.remoteCapLocked(n)
 		if err := l.deleteOldestLocked(n, "retention.ms"); err != nil {
 			return n, fmt.Errorf("retention %s: %w", l.Dir(), err)
 		}
@@ -94,6 +96,7 @@ func (l *Log) ApplyRetention(now time.Time, retentionMs, retentionBytes int64) (
 			diff -= segs[n].size
 			n++
 		}
+		n = l.remoteCapLocked(n)
 		if err := l.deleteOldestLocked(n, "retention.bytes"); err != nil {
 			return deleted + n, fmt.Errorf("retention %s: %w", l.Dir(), err)
 		}

@@ -6,13 +6,15 @@ package kafkaapi
 // last stable offset for isolation level 1 (read_committed, v2+), -3 (v7)
 // the offset of the record with the largest timestamp, and any other
 // timestamp the first offset whose record timestamp is at least that.
-// The tiered-storage lookups mean, on a broker without tiered storage
-// (as in Kafka with remote storage off): -4 (v8, earliest local) the log
-// start offset, since every record is local; -5 (v9, latest tiered) -1
-// with epoch -1, since nothing is tiered. A negative timestamp the
-// request's version does not know is UNSUPPORTED_VERSION for the
-// partition, as Kafka answers. v10's TimeoutMillis bounds a remote
-// lookup; every lookup here is local and answered at once. Offsets are returned
+// With remote storage (remote.storage.enable) -2 is the remote log's
+// start when it starts earlier; -4 (v8, KIP-1005 earliest local) is the
+// first offset on the leader's disk; -5 (v9, latest tiered) the last
+// offset copied to remote storage, or -1 with epoch -1 when nothing is.
+// Without remote storage -4 is the log start offset and -5 -1. A
+// negative timestamp the request's version does not know is
+// UNSUPPORTED_VERSION for the partition, as Kafka answers. Timestamp
+// lookups search the local log only (not yet the remote one), so v10's
+// TimeoutMillis has nothing to bound and every lookup is answered at once. Offsets are returned
 // with the partition's current leader epoch (v4+), after the client's
 // CurrentLeaderEpoch has been checked. Needs DESCRIBE on each topic
 // (TOPIC_AUTHORIZATION_FAILED per partition).
@@ -104,9 +106,16 @@ func (h *Handlers) listOffset(tp replication.TopicPartition, currentEpoch int32,
 		return part.LastStableOffset(), -1, epoch, nil
 	case timestamp == listLatest:
 		return part.HighWatermark(), -1, epoch, nil
-	case timestamp == listEarliest, timestamp == listEarliestLocal:
+	case timestamp == listEarliest:
+		// With remote storage, the remote log's start (replication remote.go).
 		return part.LogStartOffset(), -1, epoch, nil
+	case timestamp == listEarliestLocal:
+		return part.LocalLogStartOffset(), -1, epoch, nil
 	case timestamp == listLatestTiered:
+		// The last offset copied to remote storage; -1 without any.
+		if off := part.Log().RemoteCopiedOffset(); off >= 0 {
+			return off, -1, epoch, nil
+		}
 		return -1, -1, -1, nil
 	case timestamp == listMaxTimestamp:
 		off, maxTS, found, err := part.Log().OffsetOfMaxTimestamp(part.HighWatermark())

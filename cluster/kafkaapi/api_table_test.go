@@ -21,7 +21,8 @@ var advertisedAPIs = map[int16][2]int16{
 	38: {1, 3}, 39: {1, 2}, 40: {1, 2}, 41: {1, 3},
 	42: {0, 3}, 43: {0, 2}, 44: {0, 1}, 45: {0, 1}, 46: {0, 0}, 47: {0, 0}, 48: {0, 1}, 49: {0, 1}, 50: {0, 0},
 	51: {0, 0}, 55: {0, 2}, 57: {0, 2}, 60: {0, 2}, 61: {0, 0}, 64: {0, 0}, 65: {0, 0}, 66: {0, 2}, 68: {0, 1},
-	69: {0, 1}, 74: {0, 1}, 75: {0, 0}, 80: {0, 0}, 81: {0, 0},
+	69: {0, 1}, 74: {0, 1}, 75: {0, 0}, 76: {1, 1}, 77: {0, 1}, 78: {1, 2}, 79: {1, 2}, 80: {0, 0}, 81: {0, 0},
+	83: {0, 0}, 84: {0, 0}, 85: {0, 1}, 86: {0, 0}, 87: {0, 1}, 90: {0, 1}, 91: {0, 0}, 92: {0, 0},
 }
 
 func TestAdvertisedAPIsAreTheExpectedList(t *testing.T) {
@@ -49,18 +50,6 @@ func TestAdvertisedAPIsAreTheExpectedList(t *testing.T) {
 var kafka41Gaps = map[int16]versionGap{
 	71: kafka4Gaps[71],
 	72: kafka4Gaps[72],
-	76: {"ShareGroupHeartbeat: share groups", true},
-	77: {"ShareGroupDescribe: share groups", true},
-	78: {"ShareFetch: share groups", true},
-	79: {"ShareAcknowledge: share groups", true},
-	83: {"InitializeShareGroupState: share groups", true},
-	84: {"ReadShareGroupState: share groups", true},
-	85: {"WriteShareGroupState: share groups", true},
-	86: {"DeleteShareGroupState: share groups", true},
-	87: {"ReadShareGroupStateSummary: share groups", true},
-	90: {"DescribeShareGroupOffsets: share groups", true},
-	91: {"AlterShareGroupOffsets: share groups", true},
-	92: {"DeleteShareGroupOffsets: share groups", true},
 }
 
 // Against Kafka 4.1's table: every API up to 4.1's maximum but the

@@ -28,6 +28,8 @@
 //	                     4       delegation tokens (KIP-48): the DelegationToken and
 //	                             RemoveDelegationToken records; below 4
 //	                             CreateDelegationToken is refused (UNSUPPORTED_VERSION)
+//	                     5       tiered storage's RemoteSegment records (remote log
+//	                             segment metadata) and their snapshot section
 //	kraft.version        1       the voter set changes with AddRaftVoter/RemoveRaftVoter
 //	                             (KIP-853), as it always could in kbroker: the
 //	                             configuration lives in hashicorp/raft's log, not in

@@ -30,8 +30,11 @@ const (
 	// MetadataVersionDelegationTokens: delegation tokens (KIP-48), the
 	// DelegationToken and RemoveDelegationToken records.
 	MetadataVersionDelegationTokens int16 = 4
+	// MetadataVersionRemoteLogMetadata: RemoteSegment records (tiered
+	// storage's remote log segment metadata) and their snapshot section.
+	MetadataVersionRemoteLogMetadata int16 = 5
 	// LatestMetadataVersion is the highest level this build knows.
-	LatestMetadataVersion = MetadataVersionDelegationTokens
+	LatestMetadataVersion = MetadataVersionRemoteLogMetadata
 )
 
 // Range is the levels a node supports of a feature, both ends included

@@ -60,7 +60,7 @@ func invalidMetadataVersion(level int16, why string) error {
 
 // metadataChanges are the metadata.version levels whose records or files
 // the level below cannot read: a downgrade across one would lose metadata.
-var metadataChanges = []int16{MetadataVersionFeatureLevels, MetadataVersionAlterPartitionBatch, MetadataVersionDelegationTokens}
+var metadataChanges = []int16{MetadataVersionFeatureLevels, MetadataVersionAlterPartitionBatch, MetadataVersionDelegationTokens, MetadataVersionRemoteLogMetadata}
 
 // Plan validates updates as Kafka's FeatureControlManager does, against
 // the finalized levels (with the implied ones) and every node of nodes,
