@@ -45,6 +45,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/replication"
@@ -130,9 +131,9 @@ func (h *Handlers) handleProduce(ctx context.Context, rc *server.RequestContext,
 				tp := replication.TopicPartition{Topic: name, Partition: p.Partition}
 				part, res, err := h.produceOne(ctx, leadershipCtx, tp, p.Records, req.Acks, req.TransactionID)
 				if err != nil {
-					rp.ErrorCode = errorCode(err)
+					rp.ErrorCode = errcode.Of(err)
 					if req.Version >= 8 {
-						rp.ErrorMessage = errorMessage(err)
+						rp.ErrorMessage = errcode.Message(err)
 					}
 					h.logger.Debug("produce refused", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 				} else {

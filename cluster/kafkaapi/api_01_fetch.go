@@ -51,6 +51,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/fetchsession"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
@@ -274,7 +275,7 @@ func (f *delayedFetch) read(skipQuiet bool) (*kmsg.FetchResponse, int, bool) {
 			res, lso, aborted, err := f.node.readConsumerPartition(tp, p.CurrentLeaderEpoch, p.FetchOffset, limit, minOneBatch, req.IsolationLevel == 1, &f.bufs)
 			rp.AbortedTransactions = aborted
 			if err != nil {
-				rp.ErrorCode = errorCode(err)
+				rp.ErrorCode = errcode.Of(err)
 				stop = true
 				if rp.ErrorCode == kerr.OffsetOutOfRange.Code {
 					rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = res.HighWatermark, res.HighWatermark, res.LogStartOffset

@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -73,7 +74,7 @@ func (h *Handlers) handleListOffsets(_ context.Context, rc *server.RequestContex
 			}
 			offset, ts, epoch, err := h.listOffset(replication.TopicPartition{Topic: t.Topic, Partition: p.Partition}, p.CurrentLeaderEpoch, p.Timestamp, req.Version, req.IsolationLevel == 1)
 			if err != nil {
-				rp.ErrorCode = errorCode(err)
+				rp.ErrorCode = errcode.Of(err)
 			} else {
 				rp.Offset, rp.Timestamp, rp.LeaderEpoch = offset, ts, epoch
 			}

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
@@ -111,7 +112,7 @@ func (h *Handlers) handleOffsetCommit(_ context.Context, rc *server.RequestConte
 			ps := resp.Topics[ti].Partitions
 			for pi := range ps {
 				if !refused[k] {
-					ps[pi].ErrorCode = errorCode(errs[i])
+					ps[pi].ErrorCode = errcode.Of(errs[i])
 					i++
 				}
 				k++

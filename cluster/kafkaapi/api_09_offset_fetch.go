@@ -20,6 +20,7 @@ package kafkaapi
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -100,7 +101,7 @@ func (h *Handlers) handleOffsetFetch(_ context.Context, rc *server.RequestContex
 			}
 			out := kmsg.NewOffsetFetchResponseGroup()
 			out.Group = rg.Group
-			out.ErrorCode = errorCode(err)
+			out.ErrorCode = errcode.Of(err)
 			for _, ft := range got {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
 				rt.Topic = ft.Topic
@@ -120,7 +121,7 @@ func (h *Handlers) handleOffsetFetch(_ context.Context, rc *server.RequestContex
 					rp.LeaderEpoch = fo.Offset.LeaderEpoch
 					md := fo.Offset.Metadata
 					rp.Metadata = &md
-					rp.ErrorCode = errorCode(fo.Err)
+					rp.ErrorCode = errcode.Of(fo.Err)
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				out.Topics = append(out.Topics, rt)
@@ -167,14 +168,14 @@ func (h *Handlers) handleOffsetFetch(_ context.Context, rc *server.RequestContex
 				rp := kmsg.NewOffsetFetchResponseTopicPartition()
 				rp.Partition = p
 				rp.Offset = -1
-				rp.ErrorCode = errorCode(err)
+				rp.ErrorCode = errcode.Of(err)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
 		return resp, nil
 	}
-	resp.ErrorCode = errorCode(err)
+	resp.ErrorCode = errcode.Of(err)
 	for _, ft := range got {
 		rt := kmsg.NewOffsetFetchResponseTopic()
 		rt.Topic = ft.Topic
@@ -185,7 +186,7 @@ func (h *Handlers) handleOffsetFetch(_ context.Context, rc *server.RequestContex
 			rp.LeaderEpoch = fo.Offset.LeaderEpoch
 			md := fo.Offset.Metadata
 			rp.Metadata = &md
-			rp.ErrorCode = errorCode(fo.Err)
+			rp.ErrorCode = errcode.Of(fo.Err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

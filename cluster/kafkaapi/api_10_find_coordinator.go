@@ -30,6 +30,7 @@ package kafkaapi
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -101,10 +102,10 @@ func (h *Handlers) handleFindCoordinator(ctx context.Context, rc *server.Request
 	}
 	if req.Version < 4 {
 		id, host, port, err := find(req.CoordinatorKey)
-		resp.ErrorCode = errorCode(err)
+		resp.ErrorCode = errcode.Of(err)
 		resp.NodeID, resp.Host, resp.Port = id, host, port
 		if err != nil && req.Version >= 1 {
-			resp.ErrorMessage = errorMessage(err)
+			resp.ErrorMessage = errcode.Message(err)
 		}
 		return resp, nil
 	}
@@ -112,10 +113,10 @@ func (h *Handlers) handleFindCoordinator(ctx context.Context, rc *server.Request
 		c := kmsg.NewFindCoordinatorResponseCoordinator()
 		c.Key = key
 		id, host, port, err := find(key)
-		c.ErrorCode = errorCode(err)
+		c.ErrorCode = errcode.Of(err)
 		c.NodeID, c.Host, c.Port = id, host, port
 		if err != nil {
-			c.ErrorMessage = errorMessage(err)
+			c.ErrorMessage = errcode.Message(err)
 		}
 		resp.Coordinators = append(resp.Coordinators, c)
 	}

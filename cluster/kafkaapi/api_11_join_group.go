@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
 )
@@ -32,7 +33,7 @@ func (h *Handlers) handleJoinGroup(_ context.Context, rc *server.RequestContext,
 	req := kreq.(*kmsg.JoinGroupRequest)
 	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
 	respond := func(r group.JoinResult) {
-		resp.ErrorCode = errorCode(r.Err)
+		resp.ErrorCode = errcode.Of(r.Err)
 		resp.Generation = r.Generation
 		resp.MemberID = r.MemberID
 		resp.LeaderID = r.LeaderID

@@ -10,6 +10,7 @@ package kafkaapi
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -28,6 +29,6 @@ func (h *Handlers) handleHeartbeat(_ context.Context, rc *server.RequestContext,
 		return resp, nil
 	}
 	err := h.groups.Heartbeat(req.Group, req.MemberID, deref(req.InstanceID), req.Generation)
-	resp.ErrorCode = errorCode(err)
+	resp.ErrorCode = errcode.Of(err)
 	return resp, nil
 }

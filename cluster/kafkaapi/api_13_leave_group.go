@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
 )
@@ -41,10 +42,10 @@ func (h *Handlers) handleLeaveGroup(_ context.Context, rc *server.RequestContext
 		if groupErr == nil {
 			groupErr = errs[0]
 		}
-		resp.ErrorCode = errorCode(groupErr)
+		resp.ErrorCode = errcode.Of(groupErr)
 		return resp, nil
 	}
-	resp.ErrorCode = errorCode(groupErr)
+	resp.ErrorCode = errcode.Of(groupErr)
 	if groupErr != nil {
 		return resp, nil
 	}
@@ -52,7 +53,7 @@ func (h *Handlers) handleLeaveGroup(_ context.Context, rc *server.RequestContext
 		rm := kmsg.NewLeaveGroupResponseMember()
 		rm.MemberID = m.MemberID
 		rm.InstanceID = m.InstanceID
-		rm.ErrorCode = errorCode(errs[i])
+		rm.ErrorCode = errcode.Of(errs[i])
 		resp.Members = append(resp.Members, rm)
 	}
 	return resp, nil

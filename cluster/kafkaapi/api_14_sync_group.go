@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
 )
@@ -28,7 +29,7 @@ func (h *Handlers) handleSyncGroup(_ context.Context, rc *server.RequestContext,
 	req := kreq.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
 	respond := func(r group.SyncResult) {
-		resp.ErrorCode = errorCode(r.Err)
+		resp.ErrorCode = errcode.Of(r.Err)
 		resp.MemberAssignment = r.Assignment
 		if r.Err == nil {
 			pt, p := r.ProtocolType, r.Protocol

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -61,7 +62,7 @@ func (h *Handlers) handleDescribeGroups(_ context.Context, rc *server.RequestCon
 				rg.ErrorMessage = groupErrorMessage(err)
 			}
 		}
-		rg.ErrorCode = errorCode(err)
+		rg.ErrorCode = errcode.Of(err)
 		if err == nil {
 			rg.State, rg.ProtocolType, rg.Protocol = s.State, s.ProtocolType, s.Protocol
 			for _, m := range s.Members {

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -106,8 +107,8 @@ func (h *Handlers) handleCreateTopics(ctx context.Context, rc *server.RequestCon
 		rt.Topic = t.Topic
 		rt.NumPartitions, rt.ReplicationFactor = -1, -1
 		if err := errs[i]; err != nil {
-			rt.ErrorCode = errorCode(err)
-			rt.ErrorMessage = errorMessage(err)
+			rt.ErrorCode = errcode.Of(err)
+			rt.ErrorMessage = errcode.Message(err)
 			resp.Topics = append(resp.Topics, rt)
 			continue
 		}

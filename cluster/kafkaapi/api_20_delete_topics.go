@@ -13,6 +13,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -90,7 +91,7 @@ func (h *Handlers) handleDeleteTopics(ctx context.Context, rc *server.RequestCon
 				continue
 			}
 			if err := mq.Record(len(topic.Partitions)); err != nil {
-				targets[i].err, targets[i].msg = errorCode(err), errorMessage(err)
+				targets[i].err, targets[i].msg = errcode.Of(err), errcode.Message(err)
 			}
 		}
 	}
@@ -112,7 +113,7 @@ func (h *Handlers) handleDeleteTopics(ctx context.Context, rc *server.RequestCon
 		errs := h.store.DeleteTopics(ctx, names)
 		for j, err := range errs {
 			if err != nil {
-				targets[idx[j]].err = errorCode(err)
+				targets[idx[j]].err = errcode.Of(err)
 			}
 		}
 		if err := h.replicas.Apply(h.store.Image()); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -54,7 +55,7 @@ func (h *Handlers) handleDeleteRecords(_ context.Context, rc *server.RequestCont
 			if err == nil {
 				rp.LowWatermark, err = part.DeleteRecordsBefore(p.Offset)
 			}
-			rp.ErrorCode = errorCode(err)
+			rp.ErrorCode = errcode.Of(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
 )
@@ -73,7 +74,7 @@ func (h *Handlers) initTransactionalProducerID(ctx context.Context, req *kmsg.In
 	}
 	id, epoch, err := h.txns.InitProducerID(ctx, ireq)
 	if err != nil {
-		resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 4))
+		resp.ErrorCode = errcode.Of(fencedForVersion(err, req.Version, 4))
 		return
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, epoch

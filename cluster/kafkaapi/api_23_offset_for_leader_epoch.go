@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -61,7 +62,7 @@ func (h *Handlers) handleOffsetForLeaderEpoch(_ context.Context, rc *server.Requ
 				if _, herr := h.hostedPartition(tp); herr != nil {
 					err = herr
 				}
-				rp.ErrorCode = errorCode(err)
+				rp.ErrorCode = errcode.Of(err)
 			} else {
 				rp.LeaderEpoch, rp.EndOffset = epoch, end
 			}

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
 )
@@ -71,7 +72,7 @@ func (h *Handlers) handleAddPartitionsToTxn(ctx context.Context, rc *server.Requ
 						err = e
 					}
 				}
-				rp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 2))
+				rp.ErrorCode = errcode.Of(fencedForVersion(err, req.Version, 2))
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
@@ -136,7 +137,7 @@ func (h *Handlers) addPartitionsToTxnBatch(ctx context.Context, rc *server.Reque
 				if t.VerifyOnly {
 					err = h.txns.VerifyPartition(t.TransactionalID, t.ProducerID, t.ProducerEpoch, txn.TopicPartition{Topic: tt.Topic, Partition: p})
 				}
-				rp.ErrorCode = errorCode(err)
+				rp.ErrorCode = errcode.Of(err)
 				rtt.Partitions = append(rtt.Partitions, rp)
 			}
 			rt.Topics = append(rt.Topics, rtt)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
@@ -54,6 +55,6 @@ func (h *Handlers) handleAddOffsetsToTxn(ctx context.Context, rc *server.Request
 		tp := txn.TopicPartition{Topic: groupcoord.OffsetsTopic, Partition: h.groups.PartitionFor(req.Group)}
 		err = h.txns.AddPartitions(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, []txn.TopicPartition{tp})
 	}
-	resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 2))
+	resp.ErrorCode = errcode.Of(fencedForVersion(err, req.Version, 2))
 	return resp, nil
 }

@@ -22,6 +22,7 @@ package kafkaapi
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,7 +45,7 @@ func (h *Handlers) handleEndTxn(ctx context.Context, rc *server.RequestContext, 
 	} else {
 		err = h.txns.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
 	}
-	resp.ErrorCode = errorCode(fencedForVersion(err, req.Version, 2))
+	resp.ErrorCode = errcode.Of(fencedForVersion(err, req.Version, 2))
 	if err == nil {
 		resp.ProducerID, resp.ProducerEpoch = req.ProducerID, req.ProducerEpoch
 	}

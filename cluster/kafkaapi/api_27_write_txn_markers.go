@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
@@ -85,7 +86,7 @@ func (h *Handlers) WriteTxnMarkers(ctx context.Context, req *kmsg.WriteTxnMarker
 				setErr := func(err error) {
 					mu.Lock()
 					if *code == 0 && err != nil {
-						*code = errorCode(err)
+						*code = errcode.Of(err)
 					}
 					mu.Unlock()
 				}

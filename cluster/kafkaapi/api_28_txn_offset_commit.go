@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/groupcoord"
 	"github.com/kbroker/kbroker/cluster/server"
@@ -66,7 +67,7 @@ func (h *Handlers) handleTxnOffsetCommit(_ context.Context, rc *server.RequestCo
 			rp.Partition = p.Partition
 			switch {
 			case all != nil:
-				rp.ErrorCode = errorCode(all)
+				rp.ErrorCode = errcode.Of(all)
 			case topicDenied:
 				rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			default:
@@ -97,7 +98,7 @@ func (h *Handlers) handleTxnOffsetCommit(_ context.Context, rc *server.RequestCo
 	}
 	h.groups.TxnCommitOffsets(req.Group, req.ProducerID, req.ProducerEpoch, by, offsets, func(errs []error) {
 		for i, err := range errs {
-			*slots[i] = errorCode(fencedForVersion(err, req.Version, 3))
+			*slots[i] = errcode.Of(fencedForVersion(err, req.Version, 3))
 		}
 		rc.Respond(resp)
 	})

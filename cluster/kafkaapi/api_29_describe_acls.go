@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -27,7 +28,7 @@ func (h *Handlers) handleDescribeACLs(_ context.Context, rc *server.RequestConte
 	req := kreq.(*kmsg.DescribeACLsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
 	fail := func(err error) (kmsg.Response, error) {
-		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		return resp, nil
 	}
 	if !h.aclsEnabled() {

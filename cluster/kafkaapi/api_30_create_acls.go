@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -53,7 +54,7 @@ func (h *Handlers) handleCreateACLs(ctx context.Context, rc *server.RequestConte
 	}
 	for _, err := range errs {
 		r := kmsg.NewCreateACLsResponseResult()
-		r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)
+		r.ErrorCode, r.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		resp.Results = append(resp.Results, r)
 	}
 	return resp, nil

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -52,7 +53,7 @@ func (h *Handlers) handleDeleteACLs(ctx context.Context, rc *server.RequestConte
 	}
 	for _, res := range results {
 		r := kmsg.NewDeleteACLsResponseResult()
-		r.ErrorCode, r.ErrorMessage = errorCode(res.Err), errorMessage(res.Err)
+		r.ErrorCode, r.ErrorMessage = errcode.Of(res.Err), errcode.Message(res.Err)
 		for _, acl := range res.Deleted {
 			m := kmsg.NewDeleteACLsResponseResultMatchingACL()
 			m.ResourceType = kmsg.ACLResourceType(acl.ResourceType)

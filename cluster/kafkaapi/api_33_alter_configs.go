@@ -21,6 +21,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -41,8 +42,8 @@ func (h *Handlers) handleAlterConfigs(ctx context.Context, rc *server.RequestCon
 			return replaceConfigs(r.Configs, overrides), nil
 		})
 		if err != nil {
-			rr.ErrorCode = errorCode(err)
-			rr.ErrorMessage = errorMessage(err)
+			rr.ErrorCode = errcode.Of(err)
+			rr.ErrorMessage = errcode.Message(err)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -64,7 +65,7 @@ func (h *Handlers) handleAlterReplicaLogDirs(_ context.Context, rc *server.Reque
 					tp := replication.TopicPartition{Topic: t.Topic, Partition: p}
 					if err := h.replicas.AlterReplicaLogDir(tp, d.Dir); err != nil {
 						h.logger.Warn("unable to alter log dir of replica", "topic", t.Topic, "partition", p, "dir", d.Dir, "err", err)
-						rp.ErrorCode = errorCode(err)
+						rp.ErrorCode = errcode.Of(err)
 					}
 				}
 				rt.Partitions = append(rt.Partitions, rp)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -53,8 +54,8 @@ func (h *Handlers) handleCreatePartitions(ctx context.Context, rc *server.Reques
 			err = h.store.CreatePartitions(ctx, t.Topic, t.Count, assignments, req.ValidateOnly)
 		}
 		if err != nil {
-			rt.ErrorCode = errorCode(err)
-			rt.ErrorMessage = errorMessage(err)
+			rt.ErrorCode = errcode.Of(err)
+			rt.ErrorMessage = errcode.Message(err)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

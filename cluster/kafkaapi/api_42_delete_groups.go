@@ -16,6 +16,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,12 +50,12 @@ func (h *Handlers) handleDeleteGroups(ctx context.Context, rc *server.RequestCon
 			rg := kmsg.NewDeleteGroupsResponseGroup()
 			rg.Group = id
 			if err, ok := shareErrs[id]; ok {
-				rg.ErrorCode = errorCode(err)
+				rg.ErrorCode = errcode.Of(err)
 				if err != nil && req.Version >= 3 {
-					rg.ErrorMessage = errorMessage(err)
+					rg.ErrorMessage = errcode.Message(err)
 				}
 			} else if rc.AuthorizedGroup(kmsg.ACLOperationDelete, id) {
-				rg.ErrorCode = errorCode(errs[i])
+				rg.ErrorCode = errcode.Of(errs[i])
 				if errs[i] != nil && req.Version >= 3 {
 					rg.ErrorMessage = groupErrorMessage(errs[i])
 				}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -125,7 +126,7 @@ func (h *Handlers) handleElectLeaders(ctx context.Context, rc *server.RequestCon
 		if err != nil {
 			// The controller could not be reached or raft failed: every
 			// partition gets the reason, which clients retry on.
-			return refuseAll(errorCode(err), *errorMessage(err)), nil
+			return refuseAll(errcode.Of(err), *errcode.Message(err)), nil
 		}
 	}
 	byTopic := map[string]int{} // index in resp.Topics of a topic's results

@@ -29,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/config"
 	"github.com/kbroker/kbroker/metadata"
@@ -53,8 +54,8 @@ func (h *Handlers) handleIncrementalAlterConfigs(ctx context.Context, rc *server
 			return incrementalClusterChange(r)
 		})
 		if err != nil {
-			rr.ErrorCode = errorCode(err)
-			rr.ErrorMessage = errorMessage(err)
+			rr.ErrorCode = errcode.Of(err)
+			rr.ErrorMessage = errcode.Message(err)
 		}
 		resp.Resources = append(resp.Resources, rr)
 	}

@@ -20,16 +20,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
 	register(apiSpec{key: 45, min: 0, max: 1, handle: (*Handlers).handleAlterPartitionReassignments, actions: server.ClusterAction(kmsg.ACLOperationAlter)})
-	errorCodes = append(errorCodes, struct {
-		err  error
-		code *kerr.Error
-	}{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress})
 }
 
 func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
@@ -83,8 +80,8 @@ func (h *Handlers) handleAlterPartitionReassignments(ctx context.Context, rc *se
 		for i, err := range h.store.AlterPartitionReassignments(ctx, asks, allowRF) {
 			if err != nil {
 				rp := &resp.Topics[slots[i].t].Partitions[slots[i].p]
-				rp.ErrorCode = errorCode(err)
-				rp.ErrorMessage = errorMessage(err)
+				rp.ErrorCode = errcode.Of(err)
+				rp.ErrorMessage = errcode.Message(err)
 			}
 		}
 		if err := h.replicas.Apply(h.store.Image()); err != nil {

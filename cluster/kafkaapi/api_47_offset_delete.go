@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
 )
@@ -44,7 +45,7 @@ func (h *Handlers) handleOffsetDelete(_ context.Context, rc *server.RequestConte
 		}
 	}
 	h.groups.DeleteOffsets(req.Group, tps, func(partErrs []error, err error) {
-		resp.ErrorCode = errorCode(err)
+		resp.ErrorCode = errcode.Of(err)
 		if partErrs != nil {
 			i, k := 0, 0
 			for _, t := range req.Topics {
@@ -56,7 +57,7 @@ func (h *Handlers) handleOffsetDelete(_ context.Context, rc *server.RequestConte
 					if refused[k] {
 						rp.ErrorCode = kerr.TopicAuthorizationFailed.Code
 					} else {
-						rp.ErrorCode = errorCode(partErrs[i])
+						rp.ErrorCode = errcode.Of(partErrs[i])
 						i++
 					}
 					k++

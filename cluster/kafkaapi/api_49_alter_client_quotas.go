@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -56,7 +57,7 @@ func (h *Handlers) handleAlterClientQuotas(ctx context.Context, rc *server.Reque
 	}
 	for i, e := range req.Entries {
 		r := kmsg.NewAlterClientQuotasResponseEntry()
-		r.ErrorCode, r.ErrorMessage = errorCode(errs[i]), errorMessage(errs[i])
+		r.ErrorCode, r.ErrorMessage = errcode.Of(errs[i]), errcode.Message(errs[i])
 		for _, c := range e.Entity {
 			ent := kmsg.NewAlterClientQuotasResponseEntryEntity()
 			ent.Type, ent.Name = c.Type, c.Name

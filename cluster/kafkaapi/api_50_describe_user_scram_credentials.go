@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,7 +40,7 @@ func (h *Handlers) handleDescribeUserSCRAMCredentials(_ context.Context, rc *ser
 	authorized := rc.AuthorizedCluster(kmsg.ACLOperationDescribe)
 	if !authorized {
 		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		resp.ErrorMessage = errorMessage(kerr.ClusterAuthorizationFailed)
+		resp.ErrorMessage = errcode.Message(kerr.ClusterAuthorizationFailed)
 	}
 	result := func(user string, err error) {
 		r := kmsg.NewDescribeUserSCRAMCredentialsResponseResult()
@@ -47,7 +48,7 @@ func (h *Handlers) handleDescribeUserSCRAMCredentials(_ context.Context, rc *ser
 		if !authorized {
 			err = kerr.ClusterAuthorizationFailed
 		}
-		r.ErrorCode, r.ErrorMessage = errorCode(err), errorMessage(err)
+		r.ErrorCode, r.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		if err == nil {
 			r.CredentialInfos = infos[user]
 		}

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/security/sasl"
@@ -111,7 +112,7 @@ func (h *Handlers) handleAlterUserSCRAMCredentials(ctx context.Context, rc *serv
 	for _, u := range users {
 		r := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
 		r.User = u
-		r.ErrorCode, r.ErrorMessage = errorCode(userErr[u]), errorMessage(userErr[u])
+		r.ErrorCode, r.ErrorMessage = errcode.Of(userErr[u]), errcode.Message(userErr[u])
 		resp.Results = append(resp.Results, r)
 	}
 	return resp, nil

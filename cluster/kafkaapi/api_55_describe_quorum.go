@@ -35,6 +35,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 )
@@ -83,11 +84,11 @@ func (h *Handlers) handleDescribeQuorum(ctx context.Context, rc *server.RequestC
 	switch {
 	case errors.Is(err, metadata.ErrNotController) || errors.Is(err, metadata.ErrClosed):
 		rp.ErrorCode = kerr.NotLeaderForPartition.Code
-		rp.ErrorMessage = errorMessage(err)
+		rp.ErrorMessage = errcode.Message(err)
 		rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = -1, -1, -1
 	case err != nil:
-		resp.ErrorCode = errorCode(err)
-		resp.ErrorMessage = errorMessage(err)
+		resp.ErrorCode = errcode.Of(err)
+		resp.ErrorMessage = errcode.Message(err)
 		return resp, nil
 	default:
 		rp.LeaderID, rp.LeaderEpoch, rp.HighWatermark = d.LeaderID, d.LeaderEpoch, d.HighWatermark

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata/features"
 )
@@ -66,13 +67,13 @@ func (h *Handlers) handleUpdateFeatures(ctx context.Context, rc *server.RequestC
 	}
 	results, err := h.store.UpdateFeatures(ctx, updates, req.ValidateOnly)
 	if err != nil {
-		return fail(errorCode(err), deref(errorMessage(err)))
+		return fail(errcode.Of(err), deref(errcode.Message(err)))
 	}
 	for i, res := range results {
 		r := kmsg.NewUpdateFeaturesResponseResult()
 		r.Feature = req.FeatureUpdates[i].Feature
 		if res.Err != nil {
-			r.ErrorCode = errorCode(res.Err)
+			r.ErrorCode = errcode.Of(res.Err)
 			r.ErrorMessage = featureMessage(res.Err)
 			if resp.ErrorCode == 0 && req.Version >= 2 {
 				resp.ErrorCode, resp.ErrorMessage = r.ErrorCode, r.ErrorMessage
@@ -90,5 +91,5 @@ func featureMessage(err error) *string {
 		msg := err.Error()
 		return &msg
 	}
-	return errorMessage(err)
+	return errcode.Message(err)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 	"github.com/kbroker/kbroker/storage"
@@ -56,8 +57,8 @@ func (h *Handlers) handleDescribeProducers(_ context.Context, rc *server.Request
 			}
 			producers, err := h.activeProducers(replication.TopicPartition{Topic: t.Topic, Partition: p})
 			if err != nil {
-				rp.ErrorCode = errorCode(err)
-				rp.ErrorMessage = errorMessage(err)
+				rp.ErrorCode = errcode.Of(err)
+				rp.ErrorMessage = errcode.Message(err)
 				rt.Partitions = append(rt.Partitions, rp)
 				continue
 			}

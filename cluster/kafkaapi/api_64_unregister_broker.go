@@ -21,6 +21,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,8 +45,8 @@ func (h *Handlers) handleUnregisterBroker(ctx context.Context, rc *server.Reques
 	ctx, cancel := context.WithTimeout(ctx, unregisterBrokerTimeout)
 	defer cancel()
 	if err := h.store.UnregisterBroker(ctx, req.BrokerID); err != nil {
-		resp.ErrorCode = errorCode(err)
-		resp.ErrorMessage = errorMessage(err)
+		resp.ErrorCode = errcode.Of(err)
+		resp.ErrorMessage = errcode.Message(err)
 		h.logger.Info("unregister broker refused", "broker", req.BrokerID, "err", err)
 		return resp, nil
 	}

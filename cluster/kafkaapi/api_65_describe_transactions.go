@@ -12,6 +12,7 @@ package kafkaapi
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,7 +44,7 @@ func (h *Handlers) handleDescribeTransactions(_ context.Context, rc *server.Requ
 		}
 		m, err := h.txns.Describe(id)
 		if err != nil {
-			ts.ErrorCode = errorCode(err)
+			ts.ErrorCode = errcode.Of(err)
 			resp.TransactionStates = append(resp.TransactionStates, ts)
 			continue
 		}

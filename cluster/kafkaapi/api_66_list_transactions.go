@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/txn"
 	"github.com/kbroker/kbroker/cluster/txncoord"
@@ -71,7 +72,7 @@ func (h *Handlers) handleListTransactions(_ context.Context, rc *server.RequestC
 	}
 	txns, err := h.txns.List(f, time.Now())
 	if err != nil {
-		resp.ErrorCode = errorCode(err)
+		resp.ErrorCode = errcode.Of(err)
 		return resp, nil
 	}
 	sort.Slice(txns, func(i, j int) bool { return txns[i].TransactionalID < txns[j].TransactionalID })

@@ -26,6 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata/features"
@@ -40,7 +41,7 @@ func (h *Handlers) handleConsumerGroupHeartbeat(_ context.Context, rc *server.Re
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(err error) (kmsg.Response, error) {
-		resp.ErrorCode, resp.ErrorMessage = errorCode(err), groupErrorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), groupErrorMessage(err)
 		return resp, nil
 	}
 	if !rc.AuthorizedGroup(kmsg.ACLOperationRead, req.Group) {
@@ -81,7 +82,7 @@ func (h *Handlers) handleConsumerGroupHeartbeat(_ context.Context, rc *server.Re
 	}
 	h.groups.ConsumerHeartbeat(req.Group, hb, func(res group.ConsumerResult, interval time.Duration, err error) {
 		if err != nil {
-			resp.ErrorCode, resp.ErrorMessage = errorCode(err), groupErrorMessage(err)
+			resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), groupErrorMessage(err)
 			rc.Respond(resp)
 			return
 		}

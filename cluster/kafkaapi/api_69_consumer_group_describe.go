@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
 )
@@ -58,7 +59,7 @@ func (h *Handlers) handleConsumerGroupDescribe(_ context.Context, rc *server.Req
 		}
 		d, err := h.groups.DescribeConsumer(id)
 		if err != nil {
-			rg.ErrorCode, rg.ErrorMessage = errorCode(err), groupErrorMessage(err)
+			rg.ErrorCode, rg.ErrorMessage = errcode.Of(err), groupErrorMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 )
 
@@ -35,7 +36,7 @@ func (h *Handlers) handleShareGroupDescribe(_ context.Context, rc *server.Reques
 		rg := kmsg.NewShareGroupDescribeResponseGroup()
 		rg.GroupID = id
 		fail := func(err error) {
-			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
+			rg.ErrorCode, rg.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			rg.GroupState = "Dead"
 		}
 		if !rc.AuthorizedGroup(kmsg.ACLOperationDescribe, id) {

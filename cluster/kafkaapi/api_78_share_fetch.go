@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/share"
 	"github.com/kbroker/kbroker/cluster/sharepart"
@@ -86,7 +87,7 @@ func (h *Handlers) handleShareFetch(ctx context.Context, rc *server.RequestConte
 			}
 			acks, err := shareAcks(first, last, types)
 			if err != nil {
-				resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+				resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 				return resp, nil
 			}
 			pr.Acks = acks
@@ -105,7 +106,7 @@ func (h *Handlers) handleShareFetch(ctx context.Context, rc *server.RequestConte
 	res := h.shareParts.Fetch(ctx, fr)
 	resp.AcquisitionLockTimeoutMillis = int32(res.LockDuration.Milliseconds())
 	if res.Err != nil {
-		resp.ErrorCode, resp.ErrorMessage = errorCode(res.Err), errorMessage(res.Err)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(res.Err), errcode.Message(res.Err)
 		return resp, nil
 	}
 	leaders := map[int32]bool{}
@@ -121,8 +122,8 @@ func (h *Handlers) handleShareFetch(ctx context.Context, rc *server.RequestConte
 		}
 		rp := kmsg.NewShareFetchResponseTopicPartition()
 		rp.Partition = pr.Partition
-		rp.ErrorCode, rp.ErrorMessage = errorCode(pr.Err), errorMessage(pr.Err)
-		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = errorCode(pr.AckErr), errorMessage(pr.AckErr)
+		rp.ErrorCode, rp.ErrorMessage = errcode.Of(pr.Err), errcode.Message(pr.Err)
+		rp.AcknowledgeErrorCode, rp.AcknowledgeErrorMessage = errcode.Of(pr.AckErr), errcode.Message(pr.AckErr)
 		shareLeaderHint(img, pr.TopicID, pr.Partition, pr.Err, &rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch, leaders)
 		rp.Records = pr.Records
 		for _, a := range pr.Acquired {
@@ -156,7 +157,7 @@ func (h *Handlers) handleShareFetch(ctx context.Context, rc *server.RequestConte
 // NOT_LEADER_OR_FOLLOWER (KIP-951), noting it for the node endpoints.
 func shareLeaderHint(img *metadata.Image, topicID [16]byte, p int32, err error, id, epoch *int32, leaders map[int32]bool) {
 	*id, *epoch = -1, -1
-	if err == nil || errorCode(err) != kerr.NotLeaderForPartition.Code {
+	if err == nil || errcode.Of(err) != kerr.NotLeaderForPartition.Code {
 		return
 	}
 	t, ok := img.TopicsByID[topicID]

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/sharepart"
 )
@@ -54,7 +55,7 @@ func (h *Handlers) handleShareAcknowledge(ctx context.Context, rc *server.Reques
 			}
 			acks, err := shareAcks(first, last, types)
 			if err != nil {
-				resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+				resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 				return resp, nil
 			}
 			fr.Partitions = append(fr.Partitions, sharepart.PartitionRequest{TP: tp, Acks: acks, HasAcks: true})
@@ -63,7 +64,7 @@ func (h *Handlers) handleShareAcknowledge(ctx context.Context, rc *server.Reques
 	res := h.shareParts.Fetch(ctx, fr)
 	resp.AcquisitionLockTimeoutMillis = int32(res.LockDuration.Milliseconds())
 	if res.Err != nil {
-		resp.ErrorCode, resp.ErrorMessage = errorCode(res.Err), errorMessage(res.Err)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(res.Err), errcode.Message(res.Err)
 		return resp, nil
 	}
 	leaders := map[int32]bool{}
@@ -79,7 +80,7 @@ func (h *Handlers) handleShareAcknowledge(ctx context.Context, rc *server.Reques
 		}
 		rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
 		rp.Partition = tp.Partition
-		rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+		rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		shareLeaderHint(img, tp.TopicID, tp.Partition, err, &rp.CurrentLeader.LeaderID, &rp.CurrentLeader.LeaderEpoch, leaders)
 		resp.Topics[i].Partitions = append(resp.Topics[i].Partitions, rp)
 	}

@@ -32,6 +32,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -79,7 +80,7 @@ func (h *Handlers) handleAddRaftVoter(ctx context.Context, rc *server.RequestCon
 	defer cancel()
 	if err := h.store.AddVoter(ctx, req.VoterID, addr); err != nil {
 		resp.ErrorCode = voterChangeErrorCode(err)
-		resp.ErrorMessage = errorMessage(err)
+		resp.ErrorMessage = errcode.Message(err)
 		h.logger.Info("add raft voter refused", "voter", req.VoterID, "err", err)
 		return resp, nil
 	}
@@ -99,12 +100,12 @@ func (h *Handlers) checkClusterID(id *string) (string, bool) {
 	return "", true
 }
 
-// voterChangeErrorCode is errorCode for a voter change, with a deadline
+// voterChangeErrorCode is errcode.Of for a voter change, with a deadline
 // answered REQUEST_TIMED_OUT as Kafka's voter change handlers do (a
 // forwarding that timed out also wraps NOT_CONTROLLER).
 func voterChangeErrorCode(err error) int16 {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return kerr.RequestTimedOut.Code
 	}
-	return errorCode(err)
+	return errcode.Of(err)
 }

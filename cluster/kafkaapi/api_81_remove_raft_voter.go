@@ -24,6 +24,7 @@ package kafkaapi
 import (
 	"context"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -49,7 +50,7 @@ func (h *Handlers) handleRemoveRaftVoter(ctx context.Context, rc *server.Request
 	defer cancel()
 	if err := h.store.RemoveVoter(ctx, req.VoterID); err != nil {
 		resp.ErrorCode = voterChangeErrorCode(err)
-		resp.ErrorMessage = errorMessage(err)
+		resp.ErrorMessage = errcode.Message(err)
 		h.logger.Info("remove raft voter refused", "voter", req.VoterID, "err", err)
 		return resp, nil
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/share"
 )
@@ -39,7 +40,7 @@ func (h *Handlers) handleInitializeShareGroupState(ctx context.Context, rc *serv
 			if allowed {
 				err = h.shares.InitializeState(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.StateEpoch, p.StartOffset)
 			}
-			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/share"
 )
@@ -62,7 +63,7 @@ func (h *Handlers) handleWriteShareGroupState(ctx context.Context, rc *server.Re
 					err = h.shares.WriteState(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition}, p.LeaderEpoch, s)
 				}
 			}
-			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

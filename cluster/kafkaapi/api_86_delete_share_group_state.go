@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/share"
 )
@@ -37,7 +38,7 @@ func (h *Handlers) handleDeleteShareGroupState(ctx context.Context, rc *server.R
 			if allowed {
 				err = h.shares.DeleteState(ctx, share.StateKey{Group: req.GroupID, TopicID: t.TopicID, Partition: p.Partition})
 			}
-			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/cluster/share"
 	"github.com/kbroker/kbroker/cluster/sharecoord"
@@ -45,7 +46,7 @@ func (h *Handlers) handleReadShareGroupStateSummary(_ context.Context, rc *serve
 			if err != nil {
 				rp.StartOffset, rp.LeaderEpoch = -1, -1
 			}
-			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/replication"
 )
@@ -50,7 +51,7 @@ func (h *Handlers) handleDescribeShareGroupOffsets(ctx context.Context, rc *serv
 		}
 		offsets, err := h.shares.DescribeOffsets(ctx, g.GroupID, topics)
 		if err != nil {
-			rg.ErrorCode, rg.ErrorMessage = errorCode(err), errorMessage(err)
+			rg.ErrorCode, rg.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
@@ -78,7 +79,7 @@ func (h *Handlers) handleDescribeShareGroupOffsets(ctx context.Context, rc *serv
 					rp.Lag = max(0, part.HighWatermark()-po.StartOffset-int64(po.DeliveryComplete))
 				}
 			}
-			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			rg.Topics[i].Partitions = append(rg.Topics[i].Partitions, rp)
 		}
 		resp.Groups = append(resp.Groups, rg)

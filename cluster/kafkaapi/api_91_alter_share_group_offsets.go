@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 )
 
@@ -39,14 +40,14 @@ func (h *Handlers) handleAlterShareGroupOffsets(ctx context.Context, rc *server.
 			for _, p := range t.Partitions {
 				rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
 				rp.Partition = p.Partition
-				rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+				rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 				rt.Partitions = append(rt.Partitions, rp)
 			}
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}
 	fail := func(err error) (kmsg.Response, error) {
-		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		partErr(err)
 		return resp, nil
 	}
@@ -88,7 +89,7 @@ func (h *Handlers) handleAlterShareGroupOffsets(ctx context.Context, rc *server.
 			if denied[t.Topic] {
 				err = kerr.TopicAuthorizationFailed
 			}
-			rp.ErrorCode, rp.ErrorMessage = errorCode(err), errorMessage(err)
+			rp.ErrorCode, rp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

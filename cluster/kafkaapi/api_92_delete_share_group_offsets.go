@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 )
 
@@ -46,7 +47,7 @@ func (h *Handlers) handleDeleteShareGroupOffsets(ctx context.Context, rc *server
 	}
 	res, err := h.shares.DeleteOffsets(ctx, req.GroupID, topics)
 	if err != nil {
-		resp.ErrorCode, resp.ErrorMessage = errorCode(err), errorMessage(err)
+		resp.ErrorCode, resp.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		return resp, nil
 	}
 	img := h.image()
@@ -60,7 +61,7 @@ func (h *Handlers) handleDeleteShareGroupOffsets(ctx context.Context, rc *server
 		if denied[t.Topic] {
 			err = kerr.TopicAuthorizationFailed
 		}
-		rt.ErrorCode, rt.ErrorMessage = errorCode(err), errorMessage(err)
+		rt.ErrorCode, rt.ErrorMessage = errcode.Of(err), errcode.Message(err)
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil

@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/server"
 	"github.com/kbroker/kbroker/metadata"
 	"github.com/kbroker/kbroker/metadata/features"
@@ -81,5 +82,5 @@ func tokenErrorCode(err error) int16 {
 			return m.code.Code
 		}
 	}
-	return errorCode(err)
+	return errcode.Of(err)
 }

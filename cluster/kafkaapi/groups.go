@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 
+	"github.com/kbroker/kbroker/cluster/errcode"
 	"github.com/kbroker/kbroker/cluster/group"
 	"github.com/kbroker/kbroker/cluster/server"
 )
@@ -21,10 +22,10 @@ func clientHost(rc *server.RequestContext) string {
 }
 
 // groupErrorMessage is the message sent with a group request's error:
-// the explanation of a group.Error, else errorMessage's.
+// the explanation of a group.Error, else errcode.Message's.
 func groupErrorMessage(err error) *string {
 	if ge, ok := errors.AsType[*group.Error](err); ok {
 		return &ge.Msg
 	}
-	return errorMessage(err)
+	return errcode.Message(err)
 }

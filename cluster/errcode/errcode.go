@@ -1,4 +1,4 @@
-package kafkaapi
+package errcode
 
 import (
 	"errors"
@@ -12,11 +12,11 @@ import (
 	"github.com/kbroker/kbroker/wire/record"
 )
 
-// errorCode turns an error from the layers below into the Kafka error code
+// Of turns an error from the layers below into the Kafka error code
 // a client sees. This is the one place where that choice is made, but for
 // the errors of the partition layer and its logs, which
 // replication.KafkaError maps.
-func errorCode(err error) int16 {
+func Of(err error) int16 {
 	if err == nil {
 		return 0
 	}
@@ -58,6 +58,7 @@ var errorCodes = []struct {
 	{metadata.ErrInvalidConfig, kerr.InvalidConfig},
 	{metadata.ErrPartitionLimit, kerr.PolicyViolation},
 	{metadata.ErrStalePartitionEpoch, kerr.InvalidUpdateVersion},
+	{metadata.ErrNoReassignmentInProgress, kerr.NoReassignmentInProgress},
 	{metadata.ErrClosed, kerr.NotController},
 	{metadata.ErrScramNotFound, kerr.ResourceNotFound},
 	{metadata.ErrUnknownACL, kerr.ResourceNotFound},
@@ -73,13 +74,13 @@ var errorCodes = []struct {
 	{features.ErrUnsupportedFeature, kerr.UnsupportedVersion},
 }
 
-// errorMessage is the text sent with an error code in versions that carry
+// Message is the text sent with an error code in versions that carry
 // one.
-func errorMessage(err error) *string {
+func Message(err error) *string {
 	if err == nil {
 		return nil
 	}
-	s := redactPaths(err.Error())
+	s := Redact(err.Error())
 	return &s
 }
 
@@ -87,9 +88,9 @@ func errorMessage(err error) *string {
 // kind of path our errors carry (log directories, segment files).
 var filesystemPath = regexp.MustCompile(`(?:\.{0,2}/[\w.\-]+)+/?`)
 
-// redactPaths removes filesystem paths from an error message sent to a
+// Redact removes filesystem paths from an error message sent to a
 // client: where the broker keeps its files is none of the client's
 // business, and the full error is in the broker's log.
-func redactPaths(msg string) string {
+func Redact(msg string) string {
 	return filesystemPath.ReplaceAllString(msg, "<path>")
 }

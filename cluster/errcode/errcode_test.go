@@ -1,4 +1,4 @@
-package kafkaapi
+package errcode
 
 import (
 	"errors"
@@ -20,9 +20,9 @@ func TestErrorMessageCarriesNoPaths(t *testing.T) {
 		{errors.New("cleanup.policy=compact,delete is fine"), "cleanup.policy=compact,delete is fine"},
 	}
 	for _, tc := range cases {
-		got := *errorMessage(tc.err)
+		got := *Message(tc.err)
 		if got != tc.want {
-			t.Errorf("errorMessage(%q) = %q, want %q", tc.err, got, tc.want)
+			t.Errorf("Message(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 		if strings.Contains(got, "/") {
 			t.Errorf("message %q still has a path", got)
