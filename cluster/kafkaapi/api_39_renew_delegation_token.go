@@ -25,24 +25,30 @@ func init() {
 func (h *Handlers) handleRenewDelegationToken(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.RenewDelegationTokenRequest)
 	resp := req.ResponseKind().(*kmsg.RenewDelegationTokenResponse)
-	resp.ExpiryTimestamp = tokenErrorTimestamp
+	resp.ExpiryTimestamp, resp.ErrorCode = h.changeTokenExpiry(ctx, rc, req.HMAC, req.RenewTimeMillis, h.store.RenewDelegationToken)
+	return resp, nil
+}
+
+// changeTokenExpiry runs a renewal or an expiry (change) of the token
+// whose HMAC a request carries, after CreateDelegationToken's connection
+// and config checks, and returns the new expiry timestamp or
+// tokenErrorTimestamp with the error code.
+func (h *Handlers) changeTokenExpiry(ctx context.Context, rc *server.RequestContext, hmac []byte, periodMs int64,
+	change func(context.Context, metadata.RenewTokenRequest) (int64, error),
+) (expiry int64, code int16) {
 	img := h.image()
 	if err := h.tokenPrecheck(rc, img); err != nil {
-		resp.ErrorCode = tokenErrorCode(err)
-		return resp, nil
+		return tokenErrorTimestamp, tokenErrorCode(err)
 	}
-	t, ok := h.tokenByHMAC(img, req.HMAC)
+	t, ok := h.tokenByHMAC(img, hmac)
 	if !ok {
-		resp.ErrorCode = tokenErrorCode(metadata.ErrDelegationTokenNotFound)
-		return resp, nil
+		return tokenErrorTimestamp, tokenErrorCode(metadata.ErrDelegationTokenNotFound)
 	}
-	expiry, err := h.store.RenewDelegationToken(ctx, metadata.RenewTokenRequest{
-		TokenID: t.TokenID, Principal: tokenPrincipal(rc), ExpiryPeriodMs: req.RenewTimeMillis,
+	expiry, err := change(ctx, metadata.RenewTokenRequest{
+		TokenID: t.TokenID, Principal: tokenPrincipal(rc), ExpiryPeriodMs: periodMs,
 	})
 	if err != nil {
-		resp.ErrorCode = tokenErrorCode(err)
-		return resp, nil
+		return tokenErrorTimestamp, tokenErrorCode(err)
 	}
-	resp.ExpiryTimestamp = expiry
-	return resp, nil
+	return expiry, 0
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kbroker/kbroker/cluster/server"
-	"github.com/kbroker/kbroker/metadata"
 )
 
 func init() {
@@ -24,24 +23,6 @@ func init() {
 func (h *Handlers) handleExpireDelegationToken(ctx context.Context, rc *server.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req := kreq.(*kmsg.ExpireDelegationTokenRequest)
 	resp := req.ResponseKind().(*kmsg.ExpireDelegationTokenResponse)
-	resp.ExpiryTimestamp = tokenErrorTimestamp
-	img := h.image()
-	if err := h.tokenPrecheck(rc, img); err != nil {
-		resp.ErrorCode = tokenErrorCode(err)
-		return resp, nil
-	}
-	t, ok := h.tokenByHMAC(img, req.HMAC)
-	if !ok {
-		resp.ErrorCode = tokenErrorCode(metadata.ErrDelegationTokenNotFound)
-		return resp, nil
-	}
-	expiry, err := h.store.ExpireDelegationToken(ctx, metadata.RenewTokenRequest{
-		TokenID: t.TokenID, Principal: tokenPrincipal(rc), ExpiryPeriodMs: req.ExpiryPeriodMillis,
-	})
-	if err != nil {
-		resp.ErrorCode = tokenErrorCode(err)
-		return resp, nil
-	}
-	resp.ExpiryTimestamp = expiry
+	resp.ExpiryTimestamp, resp.ErrorCode = h.changeTokenExpiry(ctx, rc, req.HMAC, req.ExpiryPeriodMillis, h.store.ExpireDelegationToken)
 	return resp, nil
 }
