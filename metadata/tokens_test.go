@@ -30,7 +30,7 @@ func TestDelegationTokenLifecycle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	s := openReady(t, tokenConfig(t))
-	if mv := s.Image().FeatureLevel(features.MetadataVersion); mv != features.MetadataVersionDelegationTokens {
+	if mv := s.Image().FeatureLevel(features.MetadataVersion); mv < features.MetadataVersionDelegationTokens {
 		t.Fatalf("a new cluster is at metadata.version %d", mv)
 	}
 	before := time.Now().UnixMilli()
